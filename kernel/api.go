@@ -1,0 +1,201 @@
+package kernel
+
+import (
+	"errors"
+	"fmt"
+	"os/exec"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// This file is the contract between kernel and the packages around it
+// (pool drives it, isolate implements Sandbox, envscrub builds Spec.Env,
+// rpcsock contributes Spec.Files). Change it only together with its users.
+
+// Sentinel errors. Wrapped with an operation prefix and %w; test with errors.Is.
+var (
+	// ErrTimeout: the cell exceeded its deadline; the kernel was killed and its state is lost.
+	ErrTimeout = errors.New("kernel: cell timed out")
+	// ErrCanceled: the caller canceled the cell; the kernel was killed and its state is lost.
+	ErrCanceled = errors.New("kernel: cell canceled")
+	// ErrProtocol: the kernel broke the wire protocol (non-object frame,
+	// oversized frame, bad header). The kernel is killed.
+	ErrProtocol = errors.New("kernel: protocol error")
+	// ErrClosed: the kernel was already killed or has exited.
+	ErrClosed = errors.New("kernel: closed")
+	// ErrBusy: Exec was called while another cell runs (callers serialize).
+	ErrBusy = errors.New("kernel: busy")
+	// ErrUnsupported: the platform lacks a facility the spec asked for.
+	ErrUnsupported = errors.New("kernel: unsupported on this platform")
+)
+
+// DeathError says why a kernel process ended while a cell ran (or between
+// cells). It is never a bare exit status: OOM kills are read from the cgroup,
+// signals and exit codes from the wait status.
+type DeathError struct {
+	// ExitCode is the process exit code, or -1 when it was killed by a signal.
+	ExitCode int
+	// Signal is the terminating signal's name ("SIGKILL"), empty if it exited.
+	Signal string
+	// OOMKilled is true only when the cgroup's memory accounting says the
+	// kernel hit its memory limit (never guessed from SIGKILL).
+	OOMKilled bool
+	// MemoryLimit is the limit in bytes that was hit, when OOMKilled.
+	MemoryLimit int64
+	// Stderr is the (bounded) tail of the kernel's stderr at death.
+	Stderr string
+}
+
+func (e *DeathError) Error() string {
+	switch {
+	case e.OOMKilled:
+		return fmt.Sprintf("kernel: killed by the out-of-memory killer at its memory limit of %s", FormatBytes(e.MemoryLimit))
+	case e.Signal != "":
+		return "kernel: died from signal " + e.Signal
+	default:
+		return fmt.Sprintf("kernel: exited with code %d", e.ExitCode)
+	}
+}
+
+// FormatBytes renders a byte count the way operators write limits (64MiB).
+func FormatBytes(n int64) string {
+	const unit = 1024
+	if n <= 0 {
+		return "unlimited"
+	}
+	suffixes := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	v, i := n, 0
+	for v%unit == 0 && v >= unit && i < len(suffixes)-1 {
+		v /= unit
+		i++
+	}
+	return fmt.Sprintf("%d%s", v, suffixes[i])
+}
+
+// Verdict is what the sandbox learned about a kernel after it was reaped.
+type Verdict struct {
+	// OOMKilled: the memory controller killed a process of the kernel.
+	OOMKilled bool
+	// MemoryLimit is the memory limit in bytes (0 when none).
+	MemoryLimit int64
+}
+
+// Stats are live resource figures of one kernel, from its cgroup.
+type Stats struct {
+	MemoryCurrent int64         `json:"memory_current_bytes"`
+	MemoryPeak    int64         `json:"memory_peak_bytes"`
+	Pids          int64         `json:"pids"`
+	CPUTime       time.Duration `json:"cpu_time_ns"`
+}
+
+// Sandbox confines one kernel. Package isolate provides the implementations
+// (cgroup + uid + namespaces, or process group only); kernel calls it on its
+// single spawn path and on every teardown path.
+type Sandbox interface {
+	// Prepare runs after the staging dir and its files exist and before the
+	// child starts. It sets cmd.SysProcAttr (process group, credentials,
+	// cgroup fd, namespaces), may append KERNPOOL_* entries to cmd.Env that
+	// the runner consumes before user code (rlimits, self-placement paths),
+	// and chowns the staging dir tree to the kernel's uid.
+	Prepare(cmd *exec.Cmd, staging string) error
+	// Started runs right after the child started, with its pid.
+	Started(pid int) error
+	// Kill kills every process of the kernel: the whole cgroup where there is
+	// one, else the process group. Idempotent and safe to call concurrently.
+	Kill() error
+	// Release runs once, after the main process was reaped: it waits until
+	// nothing of the kernel remains, removes its cgroup, frees its uid, and
+	// reports whether the memory limit killed it.
+	Release() (Verdict, error)
+	// Stats reads live resource figures; zero values where unknown.
+	Stats() (Stats, error)
+	// UID is the uid the kernel runs as (-1: the daemon's own).
+	UID() int
+}
+
+// Environment variables the runner reads and deletes from os.environ
+// before the first cell, so no cell can see them.
+const (
+	// EnvSentinel is the per-kernel frame sentinel.
+	EnvSentinel = "KERNPOOL_SENTINEL"
+	// EnvCgroupProcs lists cgroup.procs files (os.PathListSeparator-separated)
+	// the runner writes "0" into before anything else: race-free placement
+	// on cgroup v1, where clone3(CLONE_INTO_CGROUP) does not exist.
+	EnvCgroupProcs = "KERNPOOL_CGROUP_PROCS"
+	// EnvCgroupKill is a cgroup.kill file the runner writes "1" to when its
+	// host dies (stdin EOF), so the whole tree goes, not only the group.
+	EnvCgroupKill = "KERNPOOL_CGROUP_KILL"
+	// EnvRlimits is "core=0:0,nofile=1024:1024" (soft:hard), set before user code.
+	EnvRlimits = "KERNPOOL_RLIMITS"
+	// EnvNoNewPrivs "1" makes the runner set PR_SET_NO_NEW_PRIVS before user code.
+	EnvNoNewPrivs = "KERNPOOL_NO_NEW_PRIVS"
+	// EnvRPCEndpoint and EnvRPCToken reach kernpool_tools through the
+	// runner's private module _kernpool_runtime (attributes rpc_endpoint,
+	// rpc_token), never through os.environ.
+	EnvRPCEndpoint = "KERNPOOL_RPC_ENDPOINT"
+	EnvRPCToken    = "KERNPOOL_RPC_TOKEN"
+)
+
+// Spec says how to start one kernel. The pool builds it.
+type Spec struct {
+	// ID names the kernel, its staging dir and its cgroup ("k" + 16 hex).
+	ID string
+	// Interpreter is the absolute path of the python3 to run.
+	Interpreter string
+	// Cwd is the working directory; empty means the staging dir.
+	Cwd string
+	// Env is the complete child environment as built by envscrub, without
+	// the kernel's own variables (kernel adds KERNPOOL_SENTINEL, TMPDIR, ...).
+	Env []string
+	// StateDir is the pool-owned directory under which the staging dir
+	// <StateDir>/kernels/<ID> (0700) is created; it is removed at teardown.
+	StateDir string
+	// Files are extra files written into the staging dir (0600) before
+	// start, e.g. the generated kernpool_tools.py.
+	Files map[string][]byte
+	// Setup, when set, runs after the staging dir and Files exist and before
+	// Sandbox.Prepare (which chowns the tree): the pool opens the kernel's
+	// tool socket there. Its env entries are appended to the child's.
+	Setup func(staging string) (env []string, err error)
+	// Sandbox confines the kernel; nil means a plain process group.
+	Sandbox Sandbox
+	// MaxFrameBytes caps one reply frame (default 64 MiB), checked from the
+	// header before the body is read.
+	MaxFrameBytes int64
+	// RawStdoutCap caps the fd-level stdout kept for one cell (default 1 MB).
+	RawStdoutCap int
+	// StderrCap caps the fd-level stderr kept for one cell (default 1 MB).
+	StderrCap int
+	// Logger receives the kernel's logs; nil discards them.
+	Logger hclog.Logger
+}
+
+// Cell is one execution request.
+type Cell struct {
+	// Code is the Python source of the cell.
+	Code string
+}
+
+// Reply is a settled cell as the runner reported it plus the fd-level bytes
+// the host attributed to it. Nothing here is redacted yet.
+type Reply struct {
+	// Status is the runner's verdict: "ok", "error" (exception) or "exit" (sys.exit).
+	Status string
+	// Stdout is the Python-level stdout followed by fd-level stdout bytes.
+	Stdout string
+	// Stderr is the Python-level stderr followed by fd-level stderr bytes.
+	Stderr string
+	// StdoutClipped: the runner clipped Python-level stdout at its 1,000,000-char cap.
+	StdoutClipped bool
+	// StdoutBytesTotal is the size before any clipping, when known.
+	StdoutBytesTotal int
+	// Traceback is the formatted exception for Status "error"/"exit".
+	Traceback string
+	// ExitCode is the sys.exit code for Status "exit".
+	ExitCode int
+	// ExecutionCount is the kernel's cell counter after this cell.
+	ExecutionCount int
+	// Duration is the wall time from request write to settled reply.
+	Duration time.Duration
+}

@@ -1,0 +1,119 @@
+package pool
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/kernpool/kernpool/kernel"
+)
+
+// The pool's seams. Each is a small interface so that the packages that
+// implement them (envscrub, isolate, rpcsock) build and test on their own;
+// cmd/kernpool wires the concrete types in and asserts at compile time that
+// they satisfy these.
+
+// Limits are per-request resource overrides, bounded by the operator's
+// ceiling. Zero fields mean "the profile's value".
+type Limits struct {
+	// MemoryMax is the memory cap in bytes (swap is capped to the same).
+	MemoryMax int64 `json:"memory_max,omitempty"`
+	// PidsMax caps the number of tasks in the kernel's cgroup.
+	PidsMax int64 `json:"pids_max,omitempty"`
+	// CPUMax is the CPU quota in cores (0.5 = half a core).
+	CPUMax float64 `json:"cpu_max,omitempty"`
+}
+
+// SandboxFactory makes the confinement for one new kernel (isolate.Isolator).
+type SandboxFactory interface {
+	// NewSandbox reserves what one kernel needs (uid, cgroup) for the
+	// kernel named id, owned by owner, in mode's profile with the request's
+	// overrides applied. The caller releases it via Sandbox.Release after
+	// the kernel ends, or by Kill+Release when the spawn fails.
+	NewSandbox(id, owner, mode string, limits Limits) (kernel.Sandbox, error)
+}
+
+// EnvBuilder builds a kernel's environment from the daemon's (envscrub.Scrubber).
+type EnvBuilder interface {
+	// Build returns the child environment for a kernel of mode with the
+	// request's extra passthrough names, and the values it scrubbed (which
+	// output redaction must always mask). A refused passthrough name is an
+	// error wrapping envscrub.ErrRefused.
+	Build(mode string, passthrough []string) (env []string, scrubbed []string, err error)
+}
+
+// OutputFilter turns a kernel's raw output into what may leave the daemon
+// (envscrub.Pipeline). One per kernel, since it knows that kernel's secrets.
+type OutputFilter interface {
+	// Clean strips ANSI and redacts one text (errors, tracebacks).
+	Clean(text string) string
+	// Finish cleans, caps and (for stdout over the cap) spills one cell's
+	// output into spillDir; redaction happens before anything is spilled.
+	Finish(stdout, stderr, spillDir string, cell int) (CellOutput, error)
+}
+
+// OutputFilterFactory makes the filter of one kernel, knowing the exact
+// secret values (scrubbed env values, RPC token) to mask.
+type OutputFilterFactory interface {
+	ForKernel(secrets []string) OutputFilter
+}
+
+// CellOutput is one cell's cleaned output and its truncation metadata.
+type CellOutput struct {
+	Stdout           string
+	Stderr           string
+	StdoutTruncated  bool
+	StdoutBytesTotal int
+	StderrTruncated  bool
+	StderrBytesTotal int
+	// SpillPath names the 0600 file holding the full (redacted) stdout.
+	SpillPath string
+	// Warning tells the reader where the full output went.
+	Warning string
+}
+
+// ToolCall is one tool invocation a cell made through kernpool_tools.
+type ToolCall struct {
+	// ID is unique per daemon; the API client answers by it.
+	ID string `json:"id"`
+	// Tool is the tool's name (one of the kernel's tool set).
+	Tool string `json:"tool"`
+	// Args are the call's arguments as the cell passed them.
+	Args json.RawMessage `json:"args"`
+}
+
+// ToolHandler answers the tool calls of the cells its caller submits. A
+// gateway embedding the pool implements it; the daemon forwards calls to its
+// API client. The returned string is the tool's result as the cell sees it.
+type ToolHandler interface {
+	HandleTool(ctx context.Context, call ToolCall) (string, error)
+}
+
+// ToolHandlerFunc adapts a function to ToolHandler.
+type ToolHandlerFunc func(ctx context.Context, call ToolCall) (string, error)
+
+// HandleTool calls f.
+func (f ToolHandlerFunc) HandleTool(ctx context.Context, call ToolCall) (string, error) {
+	return f(ctx, call)
+}
+
+// ToolServer is one kernel's tool-RPC listener (rpcsock.Server).
+type ToolServer interface {
+	// Endpoint is what the kernel dials: a socket path, or tcp://127.0.0.1:PORT.
+	Endpoint() string
+	// Token is the kernel's RPC token (also masked from output).
+	Token() string
+	// BeginCell installs h as the authority for the next cell's calls with
+	// the given budget; the returned func retires it and reports how many
+	// calls were dispatched. A call with no active cell is refused.
+	BeginCell(h ToolHandler, budget int) (end func() (callsMade int))
+	// Close stops the listener and removes its socket. Idempotent.
+	Close() error
+}
+
+// ToolServerFactory opens the tool listener of one kernel inside its
+// staging dir (owned by uid when uid >= 0), serving the named tools.
+type ToolServerFactory interface {
+	Listen(staging string, uid int, tools []string) (ToolServer, error)
+	// Stub is the generated kernpool_tools.py for that tool set.
+	Stub(tools []string) []byte
+}

@@ -1,0 +1,99 @@
+package pool
+
+import "time"
+
+// Request is one cell to run in the kernel of its key
+// (Owner, Mode, Interpreter, Cwd, sorted Tools).
+type Request struct {
+	// Owner is the tenant the kernel belongs to ("default" when empty).
+	Owner string `json:"owner,omitempty"`
+	// Mode selects the kernel's profile (limits, passthrough); "default" when empty.
+	Mode string `json:"mode,omitempty"`
+	// Interpreter is an absolute path to python3; empty means the pool's default.
+	Interpreter string `json:"interpreter,omitempty"`
+	// Cwd is the kernel's working directory; empty means its staging dir.
+	Cwd string `json:"cwd,omitempty"`
+	// Tools is the kernel's tool set; its sorted names are part of the key.
+	Tools []string `json:"tools,omitempty"`
+	// Code is the cell's Python source.
+	Code string `json:"code"`
+	// Reset discards the kernel's state before running the cell.
+	Reset bool `json:"reset,omitempty"`
+	// Timeout bounds the cell; zero means the pool's cell timeout, and it
+	// is clamped to the pool's maximum.
+	Timeout time.Duration `json:"-"`
+	// Passthrough names extra environment variables for a new kernel.
+	Passthrough []string `json:"passthrough,omitempty"`
+	// Limits override the profile's resource limits, within the ceiling.
+	Limits Limits `json:"limits,omitempty"`
+	// MaxToolCalls is the cell's tool-call budget (0: the pool default, 50).
+	MaxToolCalls int `json:"max_tool_calls,omitempty"`
+	// Tools calls of this cell go to ToolHandler; nil refuses them.
+	ToolHandler ToolHandler `json:"-"`
+}
+
+// Result is a settled cell, in the reference's shape (parity §3).
+type Result struct {
+	// Status is success, error, timeout or interrupted.
+	Status string `json:"status"`
+	// Output is the cleaned output as a reader should see it.
+	Output string `json:"output"`
+	// ExitCode is 0, 1 for a raised exception, -1 when the kernel was killed.
+	ExitCode int `json:"exit_code"`
+	// Error explains a non-success status.
+	Error string `json:"error,omitempty"`
+	// DurationSeconds is the wall time of the call.
+	DurationSeconds float64 `json:"duration_seconds"`
+	// ToolCallsMade counts the cell's dispatched tool calls.
+	ToolCallsMade int `json:"tool_calls_made"`
+	// Kernel describes the kernel that ran the cell.
+	Kernel KernelResult `json:"kernel"`
+	// StdoutTruncated and the fields below describe output caps.
+	StdoutTruncated  bool   `json:"stdout_truncated,omitempty"`
+	StdoutBytesTotal int    `json:"stdout_bytes_total,omitempty"`
+	StderrTruncated  bool   `json:"stderr_truncated,omitempty"`
+	StderrBytesTotal int    `json:"stderr_bytes_total,omitempty"`
+	StdoutSpillPath  string `json:"stdout_spill_path,omitempty"`
+	Warning          string `json:"warning,omitempty"`
+}
+
+// Result statuses.
+const (
+	StatusSuccess     = "success"
+	StatusError       = "error"
+	StatusTimeout     = "timeout"
+	StatusInterrupted = "interrupted"
+)
+
+// KernelResult is the result's kernel block.
+type KernelResult struct {
+	ID             string `json:"id"`
+	Mode           string `json:"mode"`
+	Reused         bool   `json:"reused"`
+	ExecutionCount int    `json:"execution_count"`
+	StateReset     bool   `json:"state_reset"`
+	Ended          bool   `json:"ended"`
+	// OOMKilled: the kernel's memory limit killed it during this cell.
+	OOMKilled bool `json:"oom_killed,omitempty"`
+}
+
+// KernelInfo describes one live kernel (for ps).
+type KernelInfo struct {
+	ID             string    `json:"id"`
+	Owner          string    `json:"owner"`
+	Mode           string    `json:"mode"`
+	Interpreter    string    `json:"interpreter"`
+	Cwd            string    `json:"cwd"`
+	Tools          []string  `json:"tools"`
+	Pid            int       `json:"pid"`
+	UID            int       `json:"uid"`
+	Busy           bool      `json:"busy"`
+	ExecutionCount int       `json:"execution_count"`
+	IdleSeconds    float64   `json:"idle_seconds"`
+	StartedAt      time.Time `json:"started_at"`
+	// Stats come from the kernel's cgroup; absent without one.
+	MemoryCurrent int64   `json:"memory_current_bytes,omitempty"`
+	MemoryPeak    int64   `json:"memory_peak_bytes,omitempty"`
+	Pids          int64   `json:"pids,omitempty"`
+	CPUSeconds    float64 `json:"cpu_seconds,omitempty"`
+}
