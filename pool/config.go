@@ -1,0 +1,111 @@
+package pool
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Defaults applied by New to zero Config fields.
+const (
+	DefaultIdleTimeout    = 1800 * time.Second
+	DefaultCellTimeout    = 300 * time.Second
+	DefaultMaxCellTimeout = 3600 * time.Second
+	DefaultMaxKernels     = 64
+	DefaultMaxToolCalls   = 50
+	minReapInterval       = 30 * time.Second
+	maxReapInterval       = 300 * time.Second
+)
+
+// Config configures a Pool. Zero fields take the documented defaults.
+type Config struct {
+	// StateDir is required: kernels stage under <StateDir>/kernels/<id>.
+	StateDir string
+	// DefaultInterpreter is the absolute path of the python3 used when a
+	// Request leaves Interpreter empty. Empty: such requests are refused.
+	DefaultInterpreter string
+	// IdleTimeout is how long a kernel may sit without a cell before the
+	// reaper kills it (default 1800s).
+	IdleTimeout time.Duration
+	// CellTimeout bounds a cell whose Request.Timeout is zero (default 300s).
+	CellTimeout time.Duration
+	// MaxCellTimeout clamps Request.Timeout (default 3600s).
+	MaxCellTimeout time.Duration
+	// MaxKernels caps live kernels across all owners (default 64). A new
+	// kernel beyond it evicts the least recently used idle kernel; when
+	// every kernel is busy the request fails with ErrCapacity.
+	MaxKernels int
+	// ReapInterval is the idle reaper's period (default
+	// clamp(IdleTimeout/6, 30s, 300s)). Reaping also happens on every Execute.
+	ReapInterval time.Duration
+	// MaxToolCalls is the per-cell tool-call budget when a Request leaves
+	// MaxToolCalls zero (default 50).
+	MaxToolCalls int
+	// Sandboxes confines each kernel; nil runs kernels as plain process
+	// groups of the daemon's user.
+	Sandboxes SandboxFactory
+	// Env builds each kernel's environment; nil uses a minimal one copied
+	// from the daemon: PATH, HOME, USER, LOGNAME, LANG, LANGUAGE, LC_*, TERM,
+	// TZ and SHELL, nothing else (no secrets can leak, none are known to mask).
+	Env EnvBuilder
+	// Output cleans each kernel's output; nil passes text through unchanged
+	// (no redaction, no caps). The daemon always wires envscrub.
+	Output OutputFilterFactory
+	// Tools opens each kernel's tool-RPC listener; nil refuses requests that
+	// name tools with ErrBadRequest.
+	Tools ToolServerFactory
+	// Logger receives the pool's logs (Named "pool"); nil discards them.
+	Logger hclog.Logger
+}
+
+// withDefaults validates cfg and fills its zero fields.
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.StateDir == "" {
+		return cfg, fmt.Errorf("pool: state dir is required: %w", ErrBadRequest)
+	}
+	if !filepath.IsAbs(cfg.StateDir) {
+		return cfg, fmt.Errorf("pool: state dir must be an absolute path: %w", ErrBadRequest)
+	}
+	if cfg.DefaultInterpreter != "" && !filepath.IsAbs(cfg.DefaultInterpreter) {
+		return cfg, fmt.Errorf("pool: default interpreter must be an absolute path: %w", ErrBadRequest)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"idle timeout", cfg.IdleTimeout}, {"cell timeout", cfg.CellTimeout},
+		{"max cell timeout", cfg.MaxCellTimeout}, {"reap interval", cfg.ReapInterval}} {
+		if d.v < 0 {
+			return cfg, fmt.Errorf("pool: %s must not be negative: %w", d.name, ErrBadRequest)
+		}
+	}
+	if cfg.MaxKernels < 0 || cfg.MaxToolCalls < 0 {
+		return cfg, fmt.Errorf("pool: max kernels and max tool calls must not be negative: %w", ErrBadRequest)
+	}
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.CellTimeout == 0 {
+		cfg.CellTimeout = DefaultCellTimeout
+	}
+	if cfg.MaxCellTimeout == 0 {
+		cfg.MaxCellTimeout = DefaultMaxCellTimeout
+	}
+	if cfg.CellTimeout > cfg.MaxCellTimeout {
+		cfg.CellTimeout = cfg.MaxCellTimeout
+	}
+	if cfg.MaxKernels == 0 {
+		cfg.MaxKernels = DefaultMaxKernels
+	}
+	if cfg.MaxToolCalls == 0 {
+		cfg.MaxToolCalls = DefaultMaxToolCalls
+	}
+	if cfg.ReapInterval == 0 {
+		cfg.ReapInterval = min(max(cfg.IdleTimeout/6, minReapInterval), maxReapInterval)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	return cfg, nil
+}

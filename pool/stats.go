@@ -1,0 +1,35 @@
+package pool
+
+// PoolStats are the pool's lifetime counters plus its current size.
+type PoolStats struct {
+	// KernelsLive is the number of live (or starting) kernels now.
+	KernelsLive int `json:"kernels_live"`
+	// KernelsBusy is the number of kernels running or queueing a cell now.
+	KernelsBusy int `json:"kernels_busy"`
+	// KernelsStarted counts successful spawns.
+	KernelsStarted uint64 `json:"kernels_started"`
+	// SpawnFailures counts spawns that failed.
+	SpawnFailures uint64 `json:"spawn_failures"`
+	// Cells counts cells that reached a kernel.
+	Cells uint64 `json:"cells"`
+	// Evicted counts kernels evicted by the MaxKernels cap.
+	Evicted uint64 `json:"evicted"`
+	// Reaped counts kernels killed for idling past IdleTimeout.
+	Reaped uint64 `json:"reaped"`
+	// Resets counts kernels discarded by Request.Reset.
+	Resets uint64 `json:"resets"`
+	// Timeouts counts cells that hit their timeout.
+	Timeouts uint64 `json:"timeouts"`
+	// Interrupted counts cells canceled by their caller or by a kill.
+	Interrupted uint64 `json:"interrupted"`
+	// Died counts kernels that died while running a cell (OOM included).
+	Died uint64 `json:"died"`
+	// OOMKilled counts kernels killed by their memory limit.
+	OOMKilled uint64 `json:"oom_killed"`
+	// Ended counts kernels ended by sys.exit.
+	Ended uint64 `json:"ended"`
+	// Killed counts kernels killed by Kill, ShutdownOwner or Close.
+	Killed uint64 `json:"killed"`
+	// CapacityRefusals counts requests refused with ErrCapacity.
+	CapacityRefusals uint64 `json:"capacity_refusals"`
+}
