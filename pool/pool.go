@@ -1,13 +1,36 @@
 package pool
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
 )
 
 // Pool is the registry of live session kernels. Safe for concurrent use.
 type Pool struct {
 	cfg Config
+	log hclog.Logger
+
+	mu    sync.Mutex
+	slots map[key]*slot
+	byID  map[string]*slot
+	// users counts callers between enter and leave, for Close's drain.
+	users int
+	// closing refuses new cells; set once by Close.
+	closing bool
+	// drained is closed when users reaches 0 while closing (nil otherwise).
+	drained chan struct{}
+	stats   PoolStats
+
+	stopOnce   sync.Once
+	stop       chan struct{} // closed by Close: ends the reaper
+	reaperDone chan struct{}
 }
 
 // New validates cfg, fills its defaults and starts the idle reaper.
@@ -16,25 +39,182 @@ func New(cfg Config) (*Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Pool{cfg: cfg}, nil
+	p := &Pool{
+		cfg:        cfg,
+		log:        cfg.Logger.Named("pool"),
+		slots:      make(map[key]*slot),
+		byID:       make(map[string]*slot),
+		stop:       make(chan struct{}),
+		reaperDone: make(chan struct{}),
+	}
+	go p.reaper()
+	return p, nil
 }
 
-// Execute runs one cell in the kernel of req's key.
-func (p *Pool) Execute(ctx context.Context, req Request) (*Result, error) {
-	return nil, fmt.Errorf("pool: execute: not implemented yet: %w", ErrClosed)
+// reaper kills idle kernels every ReapInterval until Close.
+func (p *Pool) reaper() {
+	defer close(p.reaperDone)
+	t := time.NewTicker(p.cfg.ReapInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case now := <-t.C:
+			p.mu.Lock()
+			gone := p.reapLocked(now)
+			p.mu.Unlock()
+			p.teardownAll(gone)
+		}
+	}
 }
 
-// List describes every live kernel, sorted by owner then id.
-func (p *Pool) List() []KernelInfo { return nil }
+// List describes every live kernel, sorted by owner then id. Resource
+// figures come from each kernel's sandbox and are zero without a cgroup.
+func (p *Pool) List() []KernelInfo {
+	type entry struct {
+		lv   *live
+		info KernelInfo
+	}
+	now := time.Now()
+	p.mu.Lock()
+	entries := make([]entry, 0, len(p.slots))
+	for _, s := range p.slots {
+		lv := s.live
+		if lv == nil {
+			continue
+		}
+		idle := 0.0
+		if s.users == 0 {
+			idle = now.Sub(s.lastUsed).Seconds()
+		}
+		entries = append(entries, entry{lv, KernelInfo{
+			ID: lv.id, Owner: lv.owner, Mode: lv.mode, Interpreter: s.key.interpreter, Cwd: s.key.cwd,
+			Tools: slices.Clone(s.tools), Pid: lv.pid, UID: lv.uid, Busy: s.users > 0,
+			ExecutionCount: lv.execCount, IdleSeconds: idle, StartedAt: lv.startedAt,
+		}})
+	}
+	p.mu.Unlock()
+	out := make([]KernelInfo, len(entries))
+	for i, e := range entries {
+		// Outside the lock: the sandbox reads cgroup files.
+		if st, err := e.lv.k.Stats(); err == nil {
+			e.info.MemoryCurrent, e.info.MemoryPeak, e.info.Pids = st.MemoryCurrent, st.MemoryPeak, st.Pids
+			e.info.CPUSeconds = st.CPUTime.Seconds()
+		}
+		out[i] = e.info
+	}
+	slices.SortFunc(out, func(a, b KernelInfo) int {
+		return cmp.Or(cmp.Compare(a.Owner, b.Owner), cmp.Compare(a.ID, b.ID))
+	})
+	return out
+}
 
-// ShutdownOwner kills every kernel of owner and returns how many.
-func (p *Pool) ShutdownOwner(owner string) int { return 0 }
+// Kill kills one kernel by id, also while it runs a cell (that cell ends
+// as interrupted), and returns once it is gone. ErrNotFound if no live
+// kernel has that id.
+func (p *Pool) Kill(id string) error {
+	p.mu.Lock()
+	s := p.byID[id]
+	if s == nil || s.live == nil {
+		p.mu.Unlock()
+		return fmt.Errorf("pool: kill %q: %w", id, ErrNotFound)
+	}
+	lv := s.live
+	p.removeLocked(s, reasonKilled)
+	p.stats.Killed++
+	p.mu.Unlock()
+	p.teardown(lv, reasonKilled)
+	return nil
+}
 
-// Kill kills one kernel by id.
-func (p *Pool) Kill(id string) error { return fmt.Errorf("pool: kill %q: %w", id, ErrNotFound) }
+// ShutdownOwner kills every kernel of owner, busy ones included (their
+// cells end as interrupted), and returns how many it killed once all of
+// them are gone. Callers queued on those kernels start fresh ones.
+func (p *Pool) ShutdownOwner(owner string) int {
+	if owner == "" {
+		owner = defaultName
+	}
+	p.mu.Lock()
+	var gone []doomed
+	for _, s := range p.slots {
+		if s.key.owner != owner {
+			continue
+		}
+		if s.live != nil {
+			gone = append(gone, doomed{s.live, reasonOwner})
+			p.stats.Killed++
+		}
+		p.removeLocked(s, reasonOwner)
+	}
+	p.mu.Unlock()
+	p.teardownAll(gone)
+	if len(gone) > 0 {
+		p.log.Info("owner shut down", "owner", owner, "kernels", len(gone))
+	}
+	return len(gone)
+}
 
-// Close drains and kills every kernel. Idempotent.
-func (p *Pool) Close(ctx context.Context) error { return nil }
+// Close drains the pool: new cells are refused with ErrClosed at once,
+// running and queued cells may finish until ctx is done, then every kernel
+// is killed (cells still running end as interrupted) and the reaper
+// stops. It returns nil after a complete drain, or an error wrapping
+// ctx's error when cells had to be cut short. Idempotent: a later call
+// kills whatever remains and returns nil.
+func (p *Pool) Close(ctx context.Context) error {
+	p.mu.Lock()
+	p.closing = true
+	var wait chan struct{}
+	if p.users > 0 {
+		if p.drained == nil {
+			p.drained = make(chan struct{})
+		}
+		wait = p.drained
+	}
+	p.mu.Unlock()
+	p.stopOnce.Do(func() { close(p.stop) })
 
-// Stats returns the pool's counters.
-func (p *Pool) Stats() PoolStats { return PoolStats{} }
+	var cut error
+	if wait != nil {
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			cut = fmt.Errorf("pool: close: drain cut short, running cells were killed: %w", ctx.Err())
+		}
+	}
+	p.mu.Lock()
+	var gone []doomed
+	for _, s := range p.slots {
+		if s.live != nil {
+			gone = append(gone, doomed{s.live, reasonClosed})
+			p.stats.Killed++
+		}
+		p.removeLocked(s, reasonClosed)
+	}
+	p.mu.Unlock()
+	p.teardownAll(gone)
+	<-p.reaperDone
+	if len(gone) > 0 {
+		p.log.Info("pool closed", "kernels_killed", len(gone))
+	}
+	return cut
+}
+
+// Stats returns the pool's counters and its current size.
+func (p *Pool) Stats() PoolStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := p.stats
+	for _, s := range p.slots {
+		if s.live != nil || s.users > 0 {
+			st.KernelsLive++
+		}
+		if s.users > 0 {
+			st.KernelsBusy++
+		}
+	}
+	return st
+}
+
+// daemonUID is the uid reported for kernels without a uid of their own.
+func daemonUID() int { return os.Getuid() }

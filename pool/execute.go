@@ -1,0 +1,206 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kernpool/kernpool/kernel"
+)
+
+// Execute runs one cell in the kernel of req's key, starting that kernel
+// when there is none (or when req.Reset asks for a fresh one). Calls on
+// one key are serialized; a call waiting for its turn whose ctx ends
+// returns an "interrupted" Result without touching the kernel.
+//
+// The error is non-nil only when no cell could be attempted: a bad request
+// (ErrBadRequest), a closed pool (ErrClosed), the kernel cap with every
+// kernel busy (ErrCapacity) or a failed spawn (ErrSpawn). Everything that
+// happens to the cell itself (exception, timeout, cancel, sys.exit, death)
+// is a Result.
+func (p *Pool) Execute(ctx context.Context, req Request) (*Result, error) {
+	start := time.Now()
+	rq, err := p.normalize(req)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		s, gone, err := p.enter(rq.key, rq.tools)
+		p.teardownAll(gone)
+		if err != nil {
+			return nil, fmt.Errorf("pool: execute: %w", err)
+		}
+		res, retry, err := p.executeOn(ctx, s, rq, start)
+		p.leave(s)
+		if !retry {
+			return res, err
+		}
+	}
+}
+
+// executeOn waits for s's turn and runs the cell. retry is true when s
+// left the registry while the caller waited (owner shutdown, kill): the
+// caller then starts over on a fresh slot.
+func (p *Pool) executeOn(ctx context.Context, s *slot, rq normalized, start time.Time) (_ *Result, retry bool, _ error) {
+	select {
+	case s.sem <- struct{}{}:
+	case <-ctx.Done():
+		return waitAbandoned(rq, start), false, nil
+	}
+	defer func() { <-s.sem }()
+	if ctx.Err() != nil {
+		// Both were ready; the caller has gone, so the kernel is not touched.
+		return waitAbandoned(rq, start), false, nil
+	}
+	p.mu.Lock()
+	removed, closing, lv := s.removed, p.closing, s.live
+	p.mu.Unlock()
+	switch {
+	case closing:
+		return nil, false, fmt.Errorf("pool: execute: %w", ErrClosed)
+	case removed:
+		return nil, true, nil
+	}
+
+	stateReset := false
+	if lv != nil && (rq.reset || lv.dead()) {
+		reason := reasonReset
+		if !rq.reset {
+			reason = reasonDead
+		}
+		p.discard(s, lv, reason)
+		lv, stateReset = nil, true
+	}
+	for attempt := 0; ; attempt++ {
+		reused := lv != nil
+		if lv == nil {
+			var res *Result
+			var err error
+			lv, res, err = p.spawnInto(ctx, s, rq, start, stateReset)
+			if lv == nil {
+				return res, false, err
+			}
+		}
+		res, ranNothing := p.runCell(ctx, s, lv, rq, start, reused, stateReset)
+		if !ranNothing || attempt > 0 {
+			return res, false, nil
+		}
+		// The kernel had died between cells (Exec found it closed before
+		// writing the cell): its state is lost, run the cell on a fresh one.
+		lv, stateReset = nil, true
+	}
+}
+
+// spawnInto starts a kernel for s and attaches it. When the slot was
+// removed during the spawn (owner shutdown, Close) the new kernel is torn
+// down and the cell reported as interrupted; when the caller's ctx ended
+// during the spawn the cell is reported as interrupted too.
+func (p *Pool) spawnInto(ctx context.Context, s *slot, rq normalized, start time.Time, stateReset bool) (*live, *Result, error) {
+	lv, err := p.spawn(ctx, rq)
+	if err != nil {
+		p.mu.Lock()
+		p.stats.SpawnFailures++
+		p.mu.Unlock()
+		if ctx.Err() != nil {
+			return nil, interruptedResult(rq, start, "", "canceled by the caller", nil, false, stateReset), nil
+		}
+		return nil, nil, fmt.Errorf("pool: execute: %w", err)
+	}
+	p.mu.Lock()
+	p.stats.KernelsStarted++
+	doom := ""
+	if s.removed {
+		doom = s.doom
+	} else {
+		s.live = lv
+		p.byID[lv.id] = s
+	}
+	p.mu.Unlock()
+	p.log.Info("kernel started", "id", lv.id, "owner", lv.owner, "mode", lv.mode, "pid", lv.pid, "uid", lv.uid)
+	if doom != "" {
+		p.teardown(lv, doom)
+		return nil, interruptedResult(rq, start, "", doom, lv, false, stateReset), nil
+	}
+	return lv, nil, nil
+}
+
+// discard detaches lv from s and tears it down.
+func (p *Pool) discard(s *slot, lv *live, reason string) {
+	p.mu.Lock()
+	p.detachLocked(s, lv)
+	if reason == reasonReset {
+		p.stats.Resets++
+	}
+	p.mu.Unlock()
+	p.teardown(lv, reason)
+}
+
+// runCell runs rq's code on lv and assembles the Result. ranNothing is
+// true when the kernel turned out to be dead before the cell was written
+// (no pool operation killed it), so the caller may retry on a fresh kernel.
+func (p *Pool) runCell(ctx context.Context, s *slot, lv *live, rq normalized, start time.Time, reused, stateReset bool) (_ *Result, ranNothing bool) {
+	cellCtx, cancel := context.WithTimeout(ctx, rq.timeout)
+	defer cancel()
+	var end func() int
+	if lv.tools != nil {
+		end = lv.tools.BeginCell(rq.handler, rq.budget)
+	}
+	reply, err := lv.k.Exec(cellCtx, kernel.Cell{Code: rq.code})
+	if err == nil && (reply == nil || !knownStatus(reply.Status)) {
+		status := "<none>"
+		if reply != nil {
+			status = reply.Status
+		}
+		err = fmt.Errorf("pool: %w: unknown cell status %q", kernel.ErrProtocol, status)
+	}
+	calls := 0
+	if end != nil {
+		calls = end()
+	}
+
+	p.mu.Lock()
+	doom := s.doom
+	p.stats.Cells++
+	prevCount := lv.execCount
+	if reply != nil && err == nil {
+		lv.execCount = reply.ExecutionCount
+	}
+	s.lastUsed = time.Now()
+	p.mu.Unlock()
+
+	c := cellState{rq: rq, lv: lv, start: start, reused: reused, stateReset: stateReset, calls: calls, reply: reply}
+	c.count = prevCount + 1
+	if reply != nil && reply.ExecutionCount > 0 {
+		c.count = reply.ExecutionCount
+	}
+	if err == nil {
+		res := p.settled(c)
+		if res.Kernel.Ended {
+			p.discard(s, lv, reasonExit)
+			p.count(func(st *PoolStats) { st.Ended++ })
+		}
+		return res, false
+	}
+	reason, res := p.failed(ctx, c, err, doom)
+	if errors.Is(err, kernel.ErrBusy) {
+		// Cannot happen while the slot's semaphore serializes cells; the
+		// kernel is alive and keeps its state.
+		p.log.Error("kernel reported busy under the slot semaphore", "id", lv.id)
+		return res, false
+	}
+	// Every other Exec error means the kernel is dead.
+	p.discard(s, lv, reason)
+	return res, errors.Is(err, kernel.ErrClosed) && doom == "" && ctx.Err() == nil
+}
+
+// count applies f to the counters under the lock.
+func (p *Pool) count(f func(*PoolStats)) {
+	p.mu.Lock()
+	f(&p.stats)
+	p.mu.Unlock()
+}
+
+// knownStatus reports whether the runner's cell status is one the pool
+// knows how to report.
+func knownStatus(s string) bool { return s == "ok" || s == "error" || s == "exit" }

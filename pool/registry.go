@@ -1,0 +1,227 @@
+package pool
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/kernpool/kernpool/kernel"
+)
+
+// Teardown reasons, logged and (for kills by others) reported to the cell
+// that was running.
+const (
+	reasonReset    = "reset"
+	reasonDead     = "dead"
+	reasonTimeout  = "timeout"
+	reasonCanceled = "canceled"
+	reasonDied     = "died"
+	reasonExit     = "exit"
+	reasonProtocol = "protocol error"
+	reasonEvicted  = "evicted"
+	reasonReaped   = "idle"
+	reasonKilled   = "killed"
+	reasonOwner    = "owner shutdown"
+	reasonClosed   = "pool closed"
+)
+
+// slot is the registry entry of one key. It outlives the kernels it holds
+// only while callers wait on it: a key whose kernel is gone and that no
+// caller uses is removed from the map.
+type slot struct {
+	key   key
+	tools []string
+	// sem serializes the key's cells: whoever holds it may run a cell on
+	// live, or replace live (spawn, reset). Waiting on it respects ctx.
+	sem chan struct{}
+
+	// The fields below are guarded by Pool.mu.
+
+	// users counts callers holding or waiting for sem; a slot with users
+	// > 0 is busy and is never evicted or reaped.
+	users int
+	// lastUsed orders eviction and drives idle reaping.
+	lastUsed time.Time
+	// removed: the slot left the registry; a caller that then obtains sem
+	// starts over with a fresh slot.
+	removed bool
+	// doom says who killed the kernel under a running cell (Kill,
+	// ShutdownOwner, Close), so that cell reports "interrupted".
+	doom string
+	// live is the current kernel, nil before the first spawn and after a
+	// teardown.
+	live *live
+}
+
+// live is one started kernel with what the pool attached to it.
+type live struct {
+	k           *kernel.Kernel
+	id          string
+	owner, mode string
+	pid, uid    int
+	tools       ToolServer // nil without tools
+	filter      OutputFilter
+	startedAt   time.Time
+	// execCount is the kernel's cell counter after its last cell (Pool.mu).
+	execCount int
+	once      sync.Once
+}
+
+// doomed is a kernel taken out of the registry, to be torn down outside the lock.
+type doomed struct {
+	lv     *live
+	reason string
+}
+
+// dead reports whether the kernel process has ended (it never blocks).
+func (lv *live) dead() bool {
+	select {
+	case <-lv.k.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// enter registers a caller on the slot of k, creating it (within the cap)
+// when needed, and reaps idle kernels on the way, as the reference does on
+// every acquire. The returned doomed kernels must be torn down by the caller.
+func (p *Pool) enter(k key, tools []string) (*slot, []doomed, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closing {
+		return nil, nil, ErrClosed
+	}
+	now := time.Now()
+	gone := p.reapLocked(now)
+	s := p.slots[k]
+	if s == nil {
+		evicted, err := p.makeRoomLocked()
+		gone = append(gone, evicted...)
+		if err != nil {
+			return nil, gone, err
+		}
+		s = &slot{key: k, tools: tools, sem: make(chan struct{}, 1)}
+		p.slots[k] = s
+	}
+	s.users++
+	p.users++
+	s.lastUsed = now
+	return s, gone, nil
+}
+
+// leave unregisters a caller of s; the last caller removes a slot without
+// a kernel, and the last caller of a closing pool signals the drain.
+func (p *Pool) leave(s *slot) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s.users--
+	s.lastUsed = time.Now()
+	if s.users == 0 && s.live == nil && !s.removed {
+		p.removeLocked(s, "")
+	}
+	p.users--
+	if p.users == 0 && p.drained != nil {
+		close(p.drained)
+		p.drained = nil
+	}
+}
+
+// removeLocked takes s out of the registry; doom is reported to a cell
+// still running on it ("" when its own caller removes it).
+func (p *Pool) removeLocked(s *slot, doom string) {
+	if s.removed {
+		return
+	}
+	s.removed = true
+	s.doom = doom
+	delete(p.slots, s.key)
+	if s.live != nil {
+		delete(p.byID, s.live.id)
+	}
+}
+
+// detachLocked clears lv from s (if it is still s's kernel).
+func (p *Pool) detachLocked(s *slot, lv *live) {
+	if s.live == lv {
+		s.live = nil
+		delete(p.byID, lv.id)
+	}
+}
+
+// reapLocked removes every idle slot whose kernel has not run a cell for
+// IdleTimeout and returns their kernels.
+func (p *Pool) reapLocked(now time.Time) []doomed {
+	var out []doomed
+	for _, s := range p.slots {
+		if s.users == 0 && s.live != nil && now.Sub(s.lastUsed) > p.cfg.IdleTimeout {
+			out = append(out, doomed{s.live, reasonReaped})
+			p.removeLocked(s, reasonReaped)
+			p.stats.Reaped++
+		}
+	}
+	return out
+}
+
+// makeRoomLocked evicts least recently used idle kernels (of any owner)
+// until one more slot fits under MaxKernels. A busy slot is never evicted:
+// when nothing is evictable the caller gets ErrCapacity.
+func (p *Pool) makeRoomLocked() ([]doomed, error) {
+	excess := len(p.slots) + 1 - p.cfg.MaxKernels
+	if excess <= 0 {
+		return nil, nil
+	}
+	var idle []*slot
+	for _, s := range p.slots {
+		if s.users == 0 {
+			idle = append(idle, s)
+		}
+	}
+	if len(idle) < excess {
+		p.stats.CapacityRefusals++
+		return nil, ErrCapacity
+	}
+	slices.SortFunc(idle, func(a, b *slot) int { return a.lastUsed.Compare(b.lastUsed) })
+	var out []doomed
+	for _, s := range idle[:excess] {
+		if s.live != nil {
+			out = append(out, doomed{s.live, reasonEvicted})
+		}
+		p.removeLocked(s, reasonEvicted)
+		p.stats.Evicted++
+	}
+	return out, nil
+}
+
+// teardown kills lv's process tree, closes its tool server and logs why.
+// Safe to call from several goroutines; the first call does the work and
+// the others wait for it.
+func (p *Pool) teardown(lv *live, reason string) {
+	lv.once.Do(func() {
+		if err := lv.k.Kill(); err != nil {
+			p.log.Warn("kernel kill failed", "id", lv.id, "owner", lv.owner, "error", err)
+		}
+		if lv.tools != nil {
+			if err := lv.tools.Close(); err != nil {
+				p.log.Warn("tool server close failed", "id", lv.id, "error", err)
+			}
+		}
+		p.log.Info("kernel stopped", "id", lv.id, "owner", lv.owner, "mode", lv.mode, "pid", lv.pid, "reason", reason)
+	})
+}
+
+// teardownAll tears kernels down in parallel and returns when all are gone.
+func (p *Pool) teardownAll(list []doomed) {
+	switch len(list) {
+	case 0:
+		return
+	case 1:
+		p.teardown(list[0].lv, list[0].reason)
+		return
+	}
+	var wg sync.WaitGroup
+	for _, d := range list {
+		wg.Go(func() { p.teardown(d.lv, d.reason) })
+	}
+	wg.Wait()
+}

@@ -1,0 +1,237 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/kernpool/kernpool/kernel"
+)
+
+// Texts of the Result, worded as the reference words them (parity §3).
+const (
+	stderrSeparator   = "\n--- stderr ---\n"
+	msgInterrupted    = "Interrupted; the session kernel was killed and its state was lost."
+	msgWaitAbandoned  = "Interrupted while waiting for the session kernel; the cell did not run and the kernel's state is intact."
+	msgException      = "Cell raised an exception."
+	msgStateLostTail  = "its state was lost. The next call starts a fresh kernel."
+	timeoutMarker     = "⏰ "
+	interruptedMarker = "[execution interrupted]"
+)
+
+// cellState is what result assembly needs to know about one cell.
+type cellState struct {
+	rq         normalized
+	lv         *live
+	start      time.Time
+	reused     bool
+	stateReset bool
+	calls      int
+	reply      *kernel.Reply // nil when Exec returned no reply
+	count      int           // execution_count to report
+}
+
+// base is the Result skeleton every path fills in.
+func (c cellState) base() *Result {
+	return &Result{
+		Status:          StatusSuccess,
+		DurationSeconds: seconds(time.Since(c.start)),
+		ToolCallsMade:   c.calls,
+		Kernel: KernelResult{
+			ID: c.lv.id, Mode: c.rq.key.mode, Reused: c.reused,
+			ExecutionCount: c.count, StateReset: c.stateReset,
+		},
+	}
+}
+
+// settled assembles the Result of a cell the runner answered.
+func (p *Pool) settled(c cellState) *Result {
+	r := c.reply
+	res := c.base()
+	out := p.finish(c, res)
+	switch r.Status {
+	case "error":
+		trace := c.lv.filter.Clean(r.Traceback)
+		res.Status, res.ExitCode = StatusError, 1
+		res.Error = cmpOr(trace, msgException)
+		res.Output = out.Stdout
+		if out.Stderr != "" || trace != "" {
+			res.Output = out.Stdout + stderrSeparator + out.Stderr + trace
+		}
+	case "exit":
+		// sys.exit() ends the kernel; the caller tears it down.
+		res.Kernel.Ended = true
+		res.Output = withStderr(out.Stdout, out.Stderr)
+	default: // "ok"
+		res.Output = withStderr(out.Stdout, out.Stderr)
+	}
+	return res
+}
+
+// failed assembles the Result of a cell whose Exec failed (the kernel is
+// dead) and returns the teardown reason. doom is set when a pool operation
+// killed the kernel under the cell.
+func (p *Pool) failed(ctx context.Context, c cellState, err error, doom string) (string, *Result) {
+	res := c.base()
+	res.ExitCode = -1
+	stdout := ""
+	if c.reply != nil {
+		stdout = p.finish(c, res).Stdout
+	}
+	var death *kernel.DeathError
+	switch {
+	case doom != "":
+		p.count(func(st *PoolStats) { st.Interrupted++ })
+		interrupt(res, stdout, doom)
+		return doom, res
+	case ctx.Err() != nil, errors.Is(err, kernel.ErrCanceled):
+		p.count(func(st *PoolStats) { st.Interrupted++ })
+		why := "canceled by the caller"
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			why = "the caller's deadline passed"
+		}
+		interrupt(res, stdout, why)
+		return reasonCanceled, res
+	case errors.Is(err, kernel.ErrTimeout):
+		p.count(func(st *PoolStats) { st.Timeouts++ })
+		res.Status = StatusTimeout
+		res.Error = fmt.Sprintf("Cell timed out after %s; the session kernel was killed and %s", formatTimeout(c.rq.timeout), msgStateLostTail)
+		res.Output = timeoutMarker + res.Error
+		if stdout != "" {
+			res.Output = stdout + "\n\n" + timeoutMarker + res.Error
+		}
+		return reasonTimeout, res
+	case errors.As(err, &death):
+		res.Status, res.Output = StatusError, stdout
+		verdict := c.lv.k.Verdict()
+		if death.OOMKilled || verdict.OOMKilled {
+			p.count(func(st *PoolStats) { st.Died++; st.OOMKilled++ })
+			res.Kernel.OOMKilled = true
+			res.Error = oomMessage(max(death.MemoryLimit, verdict.MemoryLimit))
+			return reasonDied, res
+		}
+		p.count(func(st *PoolStats) { st.Died++ })
+		res.Error = "The session kernel died while running the cell."
+		if tail := strings.TrimSpace(c.lv.filter.Clean(death.Stderr)); tail != "" {
+			res.Error = "The session kernel died while running the cell: " + tail
+		}
+		return reasonDied, res
+	case errors.Is(err, kernel.ErrProtocol):
+		res.Status, res.Output = StatusError, stdout
+		res.Error = "The session kernel broke the wire protocol (" + c.lv.filter.Clean(err.Error()) + "); it was killed and " + msgStateLostTail
+		return reasonProtocol, res
+	default: // ErrClosed (died between cells), ErrBusy, anything else
+		res.Status, res.Output = StatusError, stdout
+		cause := err
+		if kerr := c.lv.k.Err(); kerr != nil && errors.Is(err, kernel.ErrClosed) {
+			cause = kerr
+		}
+		res.Error = "The session kernel failed before running the cell (" + c.lv.filter.Clean(cause.Error()) + "); " + msgStateLostTail
+		return reasonDead, res
+	}
+}
+
+// finish runs the cell's output through the kernel's filter (clean, cap,
+// spill into <staging>/spill) and copies the truncation metadata into res.
+// A filter error loses nothing: the texts are still cleaned and returned.
+func (p *Pool) finish(c cellState, res *Result) CellOutput {
+	r := c.reply
+	spill := filepath.Join(c.lv.k.StagingDir(), "spill")
+	out, err := c.lv.filter.Finish(r.Stdout, r.Stderr, spill, c.count)
+	if err != nil {
+		p.log.Warn("output filter failed", "id", c.lv.id, "error", err)
+		out = CellOutput{
+			Stdout: c.lv.filter.Clean(r.Stdout), Stderr: c.lv.filter.Clean(r.Stderr),
+			StdoutBytesTotal: len(r.Stdout), StderrBytesTotal: len(r.Stderr),
+			Warning: "The output filter failed (" + err.Error() + "); output is cleaned but not capped.",
+		}
+	}
+	res.StdoutTruncated, res.StdoutBytesTotal = out.StdoutTruncated, out.StdoutBytesTotal
+	res.StderrTruncated, res.StderrBytesTotal = out.StderrTruncated, out.StderrBytesTotal
+	res.StdoutSpillPath, res.Warning = out.SpillPath, out.Warning
+	if r.StdoutClipped {
+		res.StdoutTruncated = true
+		res.StdoutBytesTotal = max(res.StdoutBytesTotal, r.StdoutBytesTotal)
+		clip := fmt.Sprintf("The kernel clipped the cell's Python-level stdout at its 1,000,000-character cap (%d in total).", r.StdoutBytesTotal)
+		res.Warning = strings.TrimSpace(res.Warning + " " + clip)
+	}
+	return out
+}
+
+// interrupt fills res as an interrupted cell, the marker naming why.
+func interrupt(res *Result, stdout, why string) {
+	res.Status, res.ExitCode, res.Error = StatusInterrupted, -1, msgInterrupted
+	marker := interruptedMarker
+	if why != "" {
+		marker = "[execution interrupted — " + why + "]"
+	}
+	res.Output = marker
+	if stdout != "" {
+		res.Output = stdout + "\n" + marker
+	}
+}
+
+// interruptedResult is the Result of a cell that never reached a kernel
+// because it was killed or abandoned during the spawn.
+func interruptedResult(rq normalized, start time.Time, stdout, why string, lv *live, reused, stateReset bool) *Result {
+	res := &Result{
+		DurationSeconds: seconds(time.Since(start)),
+		Kernel:          KernelResult{Mode: rq.key.mode, Reused: reused, StateReset: stateReset},
+	}
+	if lv != nil {
+		res.Kernel.ID = lv.id
+	}
+	interrupt(res, stdout, why)
+	return res
+}
+
+// waitAbandoned is the Result of a caller whose ctx ended while it waited
+// for its kernel's previous cell: nothing ran and nothing was killed.
+func waitAbandoned(rq normalized, start time.Time) *Result {
+	return &Result{
+		Status: StatusInterrupted, ExitCode: -1, Error: msgWaitAbandoned,
+		Output:          interruptedMarker,
+		DurationSeconds: seconds(time.Since(start)),
+		Kernel:          KernelResult{Mode: rq.key.mode},
+	}
+}
+
+func oomMessage(limit int64) string {
+	if limit <= 0 {
+		return "The session kernel was killed by the out-of-memory killer; " + msgStateLostTail
+	}
+	return "The session kernel was killed by the out-of-memory killer at its memory limit of " +
+		kernel.FormatBytes(limit) + "; " + msgStateLostTail
+}
+
+func withStderr(stdout, stderr string) string {
+	if stderr == "" {
+		return stdout
+	}
+	return stdout + stderrSeparator + stderr
+}
+
+// formatTimeout writes whole seconds as the reference does ("30s") and
+// anything finer in Go's notation ("1.5s", "250ms").
+func formatTimeout(d time.Duration) string {
+	if d%time.Second == 0 {
+		return fmt.Sprintf("%ds", int64(d/time.Second))
+	}
+	return d.String()
+}
+
+// seconds rounds a duration to milliseconds, in seconds.
+func seconds(d time.Duration) float64 {
+	return math.Round(d.Seconds()*1000) / 1000
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
