@@ -1,0 +1,233 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclparse"
+)
+
+// Config is the daemon's resolved configuration: defaults, then the HCL
+// file, then command-line flags. docs/config.md documents every field.
+type Config struct {
+	// Socket is the Unix socket path the API is served on.
+	Socket string
+	// StateDir holds the kernels' staging dirs (<StateDir>/kernels/<id>).
+	StateDir string
+	// LogLevel is an hclog level name (trace, debug, info, warn, error).
+	LogLevel string
+	// LogJSON switches the logs to one JSON object per line.
+	LogJSON bool
+	// Interpreter is the default python3; empty means resolve python3 on PATH.
+	Interpreter string
+	// IdleTimeout reaps kernels idle longer than this.
+	IdleTimeout time.Duration
+	// CellTimeout bounds a cell that does not ask for its own timeout.
+	CellTimeout time.Duration
+	// MaxCellTimeout clamps every requested cell timeout.
+	MaxCellTimeout time.Duration
+	// MaxKernels caps live kernels across owners (LRU eviction).
+	MaxKernels int
+	// MaxToolCalls is the default tool-call budget of one cell.
+	MaxToolCalls int
+	// ToolCallTimeout bounds how long a streamed tool call waits for its answer.
+	ToolCallTimeout time.Duration
+	// DrainGrace is how long running cells may finish after SIGTERM/SIGINT.
+	DrainGrace time.Duration
+	// Env configures the child environment (parity §1).
+	Env EnvConfig
+	// Output configures redaction and output caps (parity §2).
+	Output OutputConfig
+	// Cgroup configures the pool's cgroup parent.
+	Cgroup CgroupConfig
+	// Users configures per-kernel unprivileged users (root only).
+	Users UsersConfig
+	// Profiles are the resource profiles by mode name; "default" always exists.
+	Profiles map[string]Profile
+	// Ceiling bounds per-request limit overrides.
+	Ceiling Ceiling
+}
+
+// EnvConfig configures environment scrubbing.
+type EnvConfig struct {
+	// Passthrough names variables every kernel keeps (subject to Refuse).
+	Passthrough []string
+	// Refuse lists names and glob patterns never passed through; nil means
+	// envscrub's default list of provider credentials.
+	Refuse []string
+}
+
+// OutputConfig configures the output pipeline.
+type OutputConfig struct {
+	// RedactPatterns turns pattern redaction on; exact secret values are always masked.
+	RedactPatterns bool
+	// InlineCap caps inline stdout bytes of one cell.
+	InlineCap int
+	// StderrCap caps inline stderr bytes of one cell.
+	StderrCap int
+	// SpillCap caps the spill file holding a cell's full stdout.
+	SpillCap int
+}
+
+// CgroupConfig configures the pool-owned cgroup parent.
+type CgroupConfig struct {
+	// Parent names the pool's parent group ("kernpool").
+	Parent string
+	// Enabled puts each kernel in its own cgroup when the host allows it.
+	Enabled bool
+}
+
+// UsersConfig configures the unprivileged users kernels run as.
+type UsersConfig struct {
+	// Enabled runs kernels as unprivileged uids when the daemon is root.
+	Enabled bool
+	// UIDFirst and UIDLast bound the uid range (inclusive).
+	UIDFirst, UIDLast int
+	// PerOwner gives each owner a stable uid instead of one per kernel.
+	PerOwner bool
+}
+
+// Profile is the resource profile of one mode.
+type Profile struct {
+	// MemoryMax is the memory limit in bytes (0: unlimited).
+	MemoryMax int64
+	// MemorySwapMax is the swap limit in bytes (0: no swap beyond memory).
+	MemorySwapMax int64
+	// PidsMax caps tasks in the kernel's cgroup (0: unlimited).
+	PidsMax int64
+	// CPUMax is the CPU quota in cores (0: unlimited).
+	CPUMax float64
+	// CPUWeight is the relative CPU weight (1-10000, 0: the host default).
+	CPUWeight uint64
+	// Passthrough names extra variables kernels of this mode keep.
+	Passthrough []string
+	// Network keeps network access (false: an empty network namespace).
+	Network bool
+	// PIDNamespace runs the kernel in its own pid namespace.
+	PIDNamespace bool
+	// PrivateTmp gives the kernel a private /tmp.
+	PrivateTmp bool
+}
+
+// Ceiling bounds per-request resource overrides.
+type Ceiling struct {
+	// MemoryMax is the largest memory limit a request may ask for, in bytes.
+	MemoryMax int64
+	// PidsMax is the largest pids limit a request may ask for.
+	PidsMax int64
+	// CPUMax is the largest CPU quota a request may ask for, in cores.
+	CPUMax float64
+}
+
+// DefaultProfile is the profile a mode without its own profile uses.
+const DefaultProfile = "default"
+
+// DefaultConfig returns the built-in defaults (docs/config.md lists them).
+func DefaultConfig() *Config {
+	return &Config{
+		LogLevel:        "info",
+		IdleTimeout:     30 * time.Minute,
+		CellTimeout:     300 * time.Second,
+		MaxCellTimeout:  time.Hour,
+		MaxKernels:      64,
+		MaxToolCalls:    50,
+		ToolCallTimeout: 120 * time.Second,
+		DrainGrace:      10 * time.Second,
+		Output:          OutputConfig{RedactPatterns: true, InlineCap: 50000, StderrCap: 10000, SpillCap: 5000000},
+		Cgroup:          CgroupConfig{Parent: "kernpool", Enabled: true},
+		Users:           UsersConfig{Enabled: true, UIDFirst: 60000, UIDLast: 60999},
+		Profiles:        map[string]Profile{DefaultProfile: defaultProfile()},
+		Ceiling:         Ceiling{MemoryMax: 4 << 30, PidsMax: 4096, CPUMax: 2.0},
+	}
+}
+
+func defaultProfile() Profile {
+	return Profile{MemoryMax: 512 << 20, PidsMax: 256, CPUMax: 1.0, Network: true}
+}
+
+// LoadConfigFile reads an HCL config file over the defaults. Every problem
+// (syntax, unknown attribute or block, bad size or duration) is reported
+// with its file:line.
+func LoadConfigFile(path string) (*Config, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return ParseConfig(src, path)
+}
+
+// ParseConfig parses HCL source (named filename in diagnostics) over the defaults.
+func ParseConfig(src []byte, filename string) (*Config, error) {
+	parser := hclparse.NewParser()
+	f, diags := parser.ParseHCL(src, filename)
+	if diags.HasErrors() {
+		return nil, diagError(parser, diags)
+	}
+	var raw fileConfig
+	if diags := gohcl.DecodeBody(f.Body, nil, &raw); diags.HasErrors() {
+		return nil, diagError(parser, diags)
+	}
+	cfg := DefaultConfig()
+	if diags := raw.apply(cfg); diags.HasErrors() {
+		return nil, diagError(parser, diags)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", filename, err)
+	}
+	return cfg, nil
+}
+
+// diagError renders HCL diagnostics as one error, "file:line,col: summary; detail".
+func diagError(_ *hclparse.Parser, diags hcl.Diagnostics) error {
+	msg := ""
+	for i, d := range diags.Errs() {
+		if i > 0 {
+			msg += "\n"
+		}
+		msg += d.Error()
+	}
+	return fmt.Errorf("%w: %s", ErrConfig, msg)
+}
+
+// Validate checks the cross-field rules the parser cannot.
+func (c *Config) Validate() error {
+	check := []struct {
+		bad  bool
+		what string
+	}{
+		{c.IdleTimeout <= 0, "idle_timeout must be positive"},
+		{c.CellTimeout <= 0, "cell_timeout must be positive"},
+		{c.MaxCellTimeout < c.CellTimeout, "max_cell_timeout must be at least cell_timeout"},
+		{c.MaxKernels < 1, "max_kernels must be at least 1"},
+		{c.MaxToolCalls < 0, "max_tool_calls must not be negative"},
+		{c.ToolCallTimeout <= 0, "tool_call_timeout must be positive"},
+		{c.DrainGrace < 0, "drain_grace must not be negative"},
+		{c.Output.InlineCap <= 0 || c.Output.StderrCap <= 0 || c.Output.SpillCap <= 0, "output caps must be positive"},
+		{c.Users.UIDFirst <= 0 || c.Users.UIDLast < c.Users.UIDFirst, "users.uid_range must be FIRST-LAST with 0 < FIRST <= LAST"},
+	}
+	for _, ch := range check {
+		if ch.bad {
+			return fmt.Errorf("%w: %s", ErrConfig, ch.what)
+		}
+	}
+	if _, ok := c.Profiles[DefaultProfile]; !ok {
+		return fmt.Errorf("%w: the %q profile is missing", ErrConfig, DefaultProfile)
+	}
+	for name, p := range c.Profiles {
+		if p.MemoryMax < 0 || p.PidsMax < 0 || p.CPUMax < 0 || p.CPUWeight > 10000 {
+			return fmt.Errorf("%w: profile %q: limits must not be negative and cpu_weight at most 10000", ErrConfig, name)
+		}
+	}
+	return nil
+}
+
+// ProfileFor returns the profile a mode selects: its own, else "default".
+func (c *Config) ProfileFor(mode string) Profile {
+	if p, ok := c.Profiles[mode]; ok {
+		return p
+	}
+	return c.Profiles[DefaultProfile]
+}

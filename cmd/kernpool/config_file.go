@@ -1,0 +1,255 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+)
+
+// fileConfig is the HCL file's shape. Sizes and durations are kept as
+// expressions so that a bad value is reported at its own file:line.
+type fileConfig struct {
+	Socket          *string        `hcl:"socket,optional"`
+	StateDir        *string        `hcl:"state_dir,optional"`
+	LogLevel        *string        `hcl:"log_level,optional"`
+	LogJSON         *bool          `hcl:"log_json,optional"`
+	Interpreter     *string        `hcl:"interpreter,optional"`
+	IdleTimeout     hcl.Expression `hcl:"idle_timeout,optional"`
+	CellTimeout     hcl.Expression `hcl:"cell_timeout,optional"`
+	MaxCellTimeout  hcl.Expression `hcl:"max_cell_timeout,optional"`
+	MaxKernels      *int           `hcl:"max_kernels,optional"`
+	MaxToolCalls    *int           `hcl:"max_tool_calls,optional"`
+	ToolCallTimeout hcl.Expression `hcl:"tool_call_timeout,optional"`
+	DrainGrace      hcl.Expression `hcl:"drain_grace,optional"`
+	Env             *fileEnv       `hcl:"env,block"`
+	Output          *fileOutput    `hcl:"output,block"`
+	Cgroup          *fileCgroup    `hcl:"cgroup,block"`
+	Users           *fileUsers     `hcl:"users,block"`
+	Profiles        []fileProfile  `hcl:"profile,block"`
+	Ceiling         *fileCeiling   `hcl:"ceiling,block"`
+}
+
+type fileEnv struct {
+	Passthrough []string `hcl:"passthrough,optional"`
+	Refuse      []string `hcl:"refuse,optional"`
+}
+
+type fileOutput struct {
+	RedactPatterns *bool          `hcl:"redact_patterns,optional"`
+	InlineCap      hcl.Expression `hcl:"inline_cap,optional"`
+	StderrCap      hcl.Expression `hcl:"stderr_cap,optional"`
+	SpillCap       hcl.Expression `hcl:"spill_cap,optional"`
+}
+
+type fileCgroup struct {
+	Parent  *string `hcl:"parent,optional"`
+	Enabled *bool   `hcl:"enabled,optional"`
+}
+
+type fileUsers struct {
+	Enabled  *bool          `hcl:"enabled,optional"`
+	UIDRange hcl.Expression `hcl:"uid_range,optional"`
+	PerOwner *bool          `hcl:"per_owner,optional"`
+}
+
+type fileProfile struct {
+	Name          string         `hcl:"name,label"`
+	MemoryMax     hcl.Expression `hcl:"memory_max,optional"`
+	MemorySwapMax hcl.Expression `hcl:"memory_swap_max,optional"`
+	PidsMax       *int64         `hcl:"pids_max,optional"`
+	CPUMax        *float64       `hcl:"cpu_max,optional"`
+	CPUWeight     *uint64        `hcl:"cpu_weight,optional"`
+	Passthrough   []string       `hcl:"passthrough,optional"`
+	Network       *bool          `hcl:"network,optional"`
+	PIDNamespace  *bool          `hcl:"pid_namespace,optional"`
+	PrivateTmp    *bool          `hcl:"private_tmp,optional"`
+}
+
+type fileCeiling struct {
+	MemoryMax hcl.Expression `hcl:"memory_max,optional"`
+	PidsMax   *int64         `hcl:"pids_max,optional"`
+	CPUMax    *float64       `hcl:"cpu_max,optional"`
+}
+
+// apply overlays the file's values on cfg.
+func (f *fileConfig) apply(cfg *Config) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	setStr(&cfg.Socket, f.Socket)
+	setStr(&cfg.StateDir, f.StateDir)
+	setStr(&cfg.LogLevel, f.LogLevel)
+	setStr(&cfg.Interpreter, f.Interpreter)
+	setBool(&cfg.LogJSON, f.LogJSON)
+	setInt(&cfg.MaxKernels, f.MaxKernels)
+	setInt(&cfg.MaxToolCalls, f.MaxToolCalls)
+	diags = append(diags, durationAttr(f.IdleTimeout, "idle_timeout", &cfg.IdleTimeout)...)
+	diags = append(diags, durationAttr(f.CellTimeout, "cell_timeout", &cfg.CellTimeout)...)
+	diags = append(diags, durationAttr(f.MaxCellTimeout, "max_cell_timeout", &cfg.MaxCellTimeout)...)
+	diags = append(diags, durationAttr(f.ToolCallTimeout, "tool_call_timeout", &cfg.ToolCallTimeout)...)
+	diags = append(diags, durationAttr(f.DrainGrace, "drain_grace", &cfg.DrainGrace)...)
+	if f.Env != nil {
+		cfg.Env.Passthrough = f.Env.Passthrough
+		cfg.Env.Refuse = f.Env.Refuse
+	}
+	if o := f.Output; o != nil {
+		setBool(&cfg.Output.RedactPatterns, o.RedactPatterns)
+		diags = append(diags, intSizeAttr(o.InlineCap, "inline_cap", &cfg.Output.InlineCap)...)
+		diags = append(diags, intSizeAttr(o.StderrCap, "stderr_cap", &cfg.Output.StderrCap)...)
+		diags = append(diags, intSizeAttr(o.SpillCap, "spill_cap", &cfg.Output.SpillCap)...)
+	}
+	if c := f.Cgroup; c != nil {
+		setStr(&cfg.Cgroup.Parent, c.Parent)
+		setBool(&cfg.Cgroup.Enabled, c.Enabled)
+	}
+	if u := f.Users; u != nil {
+		setBool(&cfg.Users.Enabled, u.Enabled)
+		setBool(&cfg.Users.PerOwner, u.PerOwner)
+		diags = append(diags, uidRangeAttr(u.UIDRange, &cfg.Users)...)
+	}
+	diags = append(diags, f.applyProfiles(cfg)...)
+	if c := f.Ceiling; c != nil {
+		diags = append(diags, sizeAttr(c.MemoryMax, "memory_max", &cfg.Ceiling.MemoryMax)...)
+		setInt64(&cfg.Ceiling.PidsMax, c.PidsMax)
+		setFloat(&cfg.Ceiling.CPUMax, c.CPUMax)
+	}
+	return diags
+}
+
+func (f *fileConfig) applyProfiles(cfg *Config) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	seen := map[string]bool{}
+	for _, fp := range f.Profiles {
+		if seen[fp.Name] {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Duplicate profile",
+				Detail:   fmt.Sprintf("profile %q is defined more than once", fp.Name),
+				Subject:  fp.MemoryMax.Range().Ptr(),
+			})
+			continue
+		}
+		seen[fp.Name] = true
+		// A profile starts from the built-in default profile, so a block
+		// that only sets pids_max keeps sensible memory and CPU limits.
+		p := defaultProfile()
+		diags = append(diags, sizeAttr(fp.MemoryMax, "memory_max", &p.MemoryMax)...)
+		diags = append(diags, sizeAttr(fp.MemorySwapMax, "memory_swap_max", &p.MemorySwapMax)...)
+		setInt64(&p.PidsMax, fp.PidsMax)
+		setFloat(&p.CPUMax, fp.CPUMax)
+		if fp.CPUWeight != nil {
+			p.CPUWeight = *fp.CPUWeight
+		}
+		p.Passthrough = fp.Passthrough
+		setBool(&p.Network, fp.Network)
+		setBool(&p.PIDNamespace, fp.PIDNamespace)
+		setBool(&p.PrivateTmp, fp.PrivateTmp)
+		cfg.Profiles[fp.Name] = p
+	}
+	return diags
+}
+
+// sizeAttr decodes a size: a number of bytes or a string such as "64MiB".
+func sizeAttr(expr hcl.Expression, name string, dst *int64) hcl.Diagnostics {
+	return scalarAttr(expr, name, "a size such as \"64MiB\" or a number of bytes", func(s string) error {
+		n, err := ParseSize(s)
+		if err == nil {
+			*dst = n
+		}
+		return err
+	})
+}
+
+func intSizeAttr(expr hcl.Expression, name string, dst *int) hcl.Diagnostics {
+	var n int64
+	d := sizeAttr(expr, name, &n)
+	if !d.HasErrors() && n != 0 {
+		*dst = int(n)
+	}
+	return d
+}
+
+// durationAttr decodes a Go duration string ("30m") or a number of seconds.
+func durationAttr(expr hcl.Expression, name string, dst *time.Duration) hcl.Diagnostics {
+	return scalarAttr(expr, name, "a duration such as \"30s\" or \"5m\", or a number of seconds", func(s string) error {
+		d, err := ParseDuration(s)
+		if err == nil {
+			*dst = d
+		}
+		return err
+	})
+}
+
+func uidRangeAttr(expr hcl.Expression, u *UsersConfig) hcl.Diagnostics {
+	return scalarAttr(expr, "uid_range", "a range such as \"60000-60999\"", func(s string) error {
+		lo, hi, ok := strings.Cut(s, "-")
+		first, err1 := strconv.Atoi(strings.TrimSpace(lo))
+		last, err2 := strconv.Atoi(strings.TrimSpace(hi))
+		if !ok || err1 != nil || err2 != nil || first <= 0 || last < first {
+			return fmt.Errorf("%q is not FIRST-LAST with 0 < FIRST <= LAST", s)
+		}
+		u.UIDFirst, u.UIDLast = first, last
+		return nil
+	})
+}
+
+// scalarAttr evaluates an optional attribute to its string form (numbers
+// are rendered in decimal) and hands it to parse; problems carry the range.
+func scalarAttr(expr hcl.Expression, name, want string, parse func(string) error) hcl.Diagnostics {
+	if expr == nil {
+		return nil
+	}
+	v, diags := expr.Value(nil)
+	if diags.HasErrors() || v.IsNull() {
+		return diags
+	}
+	var s string
+	if d := gohcl.DecodeExpression(expr, nil, &s); d.HasErrors() {
+		return hcl.Diagnostics{badValue(expr, name, want, "it is not a string or a number")}
+	}
+	if err := parse(s); err != nil {
+		return hcl.Diagnostics{badValue(expr, name, want, err.Error())}
+	}
+	return nil
+}
+
+func badValue(expr hcl.Expression, name, want, why string) *hcl.Diagnostic {
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  "Invalid value for " + name,
+		Detail:   fmt.Sprintf("%s must be %s: %s.", name, want, why),
+		Subject:  expr.Range().Ptr(),
+	}
+}
+
+func setStr(dst *string, v *string) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+func setBool(dst *bool, v *bool) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+func setInt(dst *int, v *int) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+func setInt64(dst *int64, v *int64) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+func setFloat(dst *float64, v *float64) {
+	if v != nil {
+		*dst = *v
+	}
+}

@@ -1,0 +1,262 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kernpool/kernpool/pool"
+)
+
+// maxResponseBytes bounds one decoded response or event line (a result
+// carries at most the output caps, far below this).
+const maxResponseBytes = 256 << 20
+
+// Client is a typed client of the API on a Unix socket. Safe for
+// concurrent use; it keeps idle connections for reuse (CloseIdleConnections
+// releases them).
+type Client struct {
+	socket string
+	http   *http.Client
+}
+
+// NewClient returns a client of the daemon listening on socketPath.
+func NewClient(socketPath string) *Client {
+	dialer := &net.Dialer{Timeout: 5 * time.Second}
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return dialer.DialContext(ctx, "unix", socketPath)
+		},
+		MaxIdleConnsPerHost: 16,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
+	return &Client{socket: socketPath, http: &http.Client{Transport: tr}}
+}
+
+// Socket returns the socket path the client dials.
+func (c *Client) Socket() string { return c.socket }
+
+// CloseIdleConnections closes kept-alive connections. Idempotent.
+func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
+
+// Execute runs one cell without streaming: a tool call of the cell is
+// refused. A cell failure is a Result, not an error; errors are bad
+// requests (*APIError wrapping pool.ErrBadRequest), capacity or shutdown
+// refusals, and ErrUnavailable when no daemon answers. Canceling ctx
+// disconnects, which makes the daemon kill the kernel.
+func (c *Client) Execute(ctx context.Context, req pool.Request) (*pool.Result, error) {
+	body := executeBody(req, false)
+	var res pool.Result
+	if err := c.do(ctx, http.MethodPost, "/v1/execute", body, &res); err != nil {
+		return nil, fmt.Errorf("execute: %w", err)
+	}
+	return &res, nil
+}
+
+// ExecuteStream runs one cell with streaming: each tool call of the cell
+// is passed to h (concurrently if the cell makes concurrent calls) and
+// its answer posted back. A nil h answers every call with an error.
+func (c *Client) ExecuteStream(ctx context.Context, req pool.Request, h pool.ToolHandler) (*pool.Result, error) {
+	resp, err := c.send(ctx, http.MethodPost, "/v1/execute", executeBody(req, true))
+	if err != nil {
+		return nil, fmt.Errorf("execute: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("execute: %w", readError(resp))
+	}
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/x-ndjson") {
+		var res pool.Result
+		if err := decodeResponse(resp.Body, &res); err != nil {
+			return nil, fmt.Errorf("execute: %w", err)
+		}
+		return &res, nil
+	}
+	res, err := c.readStream(ctx, resp.Body, h)
+	if err != nil {
+		return nil, fmt.Errorf("execute: %w", err)
+	}
+	return res, nil
+}
+
+// readStream consumes the NDJSON events until the result or error event.
+func (c *Client) readStream(ctx context.Context, body io.Reader, h pool.ToolHandler) (*pool.Result, error) {
+	hctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel() // handlers of calls the cell no longer waits for stop
+		wg.Wait()
+	}()
+	dec := json.NewDecoder(io.LimitReader(body, maxResponseBytes))
+	for {
+		var ev Event
+		if err := dec.Decode(&ev); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, fmt.Errorf("%w: reading the event stream: %v", ErrProtocol, err)
+		}
+		switch ev.Event {
+		case EventToolCall:
+			if ev.Call == nil {
+				return nil, fmt.Errorf("%w: tool_call event without a call", ErrProtocol)
+			}
+			call := *ev.Call
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c.answerCall(hctx, h, call)
+			}()
+		case EventResult:
+			if ev.Result == nil {
+				return nil, fmt.Errorf("%w: result event without a result", ErrProtocol)
+			}
+			return ev.Result, nil
+		case EventError:
+			return nil, &APIError{Code: ev.Code, Message: ev.Error}
+		default:
+			return nil, fmt.Errorf("%w: unknown event %q", ErrProtocol, ev.Event)
+		}
+	}
+}
+
+// answerCall runs the handler for one call and posts its answer. A failed
+// post needs no retry: the daemon times the call out on its own.
+func (c *Client) answerCall(ctx context.Context, h pool.ToolHandler, call pool.ToolCall) {
+	var a ToolAnswer
+	if h == nil {
+		msg := "this client has no tool handler"
+		a.Error = &msg
+	} else if out, err := h.HandleTool(ctx, call); err != nil {
+		msg := err.Error()
+		a.Error = &msg
+	} else {
+		a.Result = &out
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	_ = c.AnswerToolCall(ctx, call.ID, a)
+}
+
+// AnswerToolCall posts the answer to a streamed tool call.
+func (c *Client) AnswerToolCall(ctx context.Context, id string, a ToolAnswer) error {
+	if err := c.do(ctx, http.MethodPost, "/v1/tool-calls/"+url.PathEscape(id), a, nil); err != nil {
+		return fmt.Errorf("answer tool call: %w", err)
+	}
+	return nil
+}
+
+// List returns the live kernels.
+func (c *Client) List(ctx context.Context) ([]pool.KernelInfo, error) {
+	var out KernelList
+	if err := c.do(ctx, http.MethodGet, "/v1/kernels", nil, &out); err != nil {
+		return nil, fmt.Errorf("list: %w", err)
+	}
+	return out.Kernels, nil
+}
+
+// ShutdownOwner kills every kernel of owner and returns how many.
+func (c *Client) ShutdownOwner(ctx context.Context, owner string) (int, error) {
+	var out ShutdownResponse
+	if err := c.do(ctx, http.MethodPost, "/v1/owners/"+url.PathEscape(owner)+"/shutdown", nil, &out); err != nil {
+		return 0, fmt.Errorf("shutdown owner: %w", err)
+	}
+	return out.Killed, nil
+}
+
+// Kill kills one kernel; errors.Is(err, pool.ErrNotFound) if there is none.
+func (c *Client) Kill(ctx context.Context, id string) error {
+	if err := c.do(ctx, http.MethodDelete, "/v1/kernels/"+url.PathEscape(id), nil, nil); err != nil {
+		return fmt.Errorf("kill: %w", err)
+	}
+	return nil
+}
+
+// Health returns the daemon's health report.
+func (c *Client) Health(ctx context.Context) (*Health, error) {
+	var h Health
+	if err := c.do(ctx, http.MethodGet, "/v1/health", nil, &h); err != nil {
+		return nil, fmt.Errorf("health: %w", err)
+	}
+	return &h, nil
+}
+
+func executeBody(req pool.Request, stream bool) ExecuteRequest {
+	return ExecuteRequest{Request: req, Timeout: Duration(req.Timeout), Stream: stream}
+}
+
+// do sends one request and decodes a 200 answer into out (nil: discard).
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	resp, err := c.send(ctx, method, path, in)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return readError(resp)
+	}
+	if out == nil {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBytes))
+		return nil
+	}
+	return decodeResponse(resp.Body, out)
+}
+
+func (c *Client) send(ctx context.Context, method, path string, in any) (*http.Response, error) {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return nil, fmt.Errorf("encode request: %w", err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://kernpool"+path, body)
+	if err != nil {
+		return nil, fmt.Errorf("build request: %w", err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		var opErr *net.OpError
+		if errors.As(err, &opErr) && opErr.Op == "dial" {
+			return nil, fmt.Errorf("%w on %s: %v", ErrUnavailable, c.socket, opErr.Err)
+		}
+		return nil, fmt.Errorf("%w on %s: %v", ErrUnavailable, c.socket, err)
+	}
+	return resp, nil
+}
+
+func decodeResponse(r io.Reader, out any) error {
+	if err := json.NewDecoder(io.LimitReader(r, maxResponseBytes)).Decode(out); err != nil {
+		return fmt.Errorf("%w: %v", ErrProtocol, err)
+	}
+	return nil
+}
+
+// readError turns a non-200 answer into an *APIError.
+func readError(resp *http.Response) error {
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var body ErrorBody
+	if err := json.Unmarshal(raw, &body); err != nil || body.Error == "" {
+		return &APIError{StatusCode: resp.StatusCode, Code: CodeInternal,
+			Message: fmt.Sprintf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(raw)))}
+	}
+	return &APIError{StatusCode: resp.StatusCode, Code: body.Code, Message: body.Error}
+}

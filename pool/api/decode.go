@@ -1,0 +1,127 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"sort"
+	"strings"
+)
+
+// decodeBody reads exactly one JSON object from r's body into dst,
+// refusing unknown fields, wrong types, trailing data and bodies over
+// limit. The error message names the problem (field, expected type) and
+// wraps ErrBadRequest.
+func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, dst any) error {
+	body := http.MaxBytesReader(w, r.Body, limit)
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return describeDecodeError(err, limit, dst)
+	}
+	// Exactly one value: anything after it (but whitespace) is an error.
+	// Reading to EOF also lets the server notice a client disconnect.
+	var extra json.RawMessage
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return describeDecodeError(err, limit, dst)
+		}
+		return fmt.Errorf("%w: unexpected data after the JSON object", ErrBadRequest)
+	}
+	return nil
+}
+
+func describeDecodeError(err error, limit int64, dst any) error {
+	var (
+		typeErr   *json.UnmarshalTypeError
+		syntaxErr *json.SyntaxError
+		maxErr    *http.MaxBytesError
+	)
+	switch {
+	case errors.Is(err, ErrBadRequest):
+		return err // from a field's own UnmarshalJSON; already names the field
+	case errors.As(err, &maxErr):
+		return fmt.Errorf("%w: request body exceeds %d bytes", ErrBadRequest, limit)
+	case errors.Is(err, io.EOF):
+		return fmt.Errorf("%w: empty body: expected a JSON object", ErrBadRequest)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("%w: malformed JSON: the body ends in the middle of a value", ErrBadRequest)
+	case errors.As(err, &syntaxErr):
+		return fmt.Errorf("%w: malformed JSON at byte %d: %s", ErrBadRequest, syntaxErr.Offset, strings.TrimPrefix(syntaxErr.Error(), "json: "))
+	case errors.As(err, &typeErr):
+		if typeErr.Field == "" {
+			return fmt.Errorf("%w: expected a JSON object, got %s", ErrBadRequest, typeErr.Value)
+		}
+		return fmt.Errorf("%w: field %q: expected %s, got %s", ErrBadRequest, typeErr.Field, describeType(typeErr.Type), typeErr.Value)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		name := strings.TrimPrefix(err.Error(), "json: unknown field ")
+		return fmt.Errorf("%w: unknown field %s (known fields: %s)", ErrBadRequest, name, strings.Join(jsonFields(reflect.TypeOf(dst)), ", "))
+	}
+	return fmt.Errorf("%w: malformed JSON: %s", ErrBadRequest, strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// describeType names a Go type the way a JSON author thinks of it.
+func describeType(t reflect.Type) string {
+	if t == nil {
+		return "a value"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array of " + strings.TrimPrefix(strings.TrimPrefix(describeType(t.Elem()), "a "), "an ") + "s"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Pointer:
+		return describeType(t.Elem())
+	}
+	return "a " + t.Kind().String()
+}
+
+// jsonFields lists the JSON names a struct type accepts (embedded structs
+// flattened), sorted, for the unknown-field message.
+func jsonFields(t reflect.Type) []string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	seen := map[string]bool{}
+	var walk func(reflect.Type)
+	walk = func(t reflect.Type) {
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			tag := f.Tag.Get("json")
+			name, _, _ := strings.Cut(tag, ",")
+			if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+				walk(f.Type)
+				continue
+			}
+			if name == "-" || !f.IsExported() {
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			seen[name] = true
+		}
+	}
+	walk(t)
+	names := make([]string, 0, len(seen))
+	for n := range seen {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

@@ -1,0 +1,65 @@
+package api
+
+import (
+	"errors"
+
+	"github.com/kernpool/kernpool/pool"
+)
+
+// Sentinel errors. Wrapped with an operation prefix and %w; test with errors.Is.
+var (
+	// ErrUnavailable: no daemon answers on the socket (client side).
+	ErrUnavailable = errors.New("api: kernpool daemon not reachable")
+	// ErrAlreadyServing: a live daemon already answers on the socket path.
+	ErrAlreadyServing = errors.New("api: another kernpool is serving")
+	// ErrSocket: the socket path cannot be used (not a socket, bad directory).
+	ErrSocket = errors.New("api: unusable socket path")
+	// ErrProtocol: the daemon's answer could not be understood (client side).
+	ErrProtocol = errors.New("api: unexpected response from the daemon")
+	// ErrBadRequest: the request body was malformed (wire-level; semantic
+	// problems come back as pool.ErrBadRequest).
+	ErrBadRequest = errors.New("api: bad request")
+)
+
+// Error codes carried in every error body ({"error": ..., "code": ...}).
+const (
+	CodeBadRequest       = "bad_request"
+	CodeNotFound         = "not_found"
+	CodeMethodNotAllowed = "method_not_allowed"
+	CodeCapacity         = "capacity"
+	CodeClosed           = "closed"
+	CodeSpawnFailed      = "spawn_failed"
+	CodeInternal         = "internal"
+)
+
+// APIError is an error answer of the daemon as the client sees it.
+// errors.Is maps its code to the pool's sentinels (CodeNotFound is
+// pool.ErrNotFound, CodeCapacity pool.ErrCapacity, ...).
+type APIError struct {
+	// StatusCode is the HTTP status (0 for an error event of a stream).
+	StatusCode int
+	// Code is one of the Code* constants.
+	Code string
+	// Message is the daemon's explanation.
+	Message string
+}
+
+func (e *APIError) Error() string { return e.Message }
+
+// Unwrap returns the sentinel matching the error code, so callers can
+// write errors.Is(err, pool.ErrNotFound).
+func (e *APIError) Unwrap() error {
+	switch e.Code {
+	case CodeBadRequest:
+		return pool.ErrBadRequest
+	case CodeNotFound:
+		return pool.ErrNotFound
+	case CodeCapacity:
+		return pool.ErrCapacity
+	case CodeClosed:
+		return pool.ErrClosed
+	case CodeSpawnFailed:
+		return pool.ErrSpawn
+	}
+	return nil
+}

@@ -1,0 +1,210 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/kernpool/kernpool/pool"
+)
+
+// Defaults of ServerConfig's zero fields.
+const (
+	// DefaultMaxBodyBytes caps a request body (16 MiB).
+	DefaultMaxBodyBytes = 16 << 20
+	// DefaultToolCallTimeout bounds how long a streamed tool call waits.
+	DefaultToolCallTimeout = 120 * time.Second
+	// retryAfterSeconds is the Retry-After hint of a capacity refusal.
+	retryAfterSeconds = "1"
+)
+
+// ServerConfig configures the API handler. Zero fields take defaults.
+type ServerConfig struct {
+	// Version is reported by /v1/health.
+	Version string
+	// Isolation describes the daemon's confinement for /v1/health
+	// ("cgroup-v1+uid", "process-group", ...); the wiring sets it.
+	Isolation string
+	// ToolCallTimeout bounds how long a streamed tool call waits for its
+	// answer before the cell gets an error result (default 120s).
+	ToolCallTimeout time.Duration
+	// MaxBodyBytes caps request bodies (default 16 MiB).
+	MaxBodyBytes int64
+	// Logger receives the API's logs (Named "api"); nil discards them.
+	Logger hclog.Logger
+}
+
+// Server is the API's http.Handler over one pool.
+type Server struct {
+	pool     *pool.Pool
+	cfg      ServerConfig
+	log      hclog.Logger
+	mux      *http.ServeMux
+	broker   *broker
+	draining atomic.Bool
+}
+
+// NewServer returns the API handler for p. The caller owns p (and closes it).
+func NewServer(p *pool.Pool, cfg ServerConfig) *Server {
+	if cfg.ToolCallTimeout <= 0 {
+		cfg.ToolCallTimeout = DefaultToolCallTimeout
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	s := &Server{pool: p, cfg: cfg, log: cfg.Logger.Named("api"), broker: newBroker()}
+	s.mux = s.routes()
+	return s
+}
+
+// routes registers every endpoint, plus method-less twins that answer 405
+// and a catch-all 404, so that every error is JSON.
+func (s *Server) routes() *http.ServeMux {
+	mux := http.NewServeMux()
+	endpoints := []struct {
+		method, path string
+		h            http.HandlerFunc
+	}{
+		{http.MethodPost, "/v1/execute", s.handleExecute},
+		{http.MethodPost, "/v1/tool-calls/{id}", s.handleToolAnswer},
+		{http.MethodGet, "/v1/kernels", s.handleList},
+		{http.MethodDelete, "/v1/kernels/{id}", s.handleKill},
+		{http.MethodPost, "/v1/owners/{owner}/shutdown", s.handleShutdownOwner},
+		{http.MethodGet, "/v1/health", s.handleHealth},
+	}
+	for _, e := range endpoints {
+		mux.HandleFunc(e.method+" "+e.path, e.h)
+		allow := e.method
+		if allow == http.MethodGet {
+			allow += ", " + http.MethodHead
+		}
+		mux.HandleFunc(e.path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			writeError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed,
+				fmt.Sprintf("method %s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, allow))
+		})
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path))
+	})
+	return mux
+}
+
+// ServeHTTP logs each request at debug level and dispatches it.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+	s.mux.ServeHTTP(rec, r)
+	s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", rec.status, "duration", time.Since(start))
+}
+
+// SetDraining marks the daemon as shutting down: new cells are refused
+// with 503 while list, kill, health and tool-call answers keep working.
+func (s *Server) SetDraining() { s.draining.Store(true) }
+
+func (s *Server) handleList(w http.ResponseWriter, _ *http.Request) {
+	kernels := s.pool.List()
+	if kernels == nil {
+		kernels = []pool.KernelInfo{}
+	}
+	writeJSON(w, http.StatusOK, KernelList{Kernels: kernels})
+}
+
+func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := s.pool.Kill(id); err != nil {
+		s.writePoolError(w, err)
+		return
+	}
+	s.log.Info("kernel killed by API", "id", id)
+	writeJSON(w, http.StatusOK, KillResponse{Killed: id})
+}
+
+func (s *Server) handleShutdownOwner(w http.ResponseWriter, r *http.Request) {
+	owner := r.PathValue("owner")
+	if owner == "" {
+		writeError(w, http.StatusBadRequest, CodeBadRequest, "owner must not be empty")
+		return
+	}
+	n := s.pool.ShutdownOwner(owner)
+	s.log.Info("owner shut down by API", "owner", owner, "killed", n)
+	writeJSON(w, http.StatusOK, ShutdownResponse{Owner: owner, Killed: n})
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) {
+	st := s.pool.Stats()
+	h := Health{
+		Status:           "ok",
+		Version:          s.cfg.Version,
+		Kernels:          st.KernelsLive,
+		Isolation:        s.cfg.Isolation,
+		Goroutines:       runtime.NumGoroutine(),
+		PendingToolCalls: s.broker.len(),
+		Stats:            st,
+	}
+	if s.draining.Load() {
+		h.Status = "draining"
+	}
+	writeJSON(w, http.StatusOK, h)
+}
+
+// writePoolError maps the pool's sentinels to HTTP statuses.
+func (s *Server) writePoolError(w http.ResponseWriter, err error) {
+	status, code := classify(err)
+	if status == http.StatusServiceUnavailable && code == CodeCapacity {
+		w.Header().Set("Retry-After", retryAfterSeconds)
+	}
+	if status >= 500 && code != CodeCapacity && code != CodeClosed {
+		s.log.Error("request failed", "error", err)
+	}
+	writeError(w, status, code, err.Error())
+}
+
+func classify(err error) (int, string) {
+	switch {
+	case errors.Is(err, pool.ErrBadRequest), errors.Is(err, ErrBadRequest):
+		return http.StatusBadRequest, CodeBadRequest
+	case errors.Is(err, pool.ErrNotFound):
+		return http.StatusNotFound, CodeNotFound
+	case errors.Is(err, pool.ErrCapacity):
+		return http.StatusServiceUnavailable, CodeCapacity
+	case errors.Is(err, pool.ErrClosed):
+		return http.StatusServiceUnavailable, CodeClosed
+	case errors.Is(err, pool.ErrSpawn):
+		return http.StatusInternalServerError, CodeSpawnFailed
+	}
+	return http.StatusInternalServerError, CodeInternal
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	// The status line is out; a failed write means the client went away.
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, ErrorBody{Error: msg, Code: code})
+}
+
+// statusRecorder remembers the status for the request log. It forwards
+// Flush through Unwrap (http.ResponseController finds it there).
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	r.status = code
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
