@@ -1,0 +1,108 @@
+# shellcheck shell=bash
+# Boots the guest under qemu and brings the results back.
+
+# kvm_works boots the loader alone under KVM with kernpool.probe and checks
+# that it reached userspace: on the PVM-nested hosts /dev/kvm exists but a
+# stock kernel stalls or dies there, so existence proves nothing. The verdict
+# is cached per host boot.
+kvm_works() {
+	[ -r /dev/kvm ] && [ -w /dev/kvm ] || return 1
+	local stamp verdict
+	stamp="$CACHE_DIR/kvm-probe.$(cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo unknown)"
+	if [ -f "$stamp" ]; then
+		verdict=$(cat "$stamp")
+	else
+		verdict=no
+		if timeout -k 2 20 qemu-system-x86_64 -accel kvm -cpu host -m 256 -nodefaults -no-user-config \
+			-display none -no-reboot -serial stdio -kernel "$IMG_DIR/vmlinux" -initrd "$IMG_DIR/loader.cpio.gz" \
+			-append "console=ttyS0 panic=-1 kernpool.probe" </dev/null 2>/dev/null | grep -q KERNPOOL-PROBE-OK; then
+			verdict=yes
+		fi
+		echo "$verdict" >"$stamp"
+	fi
+	[ "$verdict" = yes ]
+}
+
+pick_accel() {
+	ACCEL=${KERNPOOL_VM_ACCEL:-auto}
+	case $ACCEL in
+	kvm | tcg) ;;
+	auto) if kvm_works; then ACCEL=kvm; else ACCEL=tcg; fi ;;
+	*) vm_die "KERNPOOL_VM_ACCEL must be auto, kvm or tcg, not $ACCEL" ;;
+	esac
+	vm_log "accelerator: $ACCEL"
+}
+
+# boot_vm runs the VM to completion, streaming its console, under a hard
+# timeout. Returns qemu's status (124 on timeout).
+boot_vm() {
+	local cpu=max t0 rc
+	[ "$ACCEL" = kvm ] && cpu=host
+	t0=$(now_s)
+	vm_log "booting ($ACCEL, ${KERNPOOL_VM_CPUS:-2} CPUs, ${KERNPOOL_VM_MEM:-2048} MiB)"
+	set +e
+	timeout -k 10 "${KERNPOOL_VM_TIMEOUT:-2400}" qemu-system-x86_64 -accel "$ACCEL" -cpu "$cpu" \
+		-smp "${KERNPOOL_VM_CPUS:-2}" -m "${KERNPOOL_VM_MEM:-2048}" \
+		-nodefaults -no-user-config -display none -no-reboot -serial stdio \
+		-kernel "$IMG_DIR/vmlinux" -initrd "$IMG_DIR/loader.cpio.gz" \
+		-append "console=ttyS0 panic=-1 loglevel=4 quiet" \
+		-drive "file=$IMG_DIR/rootfs.img,format=raw,if=virtio,snapshot=on" \
+		-drive "file=$OUT_DIR/payload.img,format=raw,if=virtio" </dev/null 2>"$OUT_DIR/qemu.stderr" |
+		console_tee "$t0" "$OUT_DIR/console.log"
+	rc=${PIPESTATUS[0]}
+	set -e
+	VM_SECONDS=$(elapsed "$t0")
+	BOOT_SECONDS=$(cat "$OUT_DIR/boot.seconds" 2>/dev/null || echo "?")
+	[ "$rc" -eq 124 ] && vm_log "VM hit the hard timeout of ${KERNPOOL_VM_TIMEOUT:-2400} s"
+	[ -s "$OUT_DIR/qemu.stderr" ] && sed 's/^/qemu: /' "$OUT_DIR/qemu.stderr" >&2
+	return "$rc"
+}
+
+# console_tee T0 LOG copies the console to stdout and LOG and notes when the
+# first test started (the boot time).
+console_tee() {
+	local t0=$1 log=$2 line seen=0
+	while IFS= read -r line; do
+		line=${line%$'\r'}
+		printf '%s\n' "$line"
+		printf '%s\n' "$line" >>"$log"
+		if [ $seen -eq 0 ] && [[ $line == "=== VM-RUN "* ]]; then
+			seen=1
+			elapsed "$t0" >"$OUT_DIR/boot.seconds"
+		fi
+	done
+}
+
+# collect_results QEMU_RC reads the results off the payload disk, prints a
+# summary and returns 0 (all passed), 1 (a test failed) or 2 (harness).
+collect_results() {
+	local qrc=$1 status=0 name dir rc secs
+	debugfs -R "rdump /results $OUT_DIR" "$OUT_DIR/payload.img" >/dev/null 2>&1 || true
+	echo
+	echo "==================== kernpool VM suite (unified cgroup v2, $ACCEL) ===================="
+	[ -f "$OUT_DIR/results/guest.info" ] && sed 's/^/  /' "$OUT_DIR/results/guest.info"
+	while read -r name dir; do
+		[ -n "$name" ] || continue
+		rc=$(cat "$OUT_DIR/results/$name.rc" 2>/dev/null || echo "none")
+		secs=$(cat "$OUT_DIR/results/$name.seconds" 2>/dev/null || echo "?")
+		if [ "$rc" = 0 ] && [ ! -f "$OUT_DIR/results/$name.leak" ]; then
+			printf '  PASS  %-14s %6s s\n' "$name" "$secs"
+		else
+			status=1
+			printf '  FAIL  %-14s %6s s  (exit %s%s)\n' "$name" "$secs" "$rc" \
+				"$([ -f "$OUT_DIR/results/$name.leak" ] && echo ", leaked processes")"
+			grep -E -- '^\s*--- FAIL|^panic:|^FAIL' "$OUT_DIR/results/$name.log" 2>/dev/null | head -30 | sed 's/^/          /'
+		fi
+	done <"$OUT_DIR/payload/tests.list"
+	if [ -s "$OUT_DIR/build.failures" ]; then
+		status=1
+		sed 's/^/  BUILD FAIL  /' "$OUT_DIR/build.failures"
+	fi
+	if [ ! -f "$OUT_DIR/results/.complete" ]; then
+		echo "  HARNESS: the VM did not finish the run (qemu exit $qrc); see $OUT_DIR/console.log"
+		status=2
+	fi
+	echo "  logs: $OUT_DIR/results/<name>.log"
+	echo "======================================================================================="
+	return "$status"
+}
