@@ -1,0 +1,19 @@
+package cgroup
+
+import "errors"
+
+// Sentinel errors. Returned wrapped with an operation prefix; test with errors.Is.
+var (
+	// ErrUnsupported: the host has no usable cgroup facility (not Linux, no
+	// cgroupfs mounted, or not writable by this process).
+	ErrUnsupported = errors.New("cgroup: unsupported on this host")
+	// ErrForeign: a group exists where the pool wants its parent, and it is
+	// not marked as this pool's. The pool never touches it.
+	ErrForeign = errors.New("cgroup: group exists and is not marked as this pool's")
+	// ErrNotEmpty: processes remained in a group after the kill deadline.
+	ErrNotEmpty = errors.New("cgroup: group still has processes")
+	// ErrInvalidName: a group name that is not a single path element.
+	ErrInvalidName = errors.New("cgroup: invalid group name")
+	// ErrClosed: the manager was closed.
+	ErrClosed = errors.New("cgroup: manager closed")
+)

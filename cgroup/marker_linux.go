@@ -1,0 +1,155 @@
+package cgroup
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// The marker is written by hand: the cgroups library has no xattr support.
+
+// markDir marks dir as this pool's parent: the xattr, or, where cgroupfs
+// refuses xattrs, a line in the marker file.
+func markDir(dir, marker, stateDir string) error {
+	err := unix.Setxattr(dir, MarkerXattr, []byte(marker), 0)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, unix.ENOTSUP) && !errors.Is(err, unix.EOPNOTSUPP) {
+		return fmt.Errorf("mark %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(stateDir, 0o711); err != nil {
+		return fmt.Errorf("mark %s: %w", dir, err)
+	}
+	f, err := os.OpenFile(filepath.Join(stateDir, MarkerFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("mark %s: %w", dir, err)
+	}
+	if _, err := fmt.Fprintln(f, dir); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("mark %s: %w", dir, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("mark %s: %w", dir, err)
+	}
+	return nil
+}
+
+// isMarked reports whether dir carries this pool's marker.
+func isMarked(dir, marker, stateDir string) (bool, error) {
+	buf := make([]byte, 4096)
+	n, err := unix.Getxattr(dir, MarkerXattr, buf)
+	switch {
+	case err == nil:
+		return string(buf[:n]) == marker, nil
+	case errors.Is(err, unix.ENODATA):
+		return false, nil
+	case errors.Is(err, unix.ENOTSUP) || errors.Is(err, unix.EOPNOTSUPP):
+		return listedInMarkerFile(dir, stateDir)
+	default:
+		return false, fmt.Errorf("read marker of %s: %w", dir, err)
+	}
+}
+
+func listedInMarkerFile(dir, stateDir string) (bool, error) {
+	f, err := os.Open(filepath.Join(stateDir, MarkerFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read marker file: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if strings.TrimSpace(sc.Text()) == dir {
+			return true, nil
+		}
+	}
+	return false, sc.Err()
+}
+
+// ensureParentDir creates and marks dir, or checks the mark of an existing
+// one. created reports whether this call made it.
+func ensureParentDir(dir, marker, stateDir string) (created bool, err error) {
+	if _, err := os.Lstat(dir); err == nil {
+		ok, err := isMarked(dir, marker, stateDir)
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			return false, fmt.Errorf("%s: %w (remove it or choose another parent)", dir, ErrForeign)
+		}
+		return false, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return false, fmt.Errorf("create %s: %w", dir, err)
+	}
+	if err := markDir(dir, marker, stateDir); err != nil {
+		_ = os.Remove(dir)
+		return false, err
+	}
+	return true, nil
+}
+
+// listKernelChildren lists the kernel-id-named child groups of a marked dir.
+func listKernelChildren(dir, marker, stateDir string) ([]string, error) {
+	ok, err := isMarked(dir, marker, stateDir)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%s: %w", dir, ErrForeign)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", dir, err)
+	}
+	var names []string
+	for _, e := range ents {
+		if e.IsDir() && kernelName.MatchString(e.Name()) {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
+}
+
+// readInts reads a cgroup.procs-style file of one integer per line.
+func readInts(path string) ([]int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		var v int
+		if _, err := fmt.Sscan(f, &v); err == nil {
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}
+
+// readKV reads one "key value" line's value from a flat-keyed file.
+func readKV(path, key string) (int64, bool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 && f[0] == key {
+			var v int64
+			if _, err := fmt.Sscan(f[1], &v); err != nil {
+				return 0, false, fmt.Errorf("parse %s %s: %w", path, key, err)
+			}
+			return v, true, nil
+		}
+	}
+	return 0, false, nil
+}
