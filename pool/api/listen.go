@@ -71,8 +71,10 @@ func ensureSocketDir(dir string, log hclog.Logger) error {
 		return fmt.Errorf("listen: %w: %s is not a directory", ErrSocket, dir)
 	}
 	// An existing directory is the operator's: never chmod it, but say so
-	// when other users can enter it (the socket itself stays 0660).
-	if fi.Mode().Perm()&0o007 != 0 {
+	// when other users can list or write it. Search permission alone (the
+	// state dir's kernels may need to traverse it) reveals nothing, and the
+	// socket itself stays 0660.
+	if fi.Mode().Perm()&0o006 != 0 {
 		log.Warn("socket directory is accessible to other users; the socket itself is 0660", "dir", dir, "mode", fi.Mode().Perm().String())
 	}
 	return nil

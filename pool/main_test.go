@@ -1,0 +1,144 @@
+package pool
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"go.uber.org/goleak"
+)
+
+// python is the real interpreter the tests run (never the PATH shim).
+const python = "/usr/bin/python3"
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// requirePython skips when the test interpreter is missing.
+func requirePython(t testing.TB) {
+	t.Helper()
+	if _, err := os.Stat(python); err != nil {
+		t.Skipf("needs %s: %v", python, err)
+	}
+}
+
+// newTestPool starts a pool over a fresh state dir; it is closed (and
+// proven empty) when the test ends.
+func newTestPool(t testing.TB, mods ...func(*Config)) *Pool {
+	t.Helper()
+	requirePython(t)
+	cfg := Config{
+		StateDir:           t.TempDir(),
+		DefaultInterpreter: python,
+		CellTimeout:        60 * time.Second,
+		Logger:             hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: testWriter{t}}),
+	}
+	for _, m := range mods {
+		m(&cfg)
+	}
+	p, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(context.Background()); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		assertNoStaging(t, cfg.StateDir)
+	})
+	return p
+}
+
+// testWriter routes logs into the test's output.
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}
+
+// run executes code for owner and fails the test on a pool error.
+func run(t testing.TB, p *Pool, req Request) *Result {
+	t.Helper()
+	res, err := p.Execute(context.Background(), req)
+	if err != nil {
+		t.Fatalf("Execute(%q): %v", req.Code, err)
+	}
+	return res
+}
+
+// wantStatus fails unless res has the status.
+func wantStatus(t testing.TB, res *Result, status string) {
+	t.Helper()
+	if res.Status != status {
+		t.Fatalf("status = %q, want %q (error %q, output %q)", res.Status, status, res.Error, res.Output)
+	}
+}
+
+// pidAlive reports whether pid is a live (non-zombie) process.
+func pidAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// assertDead fails unless pid is gone. Teardown returns only once the
+// kernel is reaped, so no waiting is needed here.
+func assertDead(t testing.TB, pid int) {
+	t.Helper()
+	if pidAlive(pid) {
+		t.Fatalf("kernel pid %d is still alive", pid)
+	}
+}
+
+// waitFor polls cond (in the test only; the product never polls) for up
+// to 10 s.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// assertNoStaging fails if a kernel staging dir survived.
+func assertNoStaging(t testing.TB, stateDir string) {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(stateDir, "kernels"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Errorf("read staging root: %v", err)
+		return
+	}
+	for _, e := range entries {
+		t.Errorf("staging dir survived: %s", e.Name())
+	}
+}
+
+// pidOf returns the pid of the live kernel with id.
+func pidOf(t testing.TB, p *Pool, id string) int {
+	t.Helper()
+	for _, k := range p.List() {
+		if k.ID == id {
+			return k.Pid
+		}
+	}
+	t.Fatalf("kernel %s is not listed", id)
+	return 0
+}

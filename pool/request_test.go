@@ -1,0 +1,147 @@
+package pool
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestNormalizeRejectsBadRequests(t *testing.T) {
+	requirePython(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "plain.txt")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := newTestPool(t)
+	tests := []struct {
+		name string
+		req  Request
+		want string
+	}{
+		{"relative interpreter", Request{Interpreter: "python3"}, "interpreter must be an absolute path"},
+		{"missing interpreter", Request{Interpreter: "/nonexistent/python3"}, "interpreter /nonexistent/python3"},
+		{"interpreter not executable", Request{Interpreter: file}, "is not executable"},
+		{"interpreter is a dir", Request{Interpreter: dir}, "is not a regular file"},
+		{"relative cwd", Request{Cwd: "tmp"}, "cwd must be an absolute path"},
+		{"missing cwd", Request{Cwd: filepath.Join(dir, "nope")}, "does not exist"},
+		{"cwd is a file", Request{Cwd: file}, "is not a directory"},
+		{"bad tool name", Request{Tools: []string{"ok", "no-dash"}}, `tool name "no-dash"`},
+		{"tool name starts with digit", Request{Tools: []string{"1abc"}}, `tool name "1abc"`},
+		{"tool name too long", Request{Tools: []string{strings.Repeat("a", 65)}}, "tool name"},
+		{"tools without tool server", Request{Tools: []string{"search"}}, "has no tool server"},
+		{"owner too long", Request{Owner: strings.Repeat("o", 300)}, "owner is 300 bytes long"},
+		{"owner with newline", Request{Owner: "a\nb"}, "non-printable"},
+		{"mode with NUL", Request{Mode: "a\x00"}, "non-printable"},
+		{"owner invalid utf8", Request{Owner: "\xff"}, "not valid UTF-8"},
+		{"negative timeout", Request{Timeout: -time.Second}, "timeout must not be negative"},
+		{"negative tool budget", Request{MaxToolCalls: -1}, "max_tool_calls"},
+		{"negative limits", Request{Limits: Limits{MemoryMax: -1}}, "limits must not be negative"},
+		{"bad passthrough", Request{Passthrough: []string{"A=B"}}, "passthrough name"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := p.Execute(t.Context(), tc.req)
+			if !errors.Is(err, ErrBadRequest) {
+				t.Fatalf("err = %v (result %+v), want ErrBadRequest", err, res)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %q, want it to name %q", err, tc.want)
+			}
+		})
+	}
+	if n := len(p.List()); n != 0 {
+		t.Fatalf("bad requests started %d kernels", n)
+	}
+}
+
+func TestNormalizeDefaults(t *testing.T) {
+	requirePython(t)
+	p := newTestPool(t, func(c *Config) { c.CellTimeout = 7 * time.Second; c.MaxCellTimeout = 9 * time.Second })
+	p.cfg.Tools = fakeToolFactory{} // only checked for nil here
+	rq, err := p.normalize(Request{Tools: []string{"b", "a", "b"}, Cwd: "/tmp/../tmp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := key{owner: "default", mode: "default", interpreter: python, cwd: "/tmp", tools: "a,b"}
+	if rq.key != want {
+		t.Fatalf("key = %+v, want %+v", rq.key, want)
+	}
+	if !slices.Equal(rq.tools, []string{"a", "b"}) || rq.timeout != 7*time.Second || rq.budget != DefaultMaxToolCalls {
+		t.Fatalf("normalized = %+v", rq)
+	}
+	if _, ok := rq.handler.(refuseTools); !ok {
+		t.Fatalf("nil handler not replaced by the refusing one: %T", rq.handler)
+	}
+	rq, err = p.normalize(Request{Timeout: time.Hour, MaxToolCalls: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rq.timeout != 9*time.Second || rq.budget != 3 {
+		t.Fatalf("timeout %s (want clamped to 9s), budget %d", rq.timeout, rq.budget)
+	}
+}
+
+func TestConfigDefaultsAndValidation(t *testing.T) {
+	cfg, err := Config{StateDir: "/x"}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.IdleTimeout != DefaultIdleTimeout || cfg.CellTimeout != DefaultCellTimeout ||
+		cfg.MaxCellTimeout != DefaultMaxCellTimeout || cfg.MaxKernels != DefaultMaxKernels ||
+		cfg.MaxToolCalls != DefaultMaxToolCalls || cfg.ReapInterval != 300*time.Second || cfg.Logger == nil {
+		t.Fatalf("defaults = %+v", cfg)
+	}
+	for _, tc := range []struct {
+		idle, want time.Duration
+	}{{60 * time.Second, 30 * time.Second}, {600 * time.Second, 100 * time.Second}, {6 * time.Hour, 300 * time.Second}} {
+		cfg, err := Config{StateDir: "/x", IdleTimeout: tc.idle}.withDefaults()
+		if err != nil || cfg.ReapInterval != tc.want {
+			t.Errorf("idle %s: reap interval %s, want %s (err %v)", tc.idle, cfg.ReapInterval, tc.want, err)
+		}
+	}
+	for name, cfg := range map[string]Config{
+		"no state dir":          {},
+		"relative state dir":    {StateDir: "state"},
+		"relative interpreter":  {StateDir: "/x", DefaultInterpreter: "python3"},
+		"negative idle timeout": {StateDir: "/x", IdleTimeout: -1},
+		"negative max kernels":  {StateDir: "/x", MaxKernels: -1},
+	} {
+		if _, err := New(cfg); !errors.Is(err, ErrBadRequest) {
+			t.Errorf("%s: err = %v, want ErrBadRequest", name, err)
+		}
+	}
+}
+
+func TestMinimalEnv(t *testing.T) {
+	environ := []string{"PATH=/bin", "HOME=/root", "LC_ALL=C", "OPENAI_API_KEY=sk-x", "DATABASE_URL=pg://",
+		"TERM=xterm", "Path=C:\\x", "SystemRoot=C:\\Windows", "noequals", "=C:=C:\\"}
+	got := minimalEnv(environ, "linux")
+	if want := []string{"PATH=/bin", "HOME=/root", "LC_ALL=C", "TERM=xterm"}; !slices.Equal(got, want) {
+		t.Fatalf("linux env = %q, want %q", got, want)
+	}
+	got = minimalEnv(environ, "windows")
+	if want := []string{"PATH=/bin", "HOME=/root", "LC_ALL=C", "TERM=xterm", "Path=C:\\x", "SystemRoot=C:\\Windows"}; !slices.Equal(got, want) {
+		t.Fatalf("windows env = %q, want %q", got, want)
+	}
+}
+
+func TestFormatTimeoutAndIDs(t *testing.T) {
+	for d, want := range map[time.Duration]string{30 * time.Second: "30s", 1500 * time.Millisecond: "1.5s", 250 * time.Millisecond: "250ms"} {
+		if got := formatTimeout(d); got != want {
+			t.Errorf("formatTimeout(%s) = %q, want %q", d, got, want)
+		}
+	}
+	seen := map[string]bool{}
+	for range 100 {
+		id := newKernelID()
+		if len(id) != 17 || id[0] != 'k' || strings.Trim(id[1:], "0123456789abcdef") != "" || seen[id] {
+			t.Fatalf("bad or repeated kernel id %q", id)
+		}
+		seen[id] = true
+	}
+}
