@@ -1,0 +1,172 @@
+package rpcsock
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Call is one tool invocation a cell made through kernpool_tools.
+type Call struct {
+	// ID is unique per daemon ("call-<12 hex>-<n>"): the listener's random
+	// prefix and a per-listener counter.
+	ID string `json:"id"`
+	// Tool is the tool's name, one of the kernel's tool set.
+	Tool string `json:"tool"`
+	// Args is the call's arguments: always a JSON object ({} when none).
+	Args json.RawMessage `json:"args"`
+}
+
+// Handler answers the tool calls of one cell. Its result string is what the
+// cell receives; an error becomes the cell's kernpool_tools.ToolError with
+// the error's text. ctx is canceled when the cell settles (its end func
+// runs) or the server closes; a handler must return soon after that.
+type Handler interface {
+	HandleTool(ctx context.Context, call Call) (string, error)
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, call Call) (string, error)
+
+// HandleTool calls f.
+func (f HandlerFunc) HandleTool(ctx context.Context, call Call) (string, error) {
+	return f(ctx, call)
+}
+
+// cell is one cell's authority: who answers its calls and how many it may
+// still make. made and the server's cur pointer are guarded by Server.mu.
+type cell struct {
+	h      Handler
+	budget int
+	made   int
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// BeginCell installs h as the authority for the calls that arrive from now
+// on, with budget calls (<= 0 means DefaultBudget). The returned end func
+// retires it: calls arriving afterwards are refused "No active cell", the
+// context of calls still running is canceled, and end reports how many calls
+// were dispatched to h. end is idempotent and always returns the same count.
+// Beginning a cell while another is active retires the earlier one first
+// (the pool serializes cells, so this only happens after a caller bug).
+func (s *Server) BeginCell(h Handler, budget int) (end func() (callsMade int)) {
+	if budget <= 0 {
+		budget = DefaultBudget
+	}
+	base := s.baseCtx
+	if base == nil {
+		base = context.Background()
+	}
+	ctx, cancel := context.WithCancel(base)
+	c := &cell{h: h, budget: budget, ctx: ctx, cancel: cancel}
+	s.mu.Lock()
+	prev := s.cur
+	if s.closed {
+		cancel()
+	} else {
+		s.cur = c
+	}
+	s.mu.Unlock()
+	if prev != nil {
+		s.log.Warn("cell begun while another was active; retiring the earlier one")
+		s.retire(prev)
+	}
+	var once sync.Once
+	var made int
+	return func() int {
+		once.Do(func() { made = s.retire(c) })
+		return made
+	}
+}
+
+// retire removes c's authority (if still installed), cancels its calls and
+// returns its dispatched count.
+func (s *Server) retire(c *cell) int {
+	s.mu.Lock()
+	if s.cur == c {
+		s.cur = nil
+	}
+	n := c.made
+	s.mu.Unlock()
+	c.cancel()
+	return n
+}
+
+// reserve takes one unit of the current cell's budget, or says why not.
+// A refusal consumes nothing.
+func (s *Server) reserve() (*cell, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.cur
+	switch {
+	case c == nil:
+		return nil, MsgNoActiveCell
+	case c.h == nil:
+		return nil, MsgNoHandler
+	case c.made >= c.budget:
+		return nil, LimitMessage(c.budget)
+	}
+	c.made++
+	return c, ""
+}
+
+// handleLine runs one request line through the checks in the contract's
+// order (JSON, token, field types, tool set, active cell, budget) and
+// dispatches it; it returns the reply line.
+func (s *Server) handleLine(line []byte) []byte {
+	req, refusal := parseRequest(line, s.token)
+	if refusal != "" {
+		s.log.Debug("request refused", "reason", refusalKind(refusal))
+		return encodeReply("error", refusal)
+	}
+	if _, found := slices.BinarySearch(s.cfg.Tools, req.tool); !found {
+		s.log.Debug("request refused", "reason", "unknown tool")
+		return encodeReply("error", UnknownToolMessage(req.tool, s.cfg.Tools))
+	}
+	c, refusal := s.reserve()
+	if refusal != "" {
+		s.log.Debug("request refused", "reason", refusal)
+		return encodeReply("error", refusal)
+	}
+	call := Call{ID: fmt.Sprintf("%s-%d", s.idPrefix, s.nextID.Add(1)), Tool: req.tool, Args: req.args}
+	start := time.Now()
+	result, err := s.dispatch(c, call)
+	s.log.Debug("tool call answered", "id", call.ID, "tool", call.Tool, "failed", err != nil, "duration", time.Since(start))
+	if err != nil {
+		if c.ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			return encodeReply("error", MsgCellSettled)
+		}
+		return encodeReply("error", err.Error())
+	}
+	return encodeReply("result", result)
+}
+
+// dispatch calls the cell's handler with the cell's context; a panicking
+// handler becomes an error instead of taking the daemon down.
+func (s *Server) dispatch(c *cell, call Call) (result string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			// The panic value may hold call data: log only where it happened.
+			s.log.Error("tool handler panicked", "id", call.ID, "tool", call.Tool)
+			result, err = "", errHandlerPanic
+		}
+	}()
+	return c.h.HandleTool(c.ctx, call)
+}
+
+// refusalKind names a refusal for logs without echoing request data.
+func refusalKind(msg string) string {
+	switch {
+	case msg == MsgUnauthorized:
+		return "unauthorized"
+	case len(msg) >= len(MsgInvalidPrefix) && msg[:len(MsgInvalidPrefix)] == MsgInvalidPrefix:
+		return "invalid"
+	default:
+		return "other"
+	}
+}

@@ -1,0 +1,16 @@
+//go:build !linux && !darwin && !freebsd && !windows
+
+package rpcsock
+
+import (
+	"fmt"
+	"net"
+)
+
+// peerCredSupported: no peer-credential facility wired up here, so Unix
+// listeners are refused (fail closed) and callers must choose Network "tcp".
+const peerCredSupported = false
+
+func peerUID(net.Conn) (int, error) {
+	return -1, fmt.Errorf("rpcsock: peer credentials: %w", ErrUnsupported)
+}

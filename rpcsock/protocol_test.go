@@ -1,0 +1,123 @@
+package rpcsock
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestWireRefusals sends every kind of bad request on ONE connection and
+// checks the exact error text; a good call afterwards proves the connection
+// and the kernel's budget are intact (refusals consume nothing).
+func TestWireRefusals(t *testing.T) {
+	for _, network := range []string{"unix", "tcp"} {
+		t.Run(network, func(t *testing.T) {
+			if network == "unix" {
+				requireUnixSockets(t)
+			}
+			s := listen(t, Config{Tools: []string{"web_search", "read_file"}, Network: network, MaxLineBytes: 1024})
+			h := &echo{}
+			end := s.BeginCell(h, 1)
+			cl := newClient(t, s)
+			tok := s.Token()
+			cases := []struct {
+				name, line, want string
+			}{
+				{"not json", `{"tool": `, "Invalid RPC request: unexpected end of JSON input"},
+				{"garbage", `hello`, "Invalid RPC request: invalid character 'h' looking for beginning of value"},
+				{"array", `[1,2]`, "Invalid RPC request: not a JSON object"},
+				{"trailing junk", `{"tool":"x"} y`, "Invalid RPC request: invalid character 'y' after top-level value"},
+				{"bad utf8", "{\"tool\":\"\xff\"}", "Invalid RPC request: not valid UTF-8"},
+				{"too long", `{"tool":"` + strings.Repeat("a", 2000) + `"}`, "Invalid RPC request: line too long"},
+				{"no token", `{"tool":"web_search","args":{}}`, "Unauthorized RPC request"},
+				{"wrong token", req("web_search", nil, tok+"x"), "Unauthorized RPC request"},
+				{"empty token", req("web_search", nil, ""), "Unauthorized RPC request"},
+				{"token not string", `{"tool":"web_search","token":1}`, "Unauthorized RPC request"},
+				{"bad token before unknown tool", req("nope", nil, "bad"), "Unauthorized RPC request"},
+				{"tool not string", `{"tool":5,"token":"` + tok + `"}`, "Invalid RPC request: tool must be a string"},
+				{"args not object", `{"tool":"web_search","args":[1],"token":"` + tok + `"}`, "Invalid RPC request: args must be a JSON object"},
+				{"unknown tool", req("terminal", nil, tok), "Tool 'terminal' is not available in this kernel. Available: read_file, web_search"},
+				{"good", req("web_search", map[string]int{"q": 1}, tok), ""},
+				{"budget", req("web_search", nil, tok), "Tool call limit reached (1)"},
+				{"unknown tool after budget", req("x", nil, tok), "Tool 'x' is not available in this kernel. Available: read_file, web_search"},
+			}
+			for _, tc := range cases {
+				got := cl.send(t, tc.line)
+				if tc.want == "" {
+					if got["result"] != `web_search:{"q":1}` || got["error"] != "" {
+						t.Fatalf("%s: got %v", tc.name, got)
+					}
+					continue
+				}
+				if got["error"] != tc.want {
+					t.Errorf("%s: error = %q, want %q", tc.name, got["error"], tc.want)
+				}
+			}
+			if n := end(); n != 1 {
+				t.Errorf("callsMade = %d, want 1 (refusals must not count)", n)
+			}
+			if got := cl.send(t, req("web_search", nil, tok)); got["error"] != MsgNoActiveCell {
+				t.Errorf("after end: %v, want %q", got, MsgNoActiveCell)
+			}
+			if h.calls.Load() != 1 {
+				t.Errorf("handler calls = %d, want 1", h.calls.Load())
+			}
+		})
+	}
+}
+
+// TestTokenFirstOverTCP: on TCP the token is the only guard, so a request
+// with a bad token learns nothing else (neither the tool set nor whether a
+// cell runs).
+func TestTokenFirstOverTCP(t *testing.T) {
+	s := listen(t, Config{Tools: []string{"a"}, Network: "tcp"})
+	if !strings.HasPrefix(s.Endpoint(), "tcp://127.0.0.1:") {
+		t.Fatalf("endpoint %q", s.Endpoint())
+	}
+	cl := newClient(t, s)
+	for _, line := range []string{req("a", nil, "x"), req("zzz", nil, "x"), `{"tool":7,"args":1}`} {
+		if got := cl.send(t, line); got["error"] != MsgUnauthorized {
+			t.Errorf("%s: %v", line, got)
+		}
+	}
+}
+
+func TestBlankLinesAreSkipped(t *testing.T) {
+	s := listen(t, Config{Tools: []string{"a"}, Network: "tcp"})
+	end := s.BeginCell(&echo{}, 0)
+	defer end()
+	cl := newClient(t, s)
+	if _, err := cl.c.Write([]byte("\n  \r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if got := cl.send(t, req("a", nil, s.Token())); got["result"] != "a:{}" {
+		t.Fatalf("got %v", got)
+	}
+}
+
+func TestParseRequestArgs(t *testing.T) {
+	tests := []struct {
+		line, wantArgs string
+	}{
+		{`{"tool":"a","token":"t"}`, `{}`},
+		{`{"tool":"a","args":null,"token":"t"}`, `{}`},
+		{`{"tool":"a","args": {"x": [1]} ,"token":"t"}`, `{"x": [1]}`},
+	}
+	for _, tc := range tests {
+		r, refusal := parseRequest([]byte(tc.line), "t")
+		if refusal != "" || string(r.args) != tc.wantArgs || r.tool != "a" {
+			t.Errorf("%s: %+v %q", tc.line, r, refusal)
+		}
+	}
+	if _, refusal := parseRequest([]byte(`{"tool":"a","token":""}`), ""); refusal != MsgUnauthorized {
+		t.Errorf("empty server token must fail closed, got %q", refusal)
+	}
+}
+
+func TestMessages(t *testing.T) {
+	if got := UnknownToolMessage("x", nil); got != "Tool 'x' is not available in this kernel. Available: (none)" {
+		t.Error(got)
+	}
+	if got := LimitMessage(50); got != "Tool call limit reached (50)" {
+		t.Error(got)
+	}
+}
