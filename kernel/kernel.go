@@ -1,44 +1,173 @@
 package kernel
 
 import (
-	"context"
-	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
 )
 
-// Kernel is one live Python kernel. Skeleton: the real implementation follows.
+// drainGrace bounds how long teardown waits for the output pipes to reach
+// EOF after the kernel's tree was killed. Only a process that escaped the
+// sandbox (a setsid child under the process-group sandbox) can hold them
+// open longer; what the dead tree wrote is read without waiting.
+const drainGrace = 500 * time.Millisecond
+
+// closedStdoutGrace is how long a kernel whose stdout ended may take to
+// exit on its own (so its exit status, not a guess, explains it) before it
+// is killed as a protocol violation.
+const closedStdoutGrace = time.Second
+
+// Kernel is one live Python kernel: a runner process in its sandbox, its
+// pipes and staging dir. Exec runs one cell at a time; every other method is
+// safe for concurrent use.
 type Kernel struct {
-	id   string
-	done chan struct{}
+	id       string
+	staging  string
+	log      hclog.Logger
+	cmd      *exec.Cmd
+	sb       Sandbox
+	stdin    *os.File
+	stdoutR  *os.File
+	stderrR  *os.File
+	sentinel string
+	maxFrame int64
+	cell     *cellState
+
+	busy atomic.Bool
+	seq  int // cells sent; guarded by busy
+
+	exited    chan struct{} // closed once the runner process was reaped
+	stdoutEOF chan struct{} // closed when the stdout reader stopped
+	done      chan struct{} // closed once everything is released
+	readers   sync.WaitGroup
+
+	mu       sync.Mutex
+	cause    error // the first reason the kernel died
+	released bool  // Sandbox.Release ran: the sandbox must not be killed again
+	verdict  Verdict
 }
 
-// Start spawns a kernel per spec. ctx bounds only the start-up.
-func Start(ctx context.Context, spec Spec) (*Kernel, error) {
-	return nil, errors.New("kernel: start: not implemented yet")
+// Kill kills the kernel's whole tree and returns once it is reaped,
+// released and its staging dir is removed. It is idempotent and safe to call
+// concurrently, also while Exec runs (that Exec then returns an error) and
+// after the kernel died on its own.
+func (k *Kernel) Kill() error {
+	k.terminate(fmt.Errorf("kernel: killed: %w", ErrClosed))
+	<-k.done
+	return nil
 }
 
-// Exec runs one cell.
-func (k *Kernel) Exec(ctx context.Context, cell Cell) (*Reply, error) { return nil, ErrClosed }
-
-// Kill kills the kernel; idempotent and concurrent-safe.
-func (k *Kernel) Kill() error { return nil }
+// terminate records cause (unless an earlier one exists) and kills the tree.
+// The reaper does the rest of the teardown.
+func (k *Kernel) terminate(cause error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.cause == nil {
+		k.cause = cause
+	}
+	if k.released {
+		return
+	}
+	if err := k.sb.Kill(); err != nil {
+		k.log.Warn("sandbox kill failed", "id", k.id, "error", err)
+	}
+}
 
 // Done is closed once the kernel is dead and released.
 func (k *Kernel) Done() <-chan struct{} { return k.done }
 
-// Err says why the kernel died; nil while alive.
-func (k *Kernel) Err() error { return nil }
+// Err says why the kernel died (a *DeathError, ErrTimeout, ErrCanceled,
+// ErrProtocol or ErrClosed, wrapped); nil while it is alive.
+func (k *Kernel) Err() error {
+	select {
+	case <-k.done:
+	default:
+		return nil
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.cause
+}
 
-// ID is the kernel's id.
+// ID is the kernel's id (Spec.ID).
 func (k *Kernel) ID() string { return k.id }
 
-// Pid is the kernel process id.
-func (k *Kernel) Pid() int { return 0 }
+// Pid is the runner process id.
+func (k *Kernel) Pid() int { return k.cmd.Process.Pid }
 
-// StagingDir is the kernel's staging directory.
-func (k *Kernel) StagingDir() string { return "" }
+// StagingDir is <StateDir>/kernels/<ID>; it no longer exists once Done is closed.
+func (k *Kernel) StagingDir() string { return k.staging }
 
-// Stats reads live figures from the sandbox.
-func (k *Kernel) Stats() (Stats, error) { return Stats{}, nil }
+// Stats reads live resource figures from the sandbox (zero without a cgroup).
+func (k *Kernel) Stats() (Stats, error) {
+	st, err := k.sb.Stats()
+	if err != nil {
+		return st, fmt.Errorf("kernel stats: %w", err)
+	}
+	return st, nil
+}
 
-// Verdict is the sandbox's verdict after death.
-func (k *Kernel) Verdict() Verdict { return Verdict{} }
+// Verdict is the sandbox's verdict once the kernel is released (zero before).
+func (k *Kernel) Verdict() Verdict {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.verdict
+}
+
+// reap waits for the runner to exit, then tears everything down: the rest
+// of the tree, the pipes (after the readers drained them), the sandbox, the
+// staging dir. It is the only goroutine that closes done.
+func (k *Kernel) reap() {
+	waitErr := k.cmd.Wait()
+	close(k.exited)
+	k.terminate(nil) // the rest of the tree; keeps an earlier cause
+	past := time.Unix(1, 0)
+	_ = k.stdin.SetWriteDeadline(past) // unblock a writer stuck on a full pipe
+	drainBy := time.Now().Add(drainGrace)
+	_ = k.stdoutR.SetReadDeadline(drainBy)
+	_ = k.stderrR.SetReadDeadline(drainBy)
+	k.readers.Wait()
+	_ = k.stdin.Close()
+	_ = k.stdoutR.Close()
+	_ = k.stderrR.Close()
+
+	k.mu.Lock()
+	k.released = true
+	k.mu.Unlock()
+	verdict, relErr := k.sb.Release()
+	if relErr != nil {
+		k.log.Warn("sandbox release failed", "id", k.id, "error", relErr)
+	}
+	death := deathError(k.cmd.ProcessState, waitErr, verdict, k.cell.stderrTail())
+	if err := os.RemoveAll(k.staging); err != nil {
+		k.log.Warn("cannot remove staging dir", "id", k.id, "error", err)
+	}
+
+	k.mu.Lock()
+	k.verdict = verdict
+	if k.cause == nil || verdict.OOMKilled {
+		k.cause = fmt.Errorf("kernel: %w", death)
+	}
+	k.mu.Unlock()
+	k.log.Debug("kernel ended", "id", k.id, "reason", death.Error())
+	close(k.done)
+}
+
+// deathError explains how the runner ended.
+func deathError(ps *os.ProcessState, waitErr error, v Verdict, stderr string) *DeathError {
+	d := &DeathError{ExitCode: -1, OOMKilled: v.OOMKilled, Stderr: stderr}
+	if v.OOMKilled {
+		d.MemoryLimit = v.MemoryLimit
+	}
+	if ps == nil {
+		d.Signal = "unknown (" + fmt.Sprint(waitErr) + ")"
+		return d
+	}
+	d.ExitCode, d.Signal = exitStatus(ps)
+	return d
+}

@@ -1,0 +1,21 @@
+package kernel
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// The package's sentinel errors are declared in api.go (the pinned
+// contract); this file holds the helpers that wrap them.
+
+// protocolErr wraps ErrProtocol with what the kernel did wrong.
+func protocolErr(detail string) error {
+	return fmt.Errorf("%w: %s", ErrProtocol, detail)
+}
+
+func quote(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "..."
+	}
+	return strconv.Quote(s)
+}

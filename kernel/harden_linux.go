@@ -1,0 +1,20 @@
+package kernel
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+// hardenProcAttr makes the kernel die with its host: Pdeathsig covers a
+// cell that holds the GIL in C code, where the runner's stdin watcher cannot
+// run. It also puts the runner in its own process group unless the sandbox
+// chose a session (setsid makes it a group leader already).
+func hardenProcAttr(cmd *exec.Cmd) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	if !cmd.SysProcAttr.Setsid {
+		cmd.SysProcAttr.Setpgid = true
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+}

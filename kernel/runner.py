@@ -1,0 +1,330 @@
+"""kernpool kernel runner: one persistent namespace, one cell per request.
+
+Protocol (see kernel/doc.go): requests are JSON objects {"id", "code"}, one
+per stdin line; each gets exactly one reply frame on stdout,
+b"\\n" + SENTINEL + b" " + len(body) + b"\\n" + body, preceded on stderr by the
+marker b"\\n" + SENTINEL + b" E " + execution_count + b"\\n".
+
+Start-up cost matters (a kernel is spawned per key), so this file imports
+only modules the interpreter already loaded at start (os, sys, io, _thread,
+_json, _ast) and loads json, traceback and asyncio only when a cell needs
+them.
+"""
+import _ast
+import _json
+import _thread
+import io
+import os
+import sys
+
+_CAPTURE_LIMIT = 1000000
+_PYCF_ONLY_AST = 0x400
+_PYCF_ALLOW_TOP_LEVEL_AWAIT = 0x2000
+_CO_COROUTINE = 0x80
+_RUNNER_ONLY = (
+    "KERNPOOL_SENTINEL", "KERNPOOL_CGROUP_PROCS", "KERNPOOL_CGROUP_KILL",
+    "KERNPOOL_RLIMITS", "KERNPOOL_NO_NEW_PRIVS", "KERNPOOL_RPC_ENDPOINT",
+    "KERNPOOL_RPC_TOKEN",
+)
+
+
+def _die(code, message):
+    """Refuse to run any user code: say why on stderr and exit."""
+    try:
+        os.write(2, ("kernpool runner: " + message + "\n").encode("utf-8", "replace"))
+    finally:
+        os._exit(code)
+
+
+def _join_cgroups(paths):
+    # Before anything else: on cgroup v1 the kernel places itself (race-free,
+    # since no user code ran yet).
+    for path in paths.split(os.pathsep):
+        if not path:
+            continue
+        try:
+            fd = os.open(path, os.O_WRONLY)
+            try:
+                os.write(fd, b"0")
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            _die(121, "cannot join cgroup via %s: %s" % (path, exc))
+
+
+def _apply_rlimits(spec):
+    import resource
+    for item in spec.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        try:
+            name, _, value = item.partition("=")
+            soft, _, hard = value.partition(":")
+            res = getattr(resource, "RLIMIT_" + name.strip().upper())
+            lim = tuple(resource.RLIM_INFINITY if v in ("inf", "unlimited") else int(v)
+                        for v in (soft, hard or soft))
+            resource.setrlimit(res, lim)
+        except (AttributeError, ValueError, OSError) as exc:
+            _die(122, "cannot apply rlimit %r: %s" % (item, exc))
+
+
+def _no_new_privs():
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(38, 1, 0, 0, 0) != 0:
+        _die(123, "cannot set no_new_privs: errno %d" % ctypes.get_errno())
+
+
+def _start():
+    """Confine this process and hide the runner's variables from cells."""
+    env = os.environ
+    procs = env.get("KERNPOOL_CGROUP_PROCS", "")
+    if procs:
+        _join_cgroups(procs)
+    rlimits = env.get("KERNPOOL_RLIMITS", "")
+    if rlimits:
+        _apply_rlimits(rlimits)
+    if env.get("KERNPOOL_NO_NEW_PRIVS", "") == "1":
+        _no_new_privs()
+    sentinel = env.get("KERNPOOL_SENTINEL", "")
+    if not sentinel:
+        _die(124, "KERNPOOL_SENTINEL is not set")
+    runtime = type(sys)("_kernpool_runtime")
+    runtime.rpc_endpoint = env.get("KERNPOOL_RPC_ENDPOINT", "")
+    runtime.rpc_token = env.get("KERNPOOL_RPC_TOKEN", "")
+    runtime.kernel_id = env.get("KERNPOOL_KERNEL_ID", "")
+    sys.modules["_kernpool_runtime"] = runtime
+    kill_path = env.get("KERNPOOL_CGROUP_KILL", "")
+    for name in _RUNNER_ONLY:
+        env.pop(name, None)
+    return sentinel.encode("utf-8"), kill_path
+
+
+def _host_gone(kill_path):
+    """stdin ended: the host died. Take the whole kernel down with it."""
+    if kill_path:
+        try:
+            fd = os.open(kill_path, os.O_WRONLY)
+            os.write(fd, b"1")
+            os.close(fd)
+        except OSError:
+            pass
+    try:
+        if os.getpgrp() == os.getpid():
+            os.killpg(os.getpgrp(), 9)
+    finally:
+        os._exit(125)
+
+
+def _stdin_reader(put, kill_path):
+    # Reads fd 0 directly: sys.stdin belongs to cells (an empty stream).
+    buf = bytearray()
+    try:
+        while True:
+            chunk = os.read(0, 65536)
+            if not chunk:
+                break
+            buf += chunk
+            start = 0
+            while True:
+                nl = buf.find(b"\n", start)
+                if nl < 0:
+                    break
+                put(bytes(buf[start:nl]))
+                start = nl + 1
+            if start:
+                del buf[:start]
+    except OSError:
+        pass
+    _host_gone(kill_path)
+
+
+_scanstring = _json.scanstring
+_encode = _json.encode_basestring
+
+
+def _parse_request(line):
+    """Decode {"id": str, "code": str}; a fast path for the host's exact shape."""
+    try:
+        if line.startswith('{"id":"'):
+            rid, end = _scanstring(line, 7, True)
+            if line.startswith(',"code":"', end):
+                code, end = _scanstring(line, end + 9, True)
+                if line[end:].strip() == "}":
+                    return rid, code
+    except ValueError:
+        pass
+    import json
+    req = json.loads(line)
+    if not isinstance(req, dict):
+        raise ValueError("request is not a JSON object")
+    rid, code = req.get("id", ""), req.get("code")
+    if not isinstance(rid, str) or not isinstance(code, str):
+        raise ValueError('request needs string fields "id" and "code"')
+    return rid, code
+
+
+class _Cells:
+    """The persistent namespace and the cell counter."""
+
+    def __init__(self):
+        main = type(sys)("__main__")
+        main.__builtins__ = __builtins__
+        # Cells run in __main__'s dict, so pickling and
+        # sys.modules["__main__"] lookups find what cells defined.
+        sys.modules["__main__"] = main
+        self.globals = main.__dict__
+        self.count = 0
+        self.loop = None
+        # Cell sources not yet handed to linecache (loaded lazily: it costs
+        # a millisecond of start-up).
+        self.sources = {}
+
+    def _run(self, code_obj):
+        result = eval(code_obj, self.globals)
+        if code_obj.co_flags & _CO_COROUTINE:
+            if self.loop is None:
+                import asyncio
+                self.loop = asyncio.new_event_loop()
+                asyncio.set_event_loop(self.loop)
+            self.loop.run_until_complete(result)
+
+    def run(self, source):
+        """Run one cell; returns (status, traceback, exit_code)."""
+        self.count += 1
+        filename = "<cell-%d>" % self.count
+        self.sources[filename] = source
+        _publish_sources(self.sources)
+        try:
+            tree = compile(source, filename, "exec", _PYCF_ONLY_AST | _PYCF_ALLOW_TOP_LEVEL_AWAIT)
+            last = None
+            if tree.body and isinstance(tree.body[-1], _ast.Expr):
+                last = _ast.Interactive(body=[tree.body.pop()])
+            body = compile(tree, filename, "exec", _PYCF_ALLOW_TOP_LEVEL_AWAIT)
+            tail = compile(last, filename, "single", _PYCF_ALLOW_TOP_LEVEL_AWAIT) if last else None
+            self._run(body)
+            if tail is not None:
+                self._run(tail)
+        except SystemExit as exc:
+            return "exit", "SystemExit: " + repr(exc.code), _exit_code(exc.code)
+        except BaseException as exc:
+            return "error", _format(exc, self.sources), 1
+        return "ok", "", 0
+
+
+def _publish_sources(sources):
+    """Hand cell sources to linecache once it is loaded, for tracebacks."""
+    linecache = sys.modules.get("linecache")
+    if linecache is None or not sources:
+        return
+    for filename, source in sources.items():
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    sources.clear()
+
+
+def _exit_code(code):
+    if code is None:
+        return 0
+    if isinstance(code, int) and not isinstance(code, bool):
+        return code
+    if isinstance(code, bool):
+        return int(code)
+    sys.stderr.write(str(code) + "\n")
+    return 1
+
+
+def _format(exc, sources):
+    """Format exc without the runner's frames: the cell's frames onward."""
+    import traceback
+    _publish_sources(sources)
+    tb = exc.__traceback__
+    while tb is not None and not tb.tb_frame.f_code.co_filename.startswith("<cell-"):
+        tb = tb.tb_next
+    return "".join(traceback.format_exception(type(exc), exc, tb))
+
+
+def _clip(text):
+    if len(text) <= _CAPTURE_LIMIT:
+        return text, False
+    return text[:_CAPTURE_LIMIT], True
+
+
+def _flush_std():
+    for stream in (sys.__stdout__, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            pass
+
+
+class _Runner:
+    def __init__(self, sentinel):
+        self.sentinel = sentinel
+        self.cells = _Cells()
+        self.null_in = io.StringIO()
+
+    def cell(self, rid, source):
+        out, err = io.StringIO(), io.StringIO()
+        saved = sys.stdout, sys.stderr, sys.stdin
+        sys.stdout, sys.stderr, sys.stdin = out, err, self.null_in
+        try:
+            status, trace, code = self.cells.run(source)
+        finally:
+            sys.stdout, sys.stderr, sys.stdin = saved
+        _publish_sources(self.cells.sources)
+        self.reply(rid, status, out.getvalue(), err.getvalue(), trace, code)
+        return status, code
+
+    def reply(self, rid, status, stdout, stderr, trace, code):
+        """Flush fd-level output, mark the end of stderr, then write the frame."""
+        n = self.cells.count
+        stdout_len = len(stdout.encode("utf-8", "surrogatepass"))
+        stdout, out_clipped = _clip(stdout)
+        stderr, err_clipped = _clip(stderr)
+        _flush_std()
+        stderr_closed = False
+        try:
+            os.write(2, b"\n" + self.sentinel + b" E " + str(n).encode() + b"\n")
+        except OSError:
+            stderr_closed = True
+        body = "".join((
+            '{"id":', _encode(rid), ',"status":"', status, '","stdout":', _encode(stdout),
+            ',"stderr":', _encode(stderr), ',"stdout_clipped":', "true" if out_clipped else "false",
+            ',"stdout_len":', str(stdout_len), ',"stderr_clipped":', "true" if err_clipped else "false",
+            ',"traceback":', _encode(trace), ',"exit_code":', str(code),
+            ',"execution_count":', str(n), ',"stderr_closed":', "true" if stderr_closed else "false", "}",
+        )).encode("utf-8", "surrogatepass")
+        frame = b"\n" + self.sentinel + b" " + str(len(body)).encode() + b"\n" + body
+        _write_all(1, frame)
+
+
+def _write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def main():
+    sentinel, kill_path = _start()
+    from _queue import SimpleQueue
+    requests = SimpleQueue()
+    _thread.start_new_thread(_stdin_reader, (requests.put, kill_path))
+    runner = _Runner(sentinel)
+    while True:
+        line = requests.get().strip()
+        if not line:
+            continue
+        try:
+            rid, source = _parse_request(line.decode("utf-8", "surrogateescape"))
+        except ValueError as exc:
+            runner.reply("", "error", "", "", "kernpool runner: malformed request: %s\n" % exc, 1)
+            continue
+        status, code = runner.cell(rid, source)
+        if status == "exit":
+            os._exit(code & 0xFF)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,200 @@
+package kernel
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Defaults for the Spec caps.
+const (
+	DefaultMaxFrameBytes = 64 << 20
+	DefaultRawStdoutCap  = 1_000_000
+	DefaultStderrCap     = 1_000_000
+)
+
+// runnerFile is the runner's name inside the staging dir.
+const runnerFile = "runner.py"
+
+// EnvKernelID names the kernel to its cells (it stays in os.environ).
+const EnvKernelID = "KERNPOOL_KERNEL_ID"
+
+var validID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+
+// Start creates the kernel's staging dir, spawns the runner in its sandbox
+// and returns once the process runs. ctx bounds only the start-up.
+//
+// Start takes ownership of spec.Sandbox: on error it has been killed and
+// released, and the staging dir is gone.
+func Start(ctx context.Context, spec Spec) (*Kernel, error) {
+	return start(ctx, spec, "")
+}
+
+// start is Start with an optional fixed sentinel (tests forge frames with it).
+func start(ctx context.Context, spec Spec, sentinel string) (*Kernel, error) {
+	if err := validate(&spec); err != nil {
+		releaseSandbox(spec.Sandbox)
+		return nil, fmt.Errorf("kernel start: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		releaseSandbox(spec.Sandbox)
+		return nil, fmt.Errorf("kernel start: %w", err)
+	}
+	if sentinel == "" {
+		var err error
+		if sentinel, err = newSentinel(); err != nil {
+			releaseSandbox(spec.Sandbox)
+			return nil, fmt.Errorf("kernel start: %w", err)
+		}
+	}
+	k := &Kernel{
+		id:        spec.ID,
+		staging:   filepath.Join(spec.StateDir, "kernels", spec.ID),
+		log:       spec.Logger.Named("kernel"),
+		sb:        spec.Sandbox,
+		sentinel:  sentinel,
+		maxFrame:  spec.MaxFrameBytes,
+		cell:      newCellState(spec.RawStdoutCap, spec.StderrCap),
+		exited:    make(chan struct{}),
+		stdoutEOF: make(chan struct{}),
+		done:      make(chan struct{}),
+	}
+	if err := k.spawn(&spec); err != nil {
+		if k.cmd == nil { // else the reaper released it
+			releaseSandbox(k.sb)
+		}
+		return nil, fmt.Errorf("kernel start: %w", err)
+	}
+	k.log.Debug("kernel started", "id", k.id, "pid", k.Pid())
+	return k, nil
+}
+
+// validate rejects bad specs with a clear message and fills in defaults.
+func validate(spec *Spec) error {
+	switch {
+	case !validID.MatchString(spec.ID):
+		return fmt.Errorf("invalid kernel id %q: want 1-64 of [A-Za-z0-9_.-], not starting with a dot or dash", spec.ID)
+	case spec.Interpreter == "" || !filepath.IsAbs(spec.Interpreter):
+		return fmt.Errorf("interpreter %q is not an absolute path", spec.Interpreter)
+	case spec.StateDir == "" || !filepath.IsAbs(spec.StateDir):
+		return fmt.Errorf("state dir %q is not an absolute path", spec.StateDir)
+	case spec.Cwd != "" && !filepath.IsAbs(spec.Cwd):
+		return fmt.Errorf("cwd %q is not an absolute path", spec.Cwd)
+	case spec.MaxFrameBytes < 0 || spec.RawStdoutCap < 0 || spec.StderrCap < 0:
+		return errors.New("negative MaxFrameBytes, RawStdoutCap or StderrCap")
+	}
+	for name := range spec.Files {
+		if name == runnerFile || name != filepath.Base(name) || name == "." || name == ".." || strings.ContainsAny(name, `/\`) {
+			return fmt.Errorf("invalid staging file name %q", name)
+		}
+	}
+	if spec.MaxFrameBytes == 0 {
+		spec.MaxFrameBytes = DefaultMaxFrameBytes
+	}
+	if spec.RawStdoutCap == 0 {
+		spec.RawStdoutCap = DefaultRawStdoutCap
+	}
+	if spec.StderrCap == 0 {
+		spec.StderrCap = DefaultStderrCap
+	}
+	if spec.Logger == nil {
+		spec.Logger = hclog.NewNullLogger()
+	}
+	if spec.Sandbox == nil {
+		spec.Sandbox = newGroupSandbox()
+	}
+	return nil
+}
+
+// releaseSandbox frees a sandbox whose kernel never ran.
+func releaseSandbox(sb Sandbox) {
+	if sb == nil {
+		return
+	}
+	_ = sb.Kill()
+	_, _ = sb.Release()
+}
+
+func newSentinel() (string, error) {
+	b := make([]byte, 24) // 32 url-safe characters
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("sentinel: %w", err)
+	}
+	return "@@KERNPOOL-" + base64.RawURLEncoding.EncodeToString(b) + "@@", nil
+}
+
+// writeStaging creates the staging dir, its tmp/, the runner and spec.Files.
+func writeStaging(staging string, files map[string][]byte) error {
+	if err := os.MkdirAll(filepath.Dir(staging), 0o711); err != nil {
+		return fmt.Errorf("create kernels dir: %w", err)
+	}
+	if err := os.Mkdir(staging, 0o700); err != nil {
+		return fmt.Errorf("create staging dir: %w", err)
+	}
+	if err := os.Mkdir(filepath.Join(staging, "tmp"), 0o700); err != nil {
+		return fmt.Errorf("create staging tmp: %w", err)
+	}
+	if err := writeFile(filepath.Join(staging, runnerFile), runnerSource); err != nil {
+		return err
+	}
+	for name, data := range files {
+		if err := writeFile(filepath.Join(staging, name), data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeFile(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("write staging file: %w", err)
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write staging file: %w", err)
+	}
+	return nil
+}
+
+// childEnv is spec.Env plus the setup's entries and the kernel's own
+// variables, which replace any same-named entry.
+func childEnv(env, setupEnv []string, id, staging, sentinel string) []string {
+	own := map[string]string{
+		EnvSentinel:               sentinel,
+		EnvKernelID:               id,
+		"TMPDIR":                  filepath.Join(staging, "tmp"),
+		"TMP":                     filepath.Join(staging, "tmp"),
+		"TEMP":                    filepath.Join(staging, "tmp"),
+		"PYTHONDONTWRITEBYTECODE": "1",
+		"PYTHONIOENCODING":        "utf-8",
+		"PYTHONUTF8":              "1",
+		"PYTHONPATH":              staging,
+	}
+	out := make([]string, 0, len(env)+len(setupEnv)+len(own))
+	for _, kv := range append(append([]string(nil), env...), setupEnv...) {
+		name, value, _ := strings.Cut(kv, "=")
+		if name == "PYTHONPATH" && value != "" {
+			own[name] = staging + string(os.PathListSeparator) + value
+			continue
+		}
+		if _, mine := own[name]; !mine {
+			out = append(out, kv)
+		}
+	}
+	for name, value := range own {
+		out = append(out, name+"="+value)
+	}
+	return out
+}
