@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# Builds the payload disk: the kernpool binary, static test binaries, the
+# Builds the payload disk (staged under the cache dir, whose leading dot
+# keeps the copied sources out of go ./... patterns): the kernpool binary, static test binaries, the
 # package sources (tests read testdata relative to their package), busybox,
 # the guest init, the list of tests and the knobs passed into the guest.
 

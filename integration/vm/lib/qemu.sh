@@ -47,7 +47,7 @@ boot_vm() {
 		-kernel "$IMG_DIR/vmlinux" -initrd "$IMG_DIR/loader.cpio.gz" \
 		-append "console=ttyS0 panic=-1 loglevel=4 quiet" \
 		-drive "file=$IMG_DIR/rootfs.img,format=raw,if=virtio,snapshot=on" \
-		-drive "file=$OUT_DIR/payload.img,format=raw,if=virtio" </dev/null 2>"$OUT_DIR/qemu.stderr" |
+		-drive "file=$PAYLOAD.img,format=raw,if=virtio" </dev/null 2>"$OUT_DIR/qemu.stderr" |
 		console_tee "$t0" "$OUT_DIR/console.log"
 	rc=${PIPESTATUS[0]}
 	set -e
@@ -77,7 +77,7 @@ console_tee() {
 # summary and returns 0 (all passed), 1 (a test failed) or 2 (harness).
 collect_results() {
 	local qrc=$1 status=0 name dir rc secs
-	debugfs -R "rdump /results $OUT_DIR" "$OUT_DIR/payload.img" >/dev/null 2>&1 || true
+	debugfs -R "rdump /results $OUT_DIR" "$PAYLOAD.img" >/dev/null 2>&1 || true
 	echo
 	echo "==================== kernpool VM suite (unified cgroup v2, $ACCEL) ===================="
 	[ -f "$OUT_DIR/results/guest.info" ] && sed 's/^/  /' "$OUT_DIR/results/guest.info"
@@ -93,7 +93,7 @@ collect_results() {
 				"$([ -f "$OUT_DIR/results/$name.leak" ] && echo ", leaked processes")"
 			grep -E -- '^\s*--- FAIL|^panic:|^FAIL' "$OUT_DIR/results/$name.log" 2>/dev/null | head -30 | sed 's/^/          /'
 		fi
-	done <"$OUT_DIR/payload/tests.list"
+	done <"$PAYLOAD/tests.list"
 	if [ -s "$OUT_DIR/build.failures" ]; then
 		status=1
 		sed 's/^/  BUILD FAIL  /' "$OUT_DIR/build.failures"
