@@ -273,3 +273,15 @@ func TestListDescribesKernels(t *testing.T) {
 		}
 	}
 }
+
+func TestInterpreterThatDiesAtOnce(t *testing.T) {
+	p := newTestPool(t)
+	res := run(t, p, Request{Interpreter: "/bin/false", Code: "pass"})
+	wantStatus(t, res, StatusError)
+	if res.ExitCode != -1 || !strings.HasPrefix(res.Error, "The session kernel died") {
+		t.Fatalf("result = %+v", res)
+	}
+	if n := len(p.List()); n != 0 {
+		t.Fatalf("%d kernels left", n)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -29,7 +28,7 @@ func (p *Pool) spawn(ctx context.Context, rq normalized) (*live, error) {
 		Cwd:         rq.key.cwd,
 		Env:         env,
 		StateDir:    p.cfg.StateDir,
-		Logger:      p.log.Named("kernel").With("id", id),
+		Logger:      p.cfg.Logger, // kernel names its own sub-logger
 	}
 	uid := -1
 	if p.cfg.Sandboxes != nil {
@@ -53,7 +52,7 @@ func (p *Pool) spawn(ctx context.Context, rq normalized) (*live, error) {
 	}
 	k, err := kernel.Start(ctx, spec)
 	if err != nil {
-		p.abandonSpawn(id, spec.Sandbox, tools)
+		p.abandonSpawn(id, tools)
 		return nil, fmt.Errorf("%w: start kernel %s: %w", ErrSpawn, id, err)
 	}
 	secrets := scrubbed
@@ -87,23 +86,14 @@ func (p *Pool) buildEnv(rq normalized) (env, scrubbed []string, err error) {
 	return env, scrubbed, nil
 }
 
-// abandonSpawn releases what a failed spawn had acquired. The sandbox is
-// killed and released (both idempotent per the kernel.Sandbox contract);
-// the tool server is closed.
-func (p *Pool) abandonSpawn(id string, sb kernel.Sandbox, tools ToolServer) {
-	if tools != nil {
-		if err := tools.Close(); err != nil {
-			p.log.Warn("tool server close failed", "id", id, "error", err)
-		}
-	}
-	if sb == nil {
+// abandonSpawn releases what a failed spawn had acquired besides the
+// sandbox: kernel.Start owns the sandbox and has killed and released it.
+func (p *Pool) abandonSpawn(id string, tools ToolServer) {
+	if tools == nil {
 		return
 	}
-	if err := sb.Kill(); err != nil {
-		p.log.Warn("sandbox kill after failed spawn failed", "id", id, "error", err)
-	}
-	if _, err := sb.Release(); err != nil && !errors.Is(err, kernel.ErrClosed) {
-		p.log.Warn("sandbox release after failed spawn failed", "id", id, "error", err)
+	if err := tools.Close(); err != nil {
+		p.log.Warn("tool server close failed", "id", id, "error", err)
 	}
 }
 

@@ -1,0 +1,67 @@
+package pool
+
+import (
+	"os"
+	"runtime"
+	"testing"
+
+	"github.com/kernpool/kernpool/kernel"
+)
+
+// BenchmarkPoolExecWarm is `x=1` through Execute on a warm kernel: the
+// pool's overhead over kernel.Exec (validation, registry, result assembly).
+func BenchmarkPoolExecWarm(b *testing.B) {
+	p := newTestPool(b)
+	req := Request{Owner: "bench", Code: "x=1"}
+	if res := run(b, p, req); res.Status != StatusSuccess {
+		b.Fatalf("warm-up: %+v", res)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := p.Execute(b.Context(), req)
+		if err != nil || res.Status != StatusSuccess {
+			b.Fatalf("Execute: %v %+v", err, res)
+		}
+	}
+}
+
+// BenchmarkPoolExecWarmParallel runs `x=1` on one warm kernel per
+// goroutine, measuring registry contention.
+func BenchmarkPoolExecWarmParallel(b *testing.B) {
+	p := newTestPool(b)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		req := Request{Owner: newKernelID(), Code: "x=1"}
+		for pb.Next() {
+			res, err := p.Execute(b.Context(), req)
+			if err != nil || res.Status != StatusSuccess {
+				b.Errorf("Execute: %v %+v", err, res)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkKernelExecWarm is the same cell through kernel.Exec directly,
+// the floor BenchmarkPoolExecWarm is compared with.
+func BenchmarkKernelExecWarm(b *testing.B) {
+	requirePython(b)
+	k, err := kernel.Start(b.Context(), kernel.Spec{
+		ID: newKernelID(), Interpreter: python, StateDir: b.TempDir(),
+		Env: minimalEnv(os.Environ(), runtime.GOOS),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = k.Kill() }()
+	cell := kernel.Cell{Code: "x=1"}
+	if _, err := k.Exec(b.Context(), cell); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := k.Exec(b.Context(), cell); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

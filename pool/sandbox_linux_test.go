@@ -1,0 +1,142 @@
+package pool
+
+import (
+	"errors"
+	"fmt"
+	"os/exec"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/kernpool/kernpool/kernel"
+)
+
+// groupSandbox is a minimal real sandbox (own process group, killpg) that
+// records how the pool and the kernel drive it.
+type groupSandbox struct {
+	failPrepare bool
+
+	mu                    sync.Mutex
+	pid                   int
+	prepared, kills, rels int
+	id, owner, mode       string
+	limits                Limits
+}
+
+func (s *groupSandbox) Prepare(cmd *exec.Cmd, _ string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.prepared++
+	if s.failPrepare {
+		return errors.New("prepare refused by the test")
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return nil
+}
+
+func (s *groupSandbox) Started(pid int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pid = pid
+	return nil
+}
+
+func (s *groupSandbox) Kill() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.kills++
+	if s.pid > 0 {
+		// The group is the kernel's own: the runner leads it.
+		_ = syscall.Kill(-s.pid, syscall.SIGKILL)
+	}
+	return nil
+}
+
+func (s *groupSandbox) Release() (kernel.Verdict, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rels++
+	return kernel.Verdict{}, nil
+}
+
+func (s *groupSandbox) Stats() (kernel.Stats, error) {
+	return kernel.Stats{Pids: 1, MemoryCurrent: 4096}, nil
+}
+func (s *groupSandbox) UID() int { return -1 }
+
+func (s *groupSandbox) releases() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rels
+}
+
+// sandboxFactory hands out groupSandboxes and remembers them.
+type sandboxFactory struct {
+	mu          sync.Mutex
+	made        []*groupSandbox
+	failPrepare bool
+	failNew     bool
+}
+
+func (f *sandboxFactory) NewSandbox(id, owner, mode string, limits Limits) (kernel.Sandbox, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failNew {
+		return nil, fmt.Errorf("no uid left")
+	}
+	s := &groupSandbox{failPrepare: f.failPrepare, id: id, owner: owner, mode: mode, limits: limits}
+	f.made = append(f.made, s)
+	return s, nil
+}
+
+func TestSandboxPerSpawn(t *testing.T) {
+	f := &sandboxFactory{}
+	p := newTestPool(t, func(c *Config) { c.Sandboxes = f })
+	lim := Limits{MemoryMax: 64 << 20, PidsMax: 32}
+	res := run(t, p, Request{Owner: "o", Mode: "m", Limits: lim, Code: "pass"})
+	wantStatus(t, res, StatusSuccess)
+	sb := f.made[0]
+	if sb.id != res.Kernel.ID || sb.owner != "o" || sb.mode != "m" || sb.limits != lim {
+		t.Fatalf("NewSandbox got %s/%s/%s/%+v", sb.id, sb.owner, sb.mode, sb.limits)
+	}
+	list := p.List()
+	if list[0].Pids != 1 || list[0].MemoryCurrent != 4096 {
+		t.Fatalf("stats not listed: %+v", list[0])
+	}
+	pid := list[0].Pid
+	if err := p.Kill(res.Kernel.ID); err != nil {
+		t.Fatal(err)
+	}
+	assertDead(t, pid)
+	if n := sb.releases(); n != 1 {
+		t.Fatalf("sandbox released %d times, want 1", n)
+	}
+}
+
+func TestSpawnFailureReleasesEverything(t *testing.T) {
+	f := &sandboxFactory{failPrepare: true}
+	tools := fakeToolFactory{rec: &toolRecorder{}}
+	p := newTestPool(t, func(c *Config) { c.Sandboxes = f; c.Tools = tools })
+	_, err := p.Execute(t.Context(), Request{Tools: []string{"t"}, Code: "pass"})
+	if !errors.Is(err, ErrSpawn) {
+		t.Fatalf("err = %v, want ErrSpawn", err)
+	}
+	if n := f.made[0].releases(); n != 1 {
+		t.Fatalf("sandbox of the failed spawn released %d times, want 1", n)
+	}
+	if _, _, closed := tools.last().counts(); closed != 1 {
+		t.Fatalf("tool server of the failed spawn closed %d times, want 1", closed)
+	}
+	if st := p.Stats(); st.SpawnFailures != 1 || st.KernelsLive != 0 {
+		t.Fatalf("stats = %+v", st)
+	}
+	f.mu.Lock()
+	f.failPrepare, f.failNew = false, true
+	f.mu.Unlock()
+	if _, err := p.Execute(t.Context(), Request{Code: "pass"}); !errors.Is(err, ErrSpawn) {
+		t.Fatalf("err = %v, want ErrSpawn", err)
+	}
+	if n := len(p.List()); n != 0 {
+		t.Fatalf("%d kernels after failed spawns", n)
+	}
+}
