@@ -65,4 +65,3 @@ func ParseDuration(s string) (time.Duration, error) {
 	}
 	return d, nil
 }
-

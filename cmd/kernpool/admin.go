@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/kernpool/kernpool/kernel"
+	"github.com/kernpool/kernpool/pool"
+	"github.com/kernpool/kernpool/pool/api"
+)
+
+func runPs(ctx context.Context, e *env, args []string) int {
+	fs := newFlagSet(e, "ps", "[--socket PATH] [--json]")
+	socket := fs.String("socket", "", "daemon socket (default $KERNPOOL_SOCKET, else the default path)")
+	asJSON := fs.Bool("json", false, `print {"kernels": [...]} as JSON`)
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageError(e, fs, "unexpected argument %q", fs.Arg(0))
+	}
+	client := api.NewClient(socketPath(*socket, e.getenv))
+	defer client.CloseIdleConnections()
+	kernels, err := client.List(ctx)
+	if err != nil {
+		return connError(e, "ps", err)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(api.KernelList{Kernels: kernels})
+		return exitOK
+	}
+	printKernelTable(e, kernels)
+	return exitOK
+}
+
+// printKernelTable prints ID OWNER MODE PID IDLE EXEC BUSY, plus MEM,
+// PIDS and CPU when any kernel has cgroup figures.
+func printKernelTable(e *env, kernels []pool.KernelInfo) {
+	withStats := false
+	for _, k := range kernels {
+		if k.MemoryCurrent > 0 || k.Pids > 0 || k.CPUSeconds > 0 {
+			withStats = true
+		}
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprint(tw, "ID\tOWNER\tMODE\tPID\tIDLE\tEXEC\tBUSY")
+	if withStats {
+		fmt.Fprint(tw, "\tMEM\tPIDS\tCPU")
+	}
+	fmt.Fprintln(tw)
+	for _, k := range kernels {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%s", k.ID, k.Owner, k.Mode, k.Pid,
+			formatSeconds(k.IdleSeconds), k.ExecutionCount, yesNo(k.Busy))
+		if withStats {
+			fmt.Fprintf(tw, "\t%s\t%d\t%s", humanBytes(k.MemoryCurrent), k.Pids, formatSeconds(k.CPUSeconds))
+		}
+		fmt.Fprintln(tw)
+	}
+	_ = tw.Flush()
+}
+
+func runShutdown(ctx context.Context, e *env, args []string) int {
+	fs := newFlagSet(e, "shutdown", "[--socket PATH] --owner O")
+	socket := fs.String("socket", "", "daemon socket (default $KERNPOOL_SOCKET, else the default path)")
+	owner := fs.String("owner", "", "owner whose kernels to kill (required)")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if *owner == "" {
+		return usageError(e, fs, "--owner is required")
+	}
+	if fs.NArg() > 0 {
+		return usageError(e, fs, "unexpected argument %q", fs.Arg(0))
+	}
+	client := api.NewClient(socketPath(*socket, e.getenv))
+	defer client.CloseIdleConnections()
+	n, err := client.ShutdownOwner(ctx, *owner)
+	if err != nil {
+		return connError(e, "shutdown", err)
+	}
+	fmt.Fprintf(e.stdout, "killed %d kernel(s) of owner %s\n", n, *owner)
+	return exitOK
+}
+
+func runKill(ctx context.Context, e *env, args []string) int {
+	fs := newFlagSet(e, "kill", "[--socket PATH] KERNEL_ID")
+	socket := fs.String("socket", "", "daemon socket (default $KERNPOOL_SOCKET, else the default path)")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		return usageError(e, fs, "expected exactly one KERNEL_ID (see 'kernpool ps')")
+	}
+	client := api.NewClient(socketPath(*socket, e.getenv))
+	defer client.CloseIdleConnections()
+	if err := client.Kill(ctx, fs.Arg(0)); err != nil {
+		if errors.Is(err, pool.ErrNotFound) {
+			fmt.Fprintf(e.stderr, "kernpool kill: no live kernel %q\n", fs.Arg(0))
+			return exitCellErr
+		}
+		return connError(e, "kill", err)
+	}
+	fmt.Fprintf(e.stdout, "killed %s\n", fs.Arg(0))
+	return exitOK
+}
+
+func runDoctor(ctx context.Context, e *env, args []string) int {
+	fs := newFlagSet(e, "doctor", "[--config FILE] [--socket PATH] [--state-dir DIR] [serve flags]")
+	sf := addServeFlags(fs)
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	cfg, err := loadServeConfig(fs, sf, e.getenv)
+	if err != nil {
+		return usageError(e, fs, "%v", err)
+	}
+	fmt.Fprint(e.stdout, doctorReport(cfg))
+	client := api.NewClient(cfg.Socket)
+	defer client.CloseIdleConnections()
+	if h, err := client.Health(ctx); err == nil {
+		fmt.Fprintf(e.stdout, "daemon:       %s, version %s, %d kernel(s), isolation %s\n", h.Status, h.Version, h.Kernels, h.Isolation)
+	} else {
+		fmt.Fprintf(e.stdout, "daemon:       not reachable on %s\n", cfg.Socket)
+	}
+	return exitOK
+}
+
+// connError prints a failed API call; exit 2 (usage or connection).
+func connError(e *env, cmd string, err error) int {
+	fmt.Fprintf(e.stderr, "kernpool %s: %v\n", cmd, err)
+	if errors.Is(err, api.ErrUnavailable) {
+		fmt.Fprintln(e.stderr, "Is the daemon running? Start it with 'kernpool serve' or pass --socket.")
+	}
+	return exitUsage
+}
+
+func formatSeconds(s float64) string {
+	switch {
+	case s < 60:
+		return strconv.FormatFloat(s, 'f', 1, 64) + "s"
+	case s < 3600:
+		return fmt.Sprintf("%dm%02ds", int(s)/60, int(s)%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(s)/3600, int(s)%3600/60)
+}
+
+func formatLimit(n int64) string { return kernel.FormatBytes(n) }
+
+// humanBytes renders a usage figure with one decimal (12.5MiB).
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return strconv.FormatInt(n, 10) + "B"
+	}
+	v, i := float64(n), 0
+	suffixes := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	for v >= unit && i < len(suffixes)-1 {
+		v /= unit
+		i++
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64) + suffixes[i]
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func sortedProfileNames(cfg *Config) []string {
+	names := make([]string, 0, len(cfg.Profiles))
+	for n := range cfg.Profiles {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/kernpool/kernpool/pool"
+	"github.com/kernpool/kernpool/pool/api"
+)
+
+// maxStdinCode bounds code read from stdin (the API refuses bodies over 16 MiB).
+const maxStdinCode = 16 << 20
+
+const execSynopsis = "[--socket PATH] [--owner O] [--mode M] [--interpreter PATH] [--cwd DIR] [--tools a,b] [--reset] [--timeout 30s] [--json] [--tool-handler CMD] [CODE | -]"
+
+type execFlags struct {
+	socket, owner, mode, interpreter, cwd, tools, toolHandler string
+	passthrough                                               string
+	reset, asJSON                                             bool
+	timeout                                                   time.Duration
+}
+
+func runExec(ctx context.Context, e *env, args []string) int {
+	fs := newFlagSet(e, "exec", execSynopsis)
+	var f execFlags
+	fs.StringVar(&f.socket, "socket", "", "daemon socket (default $KERNPOOL_SOCKET, else the default path)")
+	fs.StringVar(&f.owner, "owner", "default", "owner (tenant) whose kernel runs the cell")
+	fs.StringVar(&f.mode, "mode", "", "mode: selects the kernel's profile (default \"default\")")
+	fs.StringVar(&f.interpreter, "interpreter", "", "absolute `path` of python3 (default: the daemon's)")
+	fs.StringVar(&f.cwd, "cwd", "", "absolute working `dir` of the kernel (default: its staging dir)")
+	fs.StringVar(&f.tools, "tools", "", "the kernel's tool set, `a,b` (part of the kernel's key)")
+	fs.StringVar(&f.passthrough, "passthrough", "", "extra environment `NAME[,NAME...]` for a new kernel")
+	fs.BoolVar(&f.reset, "reset", false, "discard the kernel's state before the cell")
+	fs.DurationVar(&f.timeout, "timeout", 0, "cell timeout, e.g. 30s (default: the daemon's)")
+	fs.BoolVar(&f.asJSON, "json", false, "print the whole result object as JSON")
+	fs.StringVar(&f.toolHandler, "tool-handler", "", "run `CMD` via sh -c per tool call: call JSON on stdin, result on stdout")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() > 1 {
+		return usageError(e, fs, "expected one CODE argument (or - for stdin), got %d arguments; flags go before CODE", fs.NArg())
+	}
+	if f.timeout < 0 {
+		return usageError(e, fs, "--timeout must not be negative")
+	}
+	code, err := readCode(e, fs.Arg(0))
+	if err != nil {
+		return usageError(e, fs, "%v", err)
+	}
+	req := pool.Request{
+		Owner: f.owner, Mode: f.mode, Interpreter: f.interpreter, Cwd: f.cwd,
+		Tools: splitList(f.tools), Code: code, Reset: f.reset, Timeout: f.timeout,
+		Passthrough: splitList(f.passthrough),
+	}
+	client := api.NewClient(socketPath(f.socket, e.getenv))
+	defer client.CloseIdleConnections()
+	var res *pool.Result
+	if f.toolHandler != "" {
+		res, err = client.ExecuteStream(ctx, req, shellToolHandler(f.toolHandler))
+	} else {
+		res, err = client.Execute(ctx, req)
+	}
+	if err != nil {
+		return reportExecError(ctx, e, err)
+	}
+	return printResult(e, res, f.asJSON)
+}
+
+// readCode returns the cell: the argument, or stdin for "-" or none.
+func readCode(e *env, arg string) (string, error) {
+	if arg != "" && arg != "-" {
+		return arg, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(e.stdin, maxStdinCode+1))
+	if err != nil {
+		return "", fmt.Errorf("read code from stdin: %w", err)
+	}
+	if len(b) > maxStdinCode {
+		return "", fmt.Errorf("code on stdin exceeds %d bytes", maxStdinCode)
+	}
+	return string(b), nil
+}
+
+func socketPath(flagValue string, getenv func(string) string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	return defaultSocket(getenv)
+}
+
+// reportExecError prints why no result came back and picks the exit code:
+// 3 when the user interrupted (the daemon killed the kernel), else 2.
+func reportExecError(ctx context.Context, e *env, err error) int {
+	if ctx.Err() != nil {
+		fmt.Fprintln(e.stderr, "kernpool exec: interrupted; the session kernel was killed and its state was lost")
+		return exitKilled
+	}
+	fmt.Fprintf(e.stderr, "kernpool exec: %v\n", err)
+	if errors.Is(err, api.ErrUnavailable) {
+		fmt.Fprintln(e.stderr, "Is the daemon running? Start it with 'kernpool serve' or pass --socket.")
+	}
+	return exitUsage
+}
+
+// printResult writes the cell's output as a terminal would and maps the
+// status to the exit code: 0 success, 1 exception or sys.exit, 3 timeout,
+// interrupt or a killed kernel (also by the OOM killer).
+func printResult(e *env, res *pool.Result, asJSON bool) int {
+	code := exitCode(res)
+	if asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res); err != nil {
+			fmt.Fprintf(e.stderr, "kernpool exec: %v\n", err)
+			return exitUsage
+		}
+		return code
+	}
+	out := res.Output
+	// A success prints exactly what the cell wrote; a failure's appended
+	// message gets its line ended, so the shell prompt starts afresh.
+	if res.Status != pool.StatusSuccess && out != "" && !strings.HasSuffix(out, "\n") {
+		out += "\n"
+	}
+	_, _ = io.WriteString(e.stdout, out)
+	if res.Status != pool.StatusSuccess && res.Error != "" && !strings.Contains(res.Output, res.Error) {
+		fmt.Fprintln(e.stderr, strings.TrimRight(res.Error, "\n"))
+	}
+	if res.Warning != "" {
+		fmt.Fprintf(e.stderr, "kernpool: %s\n", res.Warning)
+	}
+	return code
+}
+
+func exitCode(res *pool.Result) int {
+	switch {
+	case res.Status == pool.StatusSuccess:
+		return exitOK
+	case res.Status == pool.StatusTimeout, res.Status == pool.StatusInterrupted,
+		res.Kernel.OOMKilled, res.ExitCode == -1:
+		return exitKilled
+	}
+	return exitCellErr
+}

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+)
+
+// defaultSocket is $KERNPOOL_SOCKET, else /run/kernpool/kernpool.sock for
+// root, else $XDG_RUNTIME_DIR/kernpool/kernpool.sock, else
+// <tmp>/kernpool-<uid>/kernpool.sock (docs/design.md "State directory").
+func defaultSocket(getenv func(string) string) string {
+	if s := getenv("KERNPOOL_SOCKET"); s != "" {
+		return s
+	}
+	return filepath.Join(defaultBase(getenv), "kernpool.sock")
+}
+
+// defaultStateDir is the state dir beside the default socket.
+func defaultStateDir(getenv func(string) string) string {
+	return filepath.Join(defaultBase(getenv), "state")
+}
+
+func defaultBase(getenv func(string) string) string {
+	uid := os.Getuid()
+	switch {
+	case runtime.GOOS != "windows" && uid == 0:
+		return "/run/kernpool"
+	case getenv("XDG_RUNTIME_DIR") != "":
+		return filepath.Join(getenv("XDG_RUNTIME_DIR"), "kernpool")
+	case uid >= 0:
+		return filepath.Join(os.TempDir(), fmt.Sprintf("kernpool-%d", uid))
+	}
+	// Windows has no uid; the user's temp dir is already private.
+	return filepath.Join(os.TempDir(), "kernpool")
+}

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/kernpool/kernpool/pool"
+	"github.com/kernpool/kernpool/pool/api"
+)
+
+const (
+	// readHeaderTimeout bounds a client's request headers (slowloris).
+	readHeaderTimeout = 10 * time.Second
+	// shutdownTimeout bounds the HTTP server's own shutdown after the pool
+	// closed (handlers have their answers by then).
+	shutdownTimeout = 5 * time.Second
+	// stateDirMode lets kernel uids traverse to their own staging dirs.
+	stateDirMode = 0o711
+)
+
+const serveSynopsis = "[--socket PATH] [--config FILE] [--state-dir DIR] [--memory-max SIZE] [--pids-max N] [--cpu-max CORES] [--passthrough NAME,...] [flags]"
+
+func runServe(ctx context.Context, e *env, args []string) int {
+	fs := newFlagSet(e, "serve", serveSynopsis)
+	sf := addServeFlags(fs)
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageError(e, fs, "unexpected argument %q", fs.Arg(0))
+	}
+	cfg, err := loadServeConfig(fs, sf, e.getenv)
+	if err != nil {
+		return usageError(e, fs, "%v", err)
+	}
+	log := newLogger(cfg, e)
+	if err := serve(ctx, cfg, log); err != nil {
+		log.Error("kernpool stopped with an error", "error", err)
+		fmt.Fprintf(e.stderr, "kernpool serve: %v\n", err)
+		return exitCellErr
+	}
+	return exitOK
+}
+
+func newLogger(cfg *Config, e *env) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{
+		Name:       "kernpool",
+		Level:      hclog.LevelFromString(cfg.LogLevel),
+		JSONFormat: cfg.LogJSON,
+		Output:     e.stderr,
+	})
+}
+
+// serve runs the daemon until ctx ends or SIGTERM/SIGINT arrives, then
+// drains: new cells are refused, running cells get DrainGrace to finish,
+// every kernel is torn down, the socket removed. A second signal skips
+// what is left of the grace.
+func serve(ctx context.Context, cfg *Config, log hclog.Logger) error {
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(signals)
+
+	interp, err := resolveInterpreter(ctx, cfg.Interpreter, log)
+	if err != nil {
+		return err
+	}
+	if err := prepareDirs(cfg, log); err != nil {
+		return err
+	}
+	// The state lock and the socket come first: a second daemon must be
+	// refused before its isolation setup sweeps "leftovers" that are the
+	// live kernels of the first.
+	unlock, err := lockStateDir(cfg.StateDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	ln, err := api.Listen(cfg.Socket, log)
+	if err != nil {
+		return err
+	}
+	defer ln.Close() // after a failed start; Shutdown already closed it otherwise
+	sm, err := buildSeams(cfg, log)
+	if err != nil {
+		return fmt.Errorf("wire isolation: %w", err)
+	}
+	defer func() {
+		if err := sm.Close(); err != nil {
+			log.Error("releasing isolation failed", "error", err)
+		}
+	}()
+	p, err := pool.New(pool.Config{
+		StateDir: cfg.StateDir, DefaultInterpreter: interp,
+		IdleTimeout: cfg.IdleTimeout, CellTimeout: cfg.CellTimeout, MaxCellTimeout: cfg.MaxCellTimeout,
+		MaxKernels: cfg.MaxKernels, MaxToolCalls: cfg.MaxToolCalls,
+		Sandboxes: sm.Sandboxes, Env: sm.Env, Output: sm.Output, Tools: sm.Tools, Logger: log,
+	})
+	if err != nil {
+		return fmt.Errorf("start pool: %w", err)
+	}
+	handler := api.NewServer(p, api.ServerConfig{
+		Version: version, Isolation: sm.Isolation, ToolCallTimeout: cfg.ToolCallTimeout, Logger: log,
+	})
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ErrorLog:          log.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	log.Info("kernpool serving", "socket", cfg.Socket, "state_dir", cfg.StateDir,
+		"isolation", sm.Isolation, "version", version, "pid", os.Getpid())
+
+	var serveErr error
+	select {
+	case sig := <-signals:
+		log.Info("signal received; draining", "signal", sig.String(), "grace", cfg.DrainGrace)
+	case <-ctx.Done():
+		log.Info("context done; draining", "grace", cfg.DrainGrace)
+	case serveErr = <-served:
+		log.Error("server failed; tearing down", "error", serveErr)
+	}
+	drain(cfg, log, handler, p, srv, signals)
+	if err := os.Remove(cfg.Socket); err != nil && !errors.Is(err, os.ErrNotExist) {
+		log.Warn("removing socket failed", "path", cfg.Socket, "error", err)
+	}
+	log.Info("kernpool stopped")
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", serveErr)
+	}
+	return nil
+}
+
+// drain refuses new cells, lets running ones finish within the grace (a
+// second signal ends it at once), kills every kernel, then stops HTTP.
+// Tool-call answers are still accepted while cells drain.
+func drain(cfg *Config, log hclog.Logger, h *api.Server, p *pool.Pool, srv *http.Server, signals <-chan os.Signal) {
+	h.SetDraining()
+	graceCtx, cancel := context.WithTimeout(context.Background(), cfg.DrainGrace)
+	defer cancel()
+	forced := make(chan struct{})
+	go func() {
+		defer close(forced)
+		select {
+		case sig := <-signals:
+			log.Warn("second signal; tearing down now", "signal", sig.String())
+			cancel()
+		case <-graceCtx.Done():
+		}
+	}()
+	if err := p.Close(graceCtx); err != nil {
+		log.Warn("pool closed with cells still running; they were killed", "error", err)
+	}
+	cancel()
+	<-forced
+	shutCtx, shutCancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer shutCancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		log.Warn("HTTP shutdown timed out; closing connections", "error", err)
+		_ = srv.Close()
+	}
+}
+
+// prepareDirs creates the state dir (0711: kernel uids traverse it to
+// their own 0700 staging dirs) and the socket's dir. The socket dir is
+// 0750, or 0711 when the state dir lies inside it (the default layout),
+// since kernels must traverse it too; the socket itself is always 0660.
+func prepareDirs(cfg *Config, log hclog.Logger) error {
+	sockDir := filepath.Dir(cfg.Socket)
+	if _, err := os.Stat(sockDir); errors.Is(err, os.ErrNotExist) {
+		mode := os.FileMode(api.SocketDirMode)
+		if within(cfg.StateDir, sockDir) {
+			mode = stateDirMode
+		}
+		if err := os.MkdirAll(sockDir, mode); err != nil {
+			return fmt.Errorf("create socket dir: %w", err)
+		}
+		if err := os.Chmod(sockDir, mode); err != nil {
+			return fmt.Errorf("chmod socket dir: %w", err)
+		}
+	}
+	if _, err := os.Stat(cfg.StateDir); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(cfg.StateDir, stateDirMode); err != nil {
+			return fmt.Errorf("create state dir: %w", err)
+		}
+		if err := os.Chmod(cfg.StateDir, stateDirMode); err != nil {
+			return fmt.Errorf("chmod state dir: %w", err)
+		}
+		log.Debug("created state dir", "path", cfg.StateDir)
+	}
+	return nil
+}
+
+// within reports whether path is dir or lies below it.
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}

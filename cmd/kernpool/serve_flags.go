@@ -1,0 +1,137 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// serveFlags are serve's flags as typed; only the ones given on the
+// command line override the config file (found with FlagSet.Visit).
+type serveFlags struct {
+	socket, config, stateDir, logLevel, interpreter     string
+	memoryMax, pidsMax, cpuMax, passthrough             string
+	idleTimeout, cellTimeout, maxCellTimeout            string
+	toolCallTimeout, drainGrace, maxKernels, maxToolCls string
+	logJSON                                             bool
+}
+
+func addServeFlags(fs *flag.FlagSet) *serveFlags {
+	f := &serveFlags{}
+	fs.StringVar(&f.socket, "socket", "", "Unix socket to serve on (default $KERNPOOL_SOCKET, else a per-user or system path)")
+	fs.StringVar(&f.config, "config", "", "HCL config `file` (flags override it)")
+	fs.StringVar(&f.stateDir, "state-dir", "", "state `dir` for kernel staging dirs")
+	fs.StringVar(&f.memoryMax, "memory-max", "", "default profile memory limit, e.g. 64MiB (0: unlimited)")
+	fs.StringVar(&f.pidsMax, "pids-max", "", "default profile task limit (0: unlimited)")
+	fs.StringVar(&f.cpuMax, "cpu-max", "", "default profile CPU quota in `cores`, e.g. 0.5 (0: unlimited)")
+	fs.StringVar(&f.passthrough, "passthrough", "", "extra environment `NAME[,NAME...]` every kernel keeps")
+	fs.StringVar(&f.logLevel, "log-level", "", "log level: trace, debug, info, warn, error (default info)")
+	fs.BoolVar(&f.logJSON, "log-json", false, "log one JSON object per line")
+	fs.StringVar(&f.interpreter, "interpreter", "", "default python3 `path` (default: python3 on PATH, shims resolved)")
+	fs.StringVar(&f.maxKernels, "max-kernels", "", "cap on live kernels across owners (default 64)")
+	fs.StringVar(&f.maxToolCls, "max-tool-calls", "", "tool-call budget per cell (default 50)")
+	fs.StringVar(&f.idleTimeout, "idle-timeout", "", "reap kernels idle this long (default 30m)")
+	fs.StringVar(&f.cellTimeout, "cell-timeout", "", "default cell timeout (default 5m)")
+	fs.StringVar(&f.maxCellTimeout, "max-cell-timeout", "", "largest cell timeout a request may ask for (default 1h)")
+	fs.StringVar(&f.toolCallTimeout, "tool-call-timeout", "", "how long a streamed tool call waits for its answer (default 2m)")
+	fs.StringVar(&f.drainGrace, "drain-grace", "", "how long running cells may finish on SIGTERM (default 10s)")
+	return f
+}
+
+// loadServeConfig builds the config: defaults, the file, the set flags,
+// then the default paths for what is still empty.
+func loadServeConfig(fs *flag.FlagSet, f *serveFlags, getenv func(string) string) (*Config, error) {
+	cfg := DefaultConfig()
+	if f.config != "" {
+		var err error
+		if cfg, err = LoadConfigFile(f.config); err != nil {
+			return nil, err
+		}
+	}
+	var errs []string
+	fs.Visit(func(fl *flag.Flag) {
+		if err := f.apply(cfg, fl.Name); err != nil {
+			errs = append(errs, fmt.Sprintf("--%s: %v", fl.Name, err))
+		}
+	})
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%w: %s", ErrConfig, strings.Join(errs, "; "))
+	}
+	if cfg.Socket == "" {
+		cfg.Socket = defaultSocket(getenv)
+	}
+	if cfg.StateDir == "" {
+		cfg.StateDir = defaultStateDir(getenv)
+	}
+	var err error
+	if cfg.Socket, err = filepath.Abs(cfg.Socket); err != nil {
+		return nil, fmt.Errorf("%w: socket: %v", ErrConfig, err)
+	}
+	if cfg.StateDir, err = filepath.Abs(cfg.StateDir); err != nil {
+		return nil, fmt.Errorf("%w: state dir: %v", ErrConfig, err)
+	}
+	if hclog.LevelFromString(cfg.LogLevel) == hclog.NoLevel {
+		return nil, fmt.Errorf("%w: log level %q is not one of trace, debug, info, warn, error", ErrConfig, cfg.LogLevel)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// apply sets the config field of one flag that was given.
+func (f *serveFlags) apply(cfg *Config, name string) error {
+	def := cfg.Profiles[DefaultProfile]
+	defer func() { cfg.Profiles[DefaultProfile] = def }()
+	var err error
+	switch name {
+	case "socket":
+		cfg.Socket = f.socket
+	case "state-dir":
+		cfg.StateDir = f.stateDir
+	case "log-level":
+		cfg.LogLevel = f.logLevel
+	case "log-json":
+		cfg.LogJSON = f.logJSON
+	case "interpreter":
+		cfg.Interpreter = f.interpreter
+	case "passthrough":
+		cfg.Env.Passthrough = append(cfg.Env.Passthrough, splitList(f.passthrough)...)
+	case "memory-max":
+		def.MemoryMax, err = ParseSize(f.memoryMax)
+	case "pids-max":
+		def.PidsMax, err = strconv.ParseInt(f.pidsMax, 10, 64)
+	case "cpu-max":
+		def.CPUMax, err = strconv.ParseFloat(f.cpuMax, 64)
+	case "max-kernels":
+		cfg.MaxKernels, err = strconv.Atoi(f.maxKernels)
+	case "max-tool-calls":
+		cfg.MaxToolCalls, err = strconv.Atoi(f.maxToolCls)
+	case "idle-timeout":
+		cfg.IdleTimeout, err = ParseDuration(f.idleTimeout)
+	case "cell-timeout":
+		cfg.CellTimeout, err = ParseDuration(f.cellTimeout)
+	case "max-cell-timeout":
+		cfg.MaxCellTimeout, err = ParseDuration(f.maxCellTimeout)
+	case "tool-call-timeout":
+		cfg.ToolCallTimeout, err = ParseDuration(f.toolCallTimeout)
+	case "drain-grace":
+		cfg.DrainGrace, err = ParseDuration(f.drainGrace)
+	}
+	return err
+}
+
+// splitList splits "a,b, c" into its non-empty trimmed names.
+func splitList(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if p := strings.TrimSpace(part); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,9 @@
+//go:build !windows
+
+package main
+
+// The shell that runs --tool-handler commands.
+const (
+	shellName = "sh"
+	shellFlag = "-c"
+)
