@@ -139,22 +139,32 @@ func (e *echo) HandleTool(_ context.Context, c Call) (string, error) {
 // _kernpool_runtime pointing at s; it returns combined output.
 func runPython(t testing.TB, s *Server, stub []byte, script string, args ...string) (string, error) {
 	t.Helper()
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, StubName), stub, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	prelude := "import sys, types\nsys.path.insert(0, sys.argv[1])\n" +
-		"rt = types.ModuleType('_kernpool_runtime')\nrt.rpc_endpoint = sys.argv[2]\nrt.rpc_token = sys.argv[3]\n" +
-		"sys.modules['_kernpool_runtime'] = rt\nimport kernpool_tools\n"
 	endpoint, token := "", ""
 	if s != nil {
 		endpoint, token = s.Endpoint(), s.Token()
 	}
+	return runPythonAt(t, endpoint, token, nil, stub, script, args...)
+}
+
+// runPythonAt is runPython against any endpoint; env (if not nil) replaces
+// the fake runtime module with environment variables.
+func runPythonAt(t testing.TB, endpoint, token string, env []string, stub []byte, script string, args ...string) (string, error) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, StubName), stub, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	prelude := "import sys, types\nsys.path.insert(0, sys.argv[1])\n"
+	if env == nil {
+		prelude += "rt = types.ModuleType('_kernpool_runtime')\nrt.rpc_endpoint = sys.argv[2]\nrt.rpc_token = sys.argv[3]\n" +
+			"sys.modules['_kernpool_runtime'] = rt\n"
+	}
+	prelude += "import kernpool_tools\n"
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	argv := append([]string{"-c", prelude + script, dir, endpoint, token}, args...)
 	cmd := exec.CommandContext(ctx, pythonPath, argv...)
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE=1"}
+	cmd.Env = append([]string{"PATH=/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE=1"}, env...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }

@@ -97,7 +97,11 @@ func parseRequest(line []byte, token string) (request, string) {
 	case args[0] != '{':
 		return request{}, MsgInvalidPrefix + invalidArgsType
 	}
-	return request{tool: tool, args: append(json.RawMessage(nil), args...)}, ""
+	// Compact: handlers see one canonical spacing whatever the client sent
+	// (args is a valid object here, so Compact cannot fail).
+	var compact bytes.Buffer
+	_ = json.Compact(&compact, args)
+	return request{tool: tool, args: compact.Bytes()}, ""
 }
 
 // syntaxText describes why b is not a JSON object, from the decoder.

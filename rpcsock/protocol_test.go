@@ -100,7 +100,7 @@ func TestParseRequestArgs(t *testing.T) {
 	}{
 		{`{"tool":"a","token":"t"}`, `{}`},
 		{`{"tool":"a","args":null,"token":"t"}`, `{}`},
-		{`{"tool":"a","args": {"x": [1]} ,"token":"t"}`, `{"x": [1]}`},
+		{`{"tool":"a","args": {"x": [1]} ,"token":"t"}`, `{"x":[1]}`},
 	}
 	for _, tc := range tests {
 		r, refusal := parseRequest([]byte(tc.line), "t")
