@@ -1,0 +1,266 @@
+package isolate
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// DefaultProfile is the profile a mode without its own profile uses.
+const DefaultProfile = "default"
+
+// cpuPeriod is the CFS period used for CPU quotas (100 ms, the kernel default).
+const cpuPeriod = 100000
+
+// Config configures an Isolator. Start from DefaultConfig: the zero value
+// turns every optional protection off.
+type Config struct {
+	// CgroupParent names the pool's parent cgroup ("kernpool"); see
+	// cgroup.Config.Parent for absolute vs relative names.
+	CgroupParent string
+	// CgroupEnabled puts each kernel in its own cgroup where the host
+	// allows; false confines kernels by process group (and uid) only.
+	CgroupEnabled bool
+	// Profiles maps a profile name to its limits and namespaces. A mode
+	// selects the profile of its name, else DefaultProfile.
+	Profiles map[string]Profile
+	// Ceiling bounds per-request overrides. A zero field means a request
+	// may only lower that limit below its profile's value.
+	Ceiling Limits
+	// UIDRange is the inclusive [first, last] range of kernel uids (and
+	// gids); it must have no /etc/passwd or /etc/group entries.
+	UIDRange [2]int
+	// PerOwnerUID gives all kernels of one owner one stable uid (owner
+	// hashed into the range, next free on collision) instead of one uid
+	// per live kernel.
+	PerOwnerUID bool
+	// RunAsUser runs kernels as uids from UIDRange; needs root.
+	// DefaultConfig sets it when the daemon is root.
+	RunAsUser bool
+	// Rlimits are set by the runner before user code.
+	Rlimits []Rlimit
+	// NoNewPrivs makes the runner set PR_SET_NO_NEW_PRIVS before user code.
+	NoNewPrivs bool
+	// StateDir is the daemon's state directory (holds kernels/<id> staging
+	// dirs); it also marks the pool's cgroups. Required.
+	StateDir string
+	// Logger receives the isolator's logs; nil discards them.
+	Logger hclog.Logger
+}
+
+// Profile is the confinement of one mode's kernels.
+type Profile struct {
+	// Resources are the cgroup limits: Memory.Limit (and Memory.Swap, the
+	// memory+swap total; equal to Limit when unset, i.e. no swap),
+	// Pids.Limit, CPU.Quota/Period and CPU.Shares (weight).
+	Resources *specs.LinuxResources
+	// NoNetwork gives the kernel its own empty network namespace (only a
+	// down loopback). Unix sockets (the tool RPC) still work.
+	NoNetwork bool
+	// PIDNamespace gives the kernel its own pid namespace (it is pid 1 there).
+	PIDNamespace bool
+	// PrivateTmp asks for a private /tmp mount. Unsupported: Go cannot
+	// mount between fork and exec; every kernel already has its own TMPDIR.
+	PrivateTmp bool
+}
+
+// Limits are per-request overrides (0 = the profile's value).
+type Limits struct {
+	// MemoryMax is the memory cap in bytes; swap is capped to the same total.
+	MemoryMax int64
+	// PidsMax caps the number of tasks.
+	PidsMax int64
+	// CPUMax is the CPU quota in cores (0.5 = half a core).
+	CPUMax float64
+}
+
+// Rlimit is one resource limit the runner sets (setrlimit) before user code.
+type Rlimit struct {
+	// Name is the lower-case resource without RLIMIT_ ("core", "nofile").
+	Name string
+	// Soft and Hard are the limits.
+	Soft, Hard uint64
+}
+
+// DefaultConfig is the recommended configuration: cgroups on, a default
+// profile of 1 GiB / 512 pids / no CPU cap, uids 60000-60999 when root, no
+// core dumps, 1024 open files, no_new_privs.
+func DefaultConfig(stateDir string) Config {
+	return Config{
+		CgroupParent:  "kernpool",
+		CgroupEnabled: true,
+		Profiles:      map[string]Profile{DefaultProfile: {Resources: LimitsResources(Limits{MemoryMax: 1 << 30, PidsMax: 512})}},
+		UIDRange:      [2]int{60000, 60999},
+		RunAsUser:     os.Geteuid() == 0,
+		Rlimits:       []Rlimit{{Name: "core"}, {Name: "nofile", Soft: 1024, Hard: 1024}},
+		NoNewPrivs:    true,
+		StateDir:      stateDir,
+	}
+}
+
+// LimitsResources expresses l as runtime-spec resources (memory+swap = memory).
+func LimitsResources(l Limits) *specs.LinuxResources {
+	r := &specs.LinuxResources{}
+	applyLimits(r, l)
+	return r
+}
+
+func applyLimits(r *specs.LinuxResources, l Limits) {
+	if l.MemoryMax > 0 {
+		mem, swap := l.MemoryMax, l.MemoryMax
+		if r.Memory == nil {
+			r.Memory = &specs.LinuxMemory{}
+		}
+		r.Memory.Limit, r.Memory.Swap = &mem, &swap
+	}
+	if l.PidsMax > 0 {
+		p := l.PidsMax
+		r.Pids = &specs.LinuxPids{Limit: &p}
+	}
+	if l.CPUMax > 0 {
+		q, period := int64(math.Round(l.CPUMax*cpuPeriod)), uint64(cpuPeriod)
+		if r.CPU == nil {
+			r.CPU = &specs.LinuxCPU{}
+		}
+		r.CPU.Quota, r.CPU.Period = &q, &period
+	}
+}
+
+// profileLimits reads a profile's limits back as Limits (0 where unset).
+func profileLimits(r *specs.LinuxResources) Limits {
+	var l Limits
+	if r == nil {
+		return l
+	}
+	if r.Memory != nil && r.Memory.Limit != nil {
+		l.MemoryMax = *r.Memory.Limit
+	}
+	if r.Pids != nil && r.Pids.Limit != nil {
+		l.PidsMax = *r.Pids.Limit
+	}
+	if r.CPU != nil && r.CPU.Quota != nil && *r.CPU.Quota > 0 {
+		period := uint64(cpuPeriod)
+		if r.CPU.Period != nil && *r.CPU.Period > 0 {
+			period = *r.CPU.Period
+		}
+		l.CPUMax = float64(*r.CPU.Quota) / float64(period)
+	}
+	return l
+}
+
+// profile returns the profile mode selects.
+func (c *Config) profile(mode string) Profile {
+	if p, ok := c.Profiles[mode]; ok {
+		return p
+	}
+	return c.Profiles[DefaultProfile]
+}
+
+// resolve applies the request's overrides to mode's profile within the
+// ceiling, returning a private copy of the resources.
+func (c *Config) resolve(mode string, lim Limits) (*specs.LinuxResources, Profile, error) {
+	p := c.profile(mode)
+	if lim.MemoryMax < 0 || lim.PidsMax < 0 || lim.CPUMax < 0 || math.IsNaN(lim.CPUMax) || math.IsInf(lim.CPUMax, 0) {
+		return nil, p, fmt.Errorf("limits %+v: %w: negative or not a number", lim, ErrBadLimit)
+	}
+	base := profileLimits(p.Resources)
+	check := func(field string, want, ceil, prof float64) error {
+		if want == 0 {
+			return nil
+		}
+		bound := ceil
+		if bound == 0 {
+			bound = prof
+		}
+		if bound > 0 && want > bound {
+			return fmt.Errorf("%s %g: %w (%g)", field, want, ErrOverCeiling, bound)
+		}
+		return nil
+	}
+	if err := check("memory_max", float64(lim.MemoryMax), float64(c.Ceiling.MemoryMax), float64(base.MemoryMax)); err != nil {
+		return nil, p, err
+	}
+	if err := check("pids_max", float64(lim.PidsMax), float64(c.Ceiling.PidsMax), float64(base.PidsMax)); err != nil {
+		return nil, p, err
+	}
+	if err := check("cpu_max", lim.CPUMax, c.Ceiling.CPUMax, base.CPUMax); err != nil {
+		return nil, p, err
+	}
+	r := copyResources(p.Resources)
+	applyLimits(r, lim)
+	if r.Memory != nil && r.Memory.Limit != nil && r.Memory.Swap == nil {
+		s := *r.Memory.Limit // no swap unless configured
+		r.Memory.Swap = &s
+	}
+	return r, p, nil
+}
+
+// copyResources copies the parts of r the pool sets, so that overrides
+// never write through to the profile.
+func copyResources(r *specs.LinuxResources) *specs.LinuxResources {
+	out := &specs.LinuxResources{}
+	if r == nil {
+		return out
+	}
+	if r.Memory != nil {
+		m := *r.Memory
+		out.Memory = &m
+	}
+	if r.Pids != nil {
+		p := *r.Pids
+		out.Pids = &p
+	}
+	if r.CPU != nil {
+		c := *r.CPU
+		out.CPU = &c
+	}
+	return out
+}
+
+// validate checks the configuration (without touching the host).
+func (c *Config) validate() error {
+	if c.StateDir == "" || !strings.HasPrefix(c.StateDir, "/") && !isWindowsAbs(c.StateDir) {
+		return fmt.Errorf("%w: StateDir %q must be an absolute path", ErrBadConfig, c.StateDir)
+	}
+	if c.RunAsUser && (c.UIDRange[0] <= 0 || c.UIDRange[1] < c.UIDRange[0]) {
+		return fmt.Errorf("%w: UIDRange %d-%d: want 0 < first <= last", ErrBadConfig, c.UIDRange[0], c.UIDRange[1])
+	}
+	for name, p := range c.Profiles {
+		l := profileLimits(p.Resources)
+		if l.MemoryMax < 0 || l.PidsMax < 0 || l.CPUMax < 0 {
+			return fmt.Errorf("%w: profile %q has a negative limit", ErrBadConfig, name)
+		}
+		if p.PrivateTmp {
+			return fmt.Errorf("%w: profile %q: private /tmp needs a mount between fork and exec, which Go's exec cannot do (each kernel already has its own TMPDIR): %w", ErrBadConfig, name, ErrUnsupported)
+		}
+	}
+	for _, r := range c.Rlimits {
+		if _, ok := rlimitNames[r.Name]; !ok {
+			return fmt.Errorf("%w: unknown rlimit %q", ErrBadConfig, r.Name)
+		}
+		if r.Soft > r.Hard {
+			return fmt.Errorf("%w: rlimit %s soft %d > hard %d", ErrBadConfig, r.Name, r.Soft, r.Hard)
+		}
+	}
+	return nil
+}
+
+func isWindowsAbs(p string) bool { return len(p) > 2 && p[1] == ':' && (p[2] == '\\' || p[2] == '/') }
+
+// rlimitNames are the resources the runner knows (resource.RLIMIT_*).
+var rlimitNames = map[string]struct{}{
+	"core": {}, "nofile": {}, "nproc": {}, "fsize": {}, "as": {}, "data": {}, "stack": {}, "cpu": {}, "memlock": {},
+}
+
+// rlimitEnv renders the KERNPOOL_RLIMITS value: "core=0:0,nofile=1024:1024".
+func rlimitEnv(rl []Rlimit) string {
+	parts := make([]string, 0, len(rl))
+	for _, r := range rl {
+		parts = append(parts, fmt.Sprintf("%s=%d:%d", r.Name, r.Soft, r.Hard))
+	}
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,24 @@
+package isolate
+
+import "errors"
+
+// Sentinel errors. Returned wrapped with an operation prefix; test with errors.Is.
+var (
+	// ErrOverCeiling: a per-request limit exceeds the operator's ceiling;
+	// the message names the field.
+	ErrOverCeiling = errors.New("isolate: limit over the operator ceiling")
+	// ErrBadConfig: the configuration is invalid; the message says why.
+	ErrBadConfig = errors.New("isolate: invalid configuration")
+	// ErrBadLimit: a negative or malformed per-request limit.
+	ErrBadLimit = errors.New("isolate: invalid limit")
+	// ErrNoUID: every uid of the range is in use.
+	ErrNoUID = errors.New("isolate: no free kernel uid")
+	// ErrAccess: the kernel uid cannot use an interpreter or cwd.
+	ErrAccess = errors.New("isolate: kernel uid lacks access")
+	// ErrUnsupported: the platform lacks a facility the configuration asked for.
+	ErrUnsupported = errors.New("isolate: unsupported on this platform")
+	// ErrClosed: the isolator was closed.
+	ErrClosed = errors.New("isolate: closed")
+	// ErrReleased: the sandbox was already released.
+	ErrReleased = errors.New("isolate: sandbox released")
+)

@@ -1,0 +1,249 @@
+package isolate
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/kernpool/kernpool/cgroup"
+)
+
+// Isolator makes the Sandbox of each new kernel. Create it with New.
+type Isolator struct {
+	cfg      Config
+	log      hclog.Logger
+	cg       *cgroup.Manager // nil: process-group fallback
+	uids     *uidPool        // nil: kernels keep the daemon's uid
+	report   Report
+	oomKills atomic.Int64
+	mu       sync.Mutex
+	closed   bool
+}
+
+// New validates cfg, detects the host's cgroup mode, creates (or checks
+// the marker of) the pool parent group, sweeps what a dead instance left
+// in it (processes, groups, their staging dirs), and reserves the uid
+// range. Where cgroups cannot be used it falls back to process groups and
+// Report().Warning() says what is lost.
+func New(cfg Config) (*Isolator, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("isolate: new: %w", err)
+	}
+	i := &Isolator{cfg: cfg, log: cfg.Logger.Named("isolate")}
+	i.report = Report{Platform: runtime.GOOS, NoNewPrivs: cfg.NoNewPrivs, Rlimits: rlimitEnv(cfg.Rlimits)}
+	root := os.Geteuid() == 0
+	if err := i.checkNamespaces(root); err != nil {
+		return nil, fmt.Errorf("isolate: new: %w", err)
+	}
+	if cfg.RunAsUser {
+		if err := i.setupUIDs(root); err != nil {
+			return nil, fmt.Errorf("isolate: new: %w", err)
+		}
+	}
+	i.setupCgroups()
+	if i.uids != nil {
+		// After the sweep: leftovers of a dead instance no longer hold uids.
+		i.uids.tainted = taintedUIDs(cfg.UIDRange[0], cfg.UIDRange[1])
+		i.report.TaintedUIDs = len(i.uids.tainted)
+		if n := len(i.uids.tainted); n > 0 {
+			i.log.Warn("kernel uids with running processes are not used", "count", n)
+		}
+	}
+	if w := i.report.Warning(); w != "" {
+		i.log.Warn("reduced kernel isolation", "detail", w)
+	}
+	return i, nil
+}
+
+func (i *Isolator) checkNamespaces(root bool) error {
+	names := make([]string, 0, len(i.cfg.Profiles))
+	for n := range i.cfg.Profiles {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		p := i.cfg.Profiles[n]
+		if (p.NoNetwork || p.PIDNamespace) && !root {
+			return fmt.Errorf("%w: profile %q asks for namespaces, which need the daemon to run as root", ErrUnsupported, n)
+		}
+		if p.NoNetwork {
+			i.report.Namespaces = append(i.report.Namespaces, "net (profile "+n+")")
+		}
+		if p.PIDNamespace {
+			i.report.Namespaces = append(i.report.Namespaces, "pid (profile "+n+")")
+		}
+	}
+	return nil
+}
+
+func (i *Isolator) setupUIDs(root bool) error {
+	first, last := i.cfg.UIDRange[0], i.cfg.UIDRange[1]
+	if !root {
+		i.report.Lost = append(i.report.Lost, "a uid of their own (the daemon is not root)")
+		i.report.Advice = append(i.report.Advice, "run the daemon as root to run kernels as unprivileged uids")
+		return nil
+	}
+	if hits := rangeEntries(first, last); len(hits) > 0 {
+		return fmt.Errorf("%w: uid range %d-%d overlaps %s: choose a range with no users or groups", ErrBadConfig, first, last, strings.Join(hits, ", "))
+	}
+	i.uids = newUIDPool(first, last, i.cfg.PerOwnerUID, nil)
+	i.report.RunAsUser, i.report.UIDFirst, i.report.UIDLast, i.report.PerOwnerUID = true, first, last, i.cfg.PerOwnerUID
+	return nil
+}
+
+func taintedUIDs(first, last int) map[int]bool {
+	t := map[int]bool{}
+	for uid := range procUIDs() {
+		if uid >= first && uid <= last {
+			t[uid] = true
+		}
+	}
+	return t
+}
+
+func (i *Isolator) setupCgroups() {
+	i.report.CgroupMode = cgroup.DetectMode("").String()
+	runAs := i.uids != nil
+	if !i.cfg.CgroupEnabled {
+		i.report.CgroupReason = "disabled by configuration"
+		i.report.Lost = append(i.report.Lost, cgroupLosses(runAs, i.cfg.PerOwnerUID)...)
+		i.report.Advice = append(i.report.Advice, "enable cgroups in the configuration")
+		return
+	}
+	m, err := cgroup.New(cgroup.Config{Parent: i.cfg.CgroupParent, Marker: i.cfg.StateDir, StateDir: i.cfg.StateDir, Logger: i.log})
+	if err != nil {
+		i.report.CgroupReason = err.Error()
+		i.report.Lost = append(i.report.Lost, cgroupLosses(runAs, i.cfg.PerOwnerUID)...)
+		i.report.Advice = append(i.report.Advice, cgroupAdvice(err))
+		return
+	}
+	i.cg = m
+	info := m.Info()
+	i.report.CgroupActive = true
+	i.report.Controllers, i.report.Parents = info.Controllers, info.Parents
+	i.report.Delegated, i.report.DaemonLeaf = info.Delegated, info.DaemonLeaf
+	i.report.Placement, i.report.Kill = info.Placement, info.Kill
+	for _, c := range []string{"memory", "pids", "cpu"} {
+		if !contains(info.Controllers, c) {
+			i.report.Lost = append(i.report.Lost, c+" limits (controller not available to the pool)")
+			i.report.Advice = append(i.report.Advice, "enable the "+c+" controller for the pool parent's ancestors (Delegate=yes under systemd)")
+		}
+	}
+	res, err := m.Sweep()
+	if err != nil {
+		i.log.Error("sweep of leftover kernel groups incomplete", "error", err)
+	}
+	i.report.Swept = len(res.Groups)
+	for _, id := range res.Groups {
+		if err := os.RemoveAll(filepath.Join(i.cfg.StateDir, "kernels", id)); err != nil {
+			i.log.Error("cannot remove a leftover staging dir", "kernel", id, "error", err)
+		}
+	}
+}
+
+func cgroupAdvice(err error) string {
+	switch {
+	case errors.Is(err, cgroup.ErrForeign):
+		return "remove the unmarked group or set another cgroup parent"
+	case os.Geteuid() != 0:
+		return "run the daemon as root, or under systemd with Delegate=yes"
+	default:
+		return "mount cgroupfs writable (a container needs a delegated cgroup namespace)"
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// NewSandbox reserves what one kernel needs: its uid and its cgroup with
+// mode's profile and the request's overrides (bounded by the ceiling).
+func (i *Isolator) NewSandbox(id, owner, mode string, lim Limits) (*Sandbox, error) {
+	res, prof, err := i.cfg.resolve(mode, lim)
+	if err != nil {
+		return nil, fmt.Errorf("isolate: new sandbox %s: %w", id, err)
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.closed {
+		return nil, fmt.Errorf("isolate: new sandbox %s: %w", id, ErrClosed)
+	}
+	s := &Sandbox{iso: i, id: id, profile: prof, uid: -1, gid: -1, log: i.log.With("kernel", id)}
+	if i.uids != nil {
+		if s.uid, err = i.uids.acquire(owner); err != nil {
+			return nil, fmt.Errorf("isolate: new sandbox %s: %w", id, err)
+		}
+		s.gid = s.uid
+	}
+	if i.cg != nil {
+		if s.group, err = i.cg.NewGroup(id, res); err != nil {
+			if s.uid >= 0 {
+				i.uids.release(s.uid)
+			}
+			return nil, fmt.Errorf("isolate: new sandbox %s: %w", id, err)
+		}
+	}
+	return s, nil
+}
+
+// CheckAccess reports whether a kernel uid can execute interpreter and
+// enter cwd ("" skips it), with a message naming the path and mode bits at
+// fault. The daemon calls it at start for its configured defaults.
+func (i *Isolator) CheckAccess(interpreter, cwd string) error {
+	uid, gid := os.Geteuid(), os.Getegid()
+	if i.uids != nil {
+		uid, gid = i.cfg.UIDRange[0], i.cfg.UIDRange[0] // every range uid is an "other"
+	}
+	if err := canUse(interpreter, uid, gid, false); err != nil {
+		return fmt.Errorf("isolate: interpreter: %w", err)
+	}
+	if cwd != "" {
+		if err := canUse(cwd, uid, gid, true); err != nil {
+			return fmt.Errorf("isolate: cwd: %w", err)
+		}
+	}
+	return nil
+}
+
+// Report says what isolation kernels get here.
+func (i *Isolator) Report() Report {
+	r := i.report
+	r.Lost = append([]string(nil), r.Lost...)
+	r.Advice = append([]string(nil), r.Advice...)
+	return r
+}
+
+// OOMKills counts kernels the memory limit killed since New.
+func (i *Isolator) OOMKills() int64 { return i.oomKills.Load() }
+
+// Close removes the pool parent group if no kernel group is left in it.
+// Sandboxes already made keep working. Idempotent.
+func (i *Isolator) Close() error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.closed {
+		return nil
+	}
+	i.closed = true
+	if i.cg != nil {
+		if err := i.cg.Close(); err != nil {
+			return fmt.Errorf("isolate: close: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,140 @@
+package isolate
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Report says what isolation kernels get on this host and what is missing:
+// `kernpool doctor` prints String(), the daemon logs Warning() once at start.
+type Report struct {
+	// Platform is GOOS.
+	Platform string
+	// CgroupMode is the host's cgroup layout ("hybrid (...)", "none").
+	CgroupMode string
+	// CgroupActive: every kernel gets its own cgroup.
+	CgroupActive bool
+	// CgroupReason says why cgroups are not used ("" when active).
+	CgroupReason string
+	// Controllers the pool uses (memory, pids, cpu, ...).
+	Controllers []string
+	// Parents are the pool parent groups.
+	Parents []string
+	// Delegated: the daemon's own v2 group is delegated to it.
+	Delegated bool
+	// DaemonLeaf is the leaf group the daemon moved into ("" if none).
+	DaemonLeaf string
+	// Placement and Kill say how a kernel enters its group and how its tree dies.
+	Placement, Kill string
+	// RunAsUser: kernels run as uids from UIDFirst-UIDLast.
+	RunAsUser         bool
+	UIDFirst, UIDLast int
+	// PerOwnerUID: one stable uid per owner instead of per kernel.
+	PerOwnerUID bool
+	// TaintedUIDs counts range uids skipped because processes used them at start.
+	TaintedUIDs int
+	// NoNewPrivs and Rlimits are applied by the runner before user code.
+	NoNewPrivs bool
+	Rlimits    string
+	// Namespaces lists the namespaces profiles ask for (e.g. "net (profile x)").
+	Namespaces []string
+	// Swept counts leftover kernel groups of a dead instance removed at start.
+	Swept int
+	// Lost lists the protections kernels do not get here.
+	Lost []string
+	// Advice says what to change to get them.
+	Advice []string
+}
+
+// String renders the report for `kernpool doctor`.
+func (r Report) String() string {
+	var b strings.Builder
+	w := func(k, v string) { fmt.Fprintf(&b, "%-18s %s\n", k+":", v) }
+	w("platform", r.Platform)
+	w("cgroup mode", orNone(r.CgroupMode))
+	if r.CgroupActive {
+		w("cgroups", "one group per kernel")
+		w("controllers", orNone(strings.Join(r.Controllers, " ")))
+		w("pool parent", strings.Join(r.Parents, " "))
+		w("delegation", delegation(r))
+		w("placement", r.Placement)
+		w("tree kill", r.Kill)
+	} else {
+		w("cgroups", "not used: "+r.CgroupReason)
+		w("tree kill", "process group (killpg)"+uidKill(r))
+	}
+	if r.RunAsUser {
+		mode := "one uid/gid per live kernel"
+		if r.PerOwnerUID {
+			mode = "one stable uid/gid per owner"
+		}
+		w("kernel uids", fmt.Sprintf("%d-%d, %s, no supplementary groups (%d skipped: in use)", r.UIDFirst, r.UIDLast, mode, r.TaintedUIDs))
+	} else {
+		w("kernel uids", "the daemon's own uid")
+	}
+	w("process", "own process group, SIGKILL on daemon death (Pdeathsig + stdin EOF)")
+	w("no_new_privs", fmt.Sprint(r.NoNewPrivs))
+	w("rlimits", orNone(r.Rlimits))
+	w("namespaces", orNone(strings.Join(r.Namespaces, ", ")))
+	if r.Swept > 0 {
+		w("crash recovery", fmt.Sprintf("swept %d leftover kernel group(s)", r.Swept))
+	}
+	if len(r.Lost) > 0 {
+		w("missing", strings.Join(r.Lost, "; "))
+		w("to get more", strings.Join(r.Advice, "; "))
+	} else {
+		w("missing", "nothing")
+	}
+	return b.String()
+}
+
+// Warning is the one start-up warning ("" when nothing is lost).
+func (r Report) Warning() string {
+	if len(r.Lost) == 0 {
+		return ""
+	}
+	msg := "reduced kernel isolation: kernels lose " + strings.Join(r.Lost, "; ")
+	if r.CgroupReason != "" {
+		msg += " (cgroups: " + r.CgroupReason + ")"
+	}
+	if len(r.Advice) > 0 {
+		msg += ". To get more: " + strings.Join(r.Advice, "; ")
+	}
+	return msg
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+func delegation(r Report) string {
+	switch {
+	case r.Delegated && r.DaemonLeaf != "":
+		return "delegated; daemon moved into " + r.DaemonLeaf
+	case r.Delegated:
+		return "delegated"
+	case r.DaemonLeaf != "":
+		return "daemon moved into " + r.DaemonLeaf
+	default:
+		return "not delegated (pool parent created from the hierarchy root)"
+	}
+}
+
+func uidKill(r Report) string {
+	if r.RunAsUser && !r.PerOwnerUID {
+		return " + every process of the kernel's own uid"
+	}
+	return ""
+}
+
+// cgroupLosses is what a kernel lacks without its own cgroup.
+func cgroupLosses(runAs, perOwner bool) []string {
+	lost := []string{"memory, pids and cpu limits", "OOM-kill reporting", "per-kernel stats"}
+	if !runAs || perOwner {
+		lost = append(lost, "killing descendants that leave the process group (setsid, double fork)")
+	}
+	return lost
+}

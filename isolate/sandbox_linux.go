@@ -1,0 +1,233 @@
+package isolate
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/kernpool/kernpool/cgroup"
+	"github.com/kernpool/kernpool/kernel"
+)
+
+// releaseTimeout bounds how long Release waits for a group to empty.
+const releaseTimeout = 5 * time.Second
+
+// Sandbox confines one kernel; it implements kernel.Sandbox.
+type Sandbox struct {
+	iso     *Isolator
+	id      string
+	profile Profile
+	uid     int // -1: the daemon's own
+	gid     int
+	group   *cgroup.Group // nil: process-group fallback
+	log     hclog.Logger
+
+	mu       sync.Mutex
+	cgfd     *os.File
+	pid      int
+	released bool
+	verdict  kernel.Verdict
+	relErr   error
+}
+
+var _ kernel.Sandbox = (*Sandbox)(nil)
+
+// Prepare sets the child's process attributes (own process group,
+// Pdeathsig, credentials with no supplementary groups, namespaces, the v2
+// cgroup fd), appends the runner's KERNPOOL_* variables, and gives the
+// staging tree and the group files the kernel writes to its uid.
+func (s *Sandbox) Prepare(cmd *exec.Cmd, staging string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.released {
+		return fmt.Errorf("isolate: prepare %s: %w", s.id, ErrReleased)
+	}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	a := cmd.SysProcAttr
+	a.Setpgid, a.Pgid, a.Pdeathsig = true, 0, syscall.SIGKILL
+	if s.uid >= 0 {
+		a.Credential = &syscall.Credential{Uid: uint32(s.uid), Gid: uint32(s.gid), Groups: []uint32{}}
+		if err := chownTree(staging, s.uid, s.gid); err != nil {
+			return fmt.Errorf("isolate: prepare %s: chown staging: %w", s.id, err)
+		}
+	}
+	if s.profile.NoNetwork {
+		a.Cloneflags |= syscall.CLONE_NEWNET
+	}
+	if s.profile.PIDNamespace {
+		a.Cloneflags |= syscall.CLONE_NEWPID
+	}
+	var env []string
+	if s.group != nil {
+		if err := s.prepareGroup(a, &env); err != nil {
+			return fmt.Errorf("isolate: prepare %s: %w", s.id, err)
+		}
+	}
+	if rl := rlimitEnv(s.iso.cfg.Rlimits); rl != "" {
+		env = append(env, kernel.EnvRlimits+"="+rl)
+	}
+	if s.iso.cfg.NoNewPrivs {
+		env = append(env, kernel.EnvNoNewPrivs+"=1")
+	}
+	cmd.Env = append(cmd.Env, env...)
+	return nil
+}
+
+func (s *Sandbox) prepareGroup(a *syscall.SysProcAttr, env *[]string) error {
+	if s.uid >= 0 {
+		if err := s.group.Chown(s.uid, s.gid); err != nil {
+			return err
+		}
+	}
+	if files := s.group.PlacementFiles(); len(files) > 0 {
+		*env = append(*env, kernel.EnvCgroupProcs+"="+strings.Join(files, string(os.PathListSeparator)))
+	} else {
+		f, err := s.group.OpenFD()
+		if err != nil {
+			return err
+		}
+		if s.cgfd != nil {
+			_ = s.cgfd.Close()
+		}
+		s.cgfd = f
+		a.UseCgroupFD, a.CgroupFD = true, int(f.Fd())
+	}
+	if kf := s.group.KillFile(); kf != "" {
+		*env = append(*env, kernel.EnvCgroupKill+"="+kf)
+	}
+	return nil
+}
+
+// Started records the kernel's pid and closes the cgroup fd.
+func (s *Sandbox) Started(pid int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pid = pid
+	if s.cgfd != nil {
+		err := s.cgfd.Close()
+		s.cgfd = nil
+		if err != nil {
+			return fmt.Errorf("isolate: started %s: %w", s.id, err)
+		}
+	}
+	return nil
+}
+
+// Kill SIGKILLs every process of the kernel: the whole cgroup, plus the
+// process group (which also covers the instant before a v1 kernel placed
+// itself), plus, without a cgroup but with a uid of its own, every process
+// of that uid. Idempotent and safe to call concurrently.
+func (s *Sandbox) Kill() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.killLocked()
+}
+
+func (s *Sandbox) killLocked() error {
+	var err error
+	if s.group != nil {
+		err = s.group.Kill()
+	}
+	// Not after Release: an empty process group's number may be reused.
+	// Between the leader's reap and Release (microseconds) it cannot be.
+	if s.pid > 0 && !s.released {
+		_ = syscall.Kill(-s.pid, syscall.SIGKILL)
+	}
+	if s.group == nil && s.uid >= 0 && !s.iso.cfg.PerOwnerUID {
+		killUID(s.uid)
+	}
+	if err != nil {
+		return fmt.Errorf("isolate: kill %s: %w", s.id, err)
+	}
+	return nil
+}
+
+// Release runs once after the kernel's main process was reaped: it kills
+// what is left and waits until the cgroup is empty, reads the OOM verdict,
+// removes the group, and frees the uid (only once nothing of it runs).
+// Later calls return the first call's result.
+func (s *Sandbox) Release() (kernel.Verdict, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.released {
+		return s.verdict, s.relErr
+	}
+	if s.group == nil {
+		_ = s.killLocked() // before released: includes the process group
+	}
+	s.released = true
+	if s.cgfd != nil {
+		_ = s.cgfd.Close()
+		s.cgfd = nil
+	}
+	clean := true
+	if s.group != nil {
+		s.verdict, clean, s.relErr = s.releaseGroup()
+	} else {
+		if s.uid >= 0 && !s.iso.cfg.PerOwnerUID && len(procUIDs()[s.uid]) > 0 {
+			clean = false
+		}
+	}
+	if s.uid >= 0 {
+		if clean {
+			s.iso.uids.release(s.uid)
+		} else {
+			s.iso.uids.taint(s.uid)
+			s.log.Error("kernel processes outlived their kernel; its uid is retired", "uid", s.uid)
+		}
+	}
+	return s.verdict, s.relErr
+}
+
+func (s *Sandbox) releaseGroup() (kernel.Verdict, bool, error) {
+	v := kernel.Verdict{MemoryLimit: s.group.MemoryLimit()}
+	var errs []error
+	if err := s.group.Kill(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := s.group.WaitEmpty(releaseTimeout); err != nil {
+		return v, false, fmt.Errorf("isolate: release %s: %w", s.id, err)
+	}
+	oom, err := s.group.OOMKilled()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if oom {
+		v.OOMKilled = true
+		s.iso.oomKills.Add(1)
+		s.log.Warn("kernel killed at its memory limit", "limit", kernel.FormatBytes(v.MemoryLimit))
+	}
+	if err := s.group.Remove(releaseTimeout); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return v, true, fmt.Errorf("isolate: release %s: %w", s.id, err)
+	}
+	return v, true, nil
+}
+
+// Stats reads live figures from the kernel's cgroup (zeros without one).
+func (s *Sandbox) Stats() (kernel.Stats, error) {
+	if s.group == nil {
+		return kernel.Stats{}, nil
+	}
+	st, err := s.group.Stats()
+	if err != nil {
+		return kernel.Stats{}, fmt.Errorf("isolate: stats %s: %w", s.id, err)
+	}
+	return kernel.Stats{MemoryCurrent: st.MemoryCurrent, MemoryPeak: st.MemoryPeak, Pids: st.Pids, CPUTime: st.CPUTime}, nil
+}
+
+// UID is the uid the kernel runs as (-1: the daemon's own).
+func (s *Sandbox) UID() int { return s.uid }
+
+// ID is the kernel id the sandbox was made for.
+func (s *Sandbox) ID() string { return s.id }

@@ -1,0 +1,228 @@
+package isolate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kernpool/kernpool/kernel"
+)
+
+// procsOf lists the pids in the kernel's cgroup.
+func procsOf(t testing.TB, sb *Sandbox) []int {
+	t.Helper()
+	pids, err := sb.group.Procs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pids
+}
+
+func TestOOMKilledKernelIsReportedAndNextKernelRuns(t *testing.T) {
+	requireCgroups(t)
+	requirePython(t)
+	iso := newIso(t, nil)
+	k, sb := startKernel(t, iso, "alice", "default", Limits{MemoryMax: 64 << 20})
+	run(t, k, "x = 1")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	_, err := k.Exec(ctx, kernel.Cell{Code: "b = bytearray(256 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\n"})
+	var de *kernel.DeathError
+	if !errors.As(err, &de) {
+		t.Fatalf("Exec err = %v, want a *kernel.DeathError", err)
+	}
+	if !de.OOMKilled || de.MemoryLimit != 64<<20 {
+		t.Fatalf("death = %+v, want OOMKilled at 64MiB", de)
+	}
+	if !strings.Contains(de.Error(), "64MiB") {
+		t.Errorf("error %q does not name the limit", de.Error())
+	}
+	<-k.Done()
+	if v := k.Verdict(); !v.OOMKilled {
+		t.Errorf("verdict = %+v", v)
+	}
+	if n := iso.OOMKills(); n != 1 {
+		t.Errorf("OOMKills = %d, want 1", n)
+	}
+	assertGone(t, iso, sb.id, nil)
+	// The next kernel of the same owner starts fresh and works.
+	k2, _ := startKernel(t, iso, "alice", "default", Limits{MemoryMax: 64 << 20})
+	if r := run(t, k2, "print('x' in globals())"); strings.TrimSpace(r.Stdout) != "False" {
+		t.Errorf("fresh kernel stdout = %q", r.Stdout)
+	}
+}
+
+func TestForkBombIsContainedAndTornDown(t *testing.T) {
+	requireCgroups(t)
+	requirePython(t)
+	iso := newIso(t, nil)
+	k, sb := startKernel(t, iso, "mallory", "default", Limits{PidsMax: 64})
+	run(t, k, `import os, time
+if os.fork() == 0:
+    while True:
+        try:
+            os.fork()
+        except OSError:
+            time.sleep(0.01)
+time.sleep(0.5)
+`)
+	st, err := sb.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Pids < 32 || st.Pids > 64 {
+		t.Errorf("pids in the group = %d, want the bomb capped at 64", st.Pids)
+	}
+	pids := procsOf(t, sb)
+	if err := k.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	assertGone(t, iso, sb.id, pids)
+	if left := procUIDs()[sb.UID()]; sb.UID() >= 0 && len(left) > 0 {
+		t.Errorf("processes of uid %d left: %v", sb.UID(), left)
+	}
+}
+
+// escapeCell leaves a setsid grandchild and a double-forked daemon behind.
+const escapeCell = `import os, subprocess, time
+subprocess.Popen(["sleep", "300"], start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.closerange(0, 3)
+        time.sleep(300)
+    os._exit(0)
+time.sleep(0.2)
+`
+
+func TestEscapedDescendantsDieOnEveryTeardown(t *testing.T) {
+	requireCgroups(t)
+	requirePython(t)
+	iso := newIso(t, nil)
+	cases := []struct {
+		name     string
+		teardown func(t *testing.T, k *kernel.Kernel)
+	}{
+		{"kill (reset, owner shutdown, eviction)", func(t *testing.T, k *kernel.Kernel) {
+			if err := k.Kill(); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"timeout", func(t *testing.T, k *kernel.Kernel) {
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			if _, err := k.Exec(ctx, kernel.Cell{Code: "import time\ntime.sleep(60)"}); !errors.Is(err, kernel.ErrTimeout) {
+				t.Fatalf("Exec = %v, want ErrTimeout", err)
+			}
+			<-k.Done()
+		}},
+		{"sys.exit", func(t *testing.T, k *kernel.Kernel) {
+			_, _ = k.Exec(context.Background(), kernel.Cell{Code: "import sys\nsys.exit(3)"})
+			<-k.Done()
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			k, sb := startKernel(t, iso, "alice", "default", Limits{})
+			run(t, k, escapeCell)
+			pids := procsOf(t, sb)
+			if len(pids) < 3 {
+				t.Fatalf("group has %v, want the kernel, a setsid child and a daemon", pids)
+			}
+			c.teardown(t, k)
+			assertGone(t, iso, sb.id, pids)
+			if _, err := os.Stat(k.StagingDir()); !os.IsNotExist(err) {
+				t.Errorf("staging dir remains: %v", err)
+			}
+		})
+	}
+}
+
+func TestKernelStartsConfined(t *testing.T) {
+	requireCgroups(t)
+	requirePython(t)
+	iso := newIso(t, nil)
+	k, sb := startKernel(t, iso, "alice", "default", Limits{})
+	r := run(t, k, `import os, resource
+print(os.getuid(), os.getgid(), os.getgroups())
+print(resource.getrlimit(resource.RLIMIT_CORE), resource.getrlimit(resource.RLIMIT_NOFILE))
+print([l for l in open("/proc/self/status") if l.startswith("NoNewPrivs")][0].split()[1])
+print(os.getpgrp() == os.getpid())
+print(open("/proc/self/cgroup").read().count("/`+sb.id+`"))
+print(sorted(k for k in os.environ if k.startswith(("KERNPOOL_CGROUP", "KERNPOOL_RLIMITS", "KERNPOOL_NO_NEW"))))
+`)
+	lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
+	uid := sb.UID()
+	if uid < 60000 || uid > 60999 {
+		t.Fatalf("uid = %d, want one from 60000-60999", uid)
+	}
+	want := []string{
+		fmt.Sprintf("%d %d []", uid, uid),
+		"(0, 0) (1024, 1024)",
+		"1",
+		"True",
+	}
+	for i, w := range want {
+		if lines[i] != w {
+			t.Errorf("line %d = %q, want %q", i, lines[i], w)
+		}
+	}
+	if n, _ := strconv.Atoi(lines[4]); n < len(iso.Report().Controllers)-1 || n == 0 {
+		t.Errorf("kernel is in %s of its groups, controllers %v", lines[4], iso.Report().Controllers)
+	}
+	if lines[5] != "[]" {
+		t.Errorf("runner variables visible to cells: %s", lines[5])
+	}
+	st, err := sb.Stats()
+	if err != nil || st.MemoryCurrent <= 0 || st.Pids < 1 {
+		t.Errorf("stats = %+v, %v", st, err)
+	}
+}
+
+func TestOwnersAreSeparated(t *testing.T) {
+	requireRoot(t)
+	requirePython(t)
+	iso := newIso(t, nil)
+	ka, sa := startKernel(t, iso, "alice", "default", Limits{})
+	kb, sb := startKernel(t, iso, "bob", "default", Limits{})
+	if sa.UID() == sb.UID() || sa.UID() < 0 || sb.UID() < 0 {
+		t.Fatalf("uids %d and %d, want two distinct kernel uids", sa.UID(), sb.UID())
+	}
+	run(t, kb, "open('/tmp/x', 'w') if False else None\nimport os\nopen(os.environ['TMPDIR'] + '/secret', 'w').write('b')")
+	r := run(t, ka, fmt.Sprintf(`import os, signal
+def try_(f):
+    try:
+        f()
+        return "ALLOWED"
+    except PermissionError:
+        return "denied"
+print(try_(lambda: os.listdir(%[1]q)))
+print(try_(lambda: open(%[1]q + "/tmp/secret").read()))
+print(try_(lambda: os.kill(%[2]d, signal.SIGKILL)))
+print(try_(lambda: open("/proc/%[3]d/environ").read()))
+`, kb.StagingDir(), kb.Pid(), os.Getpid()))
+	for i, line := range strings.Split(strings.TrimSpace(r.Stdout), "\n") {
+		if line != "denied" {
+			t.Errorf("check %d: %s (want denied)", i, line)
+		}
+	}
+	run(t, kb, "pass") // b survived a's attempts
+}
+
+func TestNamespaces(t *testing.T) {
+	requireRoot(t)
+	requirePython(t)
+	iso := newIso(t, func(c *Config) {
+		c.Profiles["sealed"] = Profile{NoNetwork: true, PIDNamespace: true}
+	})
+	k, _ := startKernel(t, iso, "alice", "sealed", Limits{})
+	r := run(t, k, "import os, socket\nprint(os.getpid(), [n for _, n in socket.if_nameindex()])")
+	if got := strings.TrimSpace(r.Stdout); got != "1 ['lo']" {
+		t.Errorf("sealed kernel sees %q, want pid 1 and only lo", got)
+	}
+}

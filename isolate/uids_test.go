@@ -1,0 +1,65 @@
+package isolate
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestUIDPoolPerKernel(t *testing.T) {
+	p := newUIDPool(100, 102, false, map[int]bool{101: true})
+	a, err := p.acquire("alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := p.acquire("alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a == b || a == 101 || b == 101 {
+		t.Fatalf("got %d, %d; want two distinct untainted uids", a, b)
+	}
+	if _, err := p.acquire("bob"); !errors.Is(err, ErrNoUID) {
+		t.Fatalf("third acquire: %v, want ErrNoUID", err)
+	}
+	p.release(a)
+	c, err := p.acquire("bob")
+	if err != nil || c != a {
+		t.Fatalf("after release: %d, %v; want %d", c, err, a)
+	}
+}
+
+func TestUIDPoolPerOwner(t *testing.T) {
+	p := newUIDPool(60000, 60009, true, nil)
+	a1, _ := p.acquire("alice")
+	a2, _ := p.acquire("alice")
+	b1, _ := p.acquire("bob")
+	if a1 != a2 {
+		t.Fatalf("alice got %d and %d; want one stable uid", a1, a2)
+	}
+	if b1 == a1 {
+		t.Fatalf("bob shares alice's uid %d", a1)
+	}
+	p.release(a1)
+	if a3, _ := p.acquire("alice"); a3 != a1 {
+		t.Fatalf("alice lost her uid while a kernel held it: %d vs %d", a3, a1)
+	}
+	p.release(a1)
+	p.release(a1)
+	p.release(a1)
+	if p.inUse() != 1 {
+		t.Fatalf("in use = %d, want 1 (bob)", p.inUse())
+	}
+	// A stable uid survives release: the hash puts alice back on it.
+	if a4, _ := p.acquire("alice"); a4 != a1 {
+		t.Fatalf("alice's uid not stable: %d vs %d", a4, a1)
+	}
+}
+
+func TestUIDPoolTaint(t *testing.T) {
+	p := newUIDPool(1, 1, false, nil)
+	u, _ := p.acquire("x")
+	p.taint(u)
+	if _, err := p.acquire("x"); !errors.Is(err, ErrNoUID) {
+		t.Fatalf("tainted uid reused: %v", err)
+	}
+}
