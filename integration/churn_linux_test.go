@@ -1,0 +1,161 @@
+//go:build integration && linux
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+// teardown is one way a kernel's life ends.
+type teardown struct {
+	name string
+	run  func(d *Daemon, owner string) error
+}
+
+func exec1(d *Daemon, owner, code, timeout string, reset bool) (Result, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), scaled(2*time.Minute))
+	defer cancel()
+	res, err := d.API().Execute(ctx, ExecReq{Owner: owner, Code: code, Timeout: timeout, Reset: reset})
+	if err == nil {
+		d.noteResult(res)
+	}
+	return res, err
+}
+
+// want returns a check that a call was answered with status.
+func want(status string) func(Result, error) error {
+	return func(res Result, err error) error {
+		if err != nil {
+			return err
+		}
+		if res.Status != status {
+			return fmt.Errorf("status %q, want %q (error %q)", res.Status, status, res.Error)
+		}
+		return nil
+	}
+}
+
+// ended checks that a call was answered and says its kernel ended.
+func ended(res Result, err error) error {
+	if err != nil {
+		return err
+	}
+	if !res.Kernel.Ended {
+		return fmt.Errorf("kernel.ended false after its end (status %q, error %q)", res.Status, res.Error)
+	}
+	return nil
+}
+
+func teardowns() []teardown {
+	shutdown := func(d *Daemon, owner string) error { return d.API().Shutdown(context.Background(), owner) }
+	return []teardown{
+		{"reset", func(d *Daemon, o string) error {
+			if err := want("success")(exec1(d, o, "x = 1", "30s", false)); err != nil {
+				return err
+			}
+			res, err := exec1(d, o, "print('x' in globals())", "30s", true)
+			if err := want("success")(res, err); err != nil {
+				return err
+			}
+			if !res.Kernel.StateReset {
+				return fmt.Errorf("reset cell: state_reset false")
+			}
+			return shutdown(d, o)
+		}},
+		{"timeout", func(d *Daemon, o string) error {
+			return want("timeout")(exec1(d, o, "import time\ntime.sleep(60)", "1s", false))
+		}},
+		{"sys_exit", func(d *Daemon, o string) error { return ended(exec1(d, o, "import sys\nsys.exit(3)", "30s", false)) }},
+		{"self_kill", func(d *Daemon, o string) error {
+			return ended(exec1(d, o, "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", "30s", false))
+		}},
+		{"exception_then_shutdown", func(d *Daemon, o string) error {
+			if err := want("error")(exec1(d, o, "1/0", "30s", false)); err != nil {
+				return err
+			}
+			return shutdown(d, o)
+		}},
+		{"kill_by_id", func(d *Daemon, o string) error {
+			res, err := exec1(d, o, "print(1)", "30s", false)
+			if err := want("success")(res, err); err != nil {
+				return err
+			}
+			return d.API().Kill(context.Background(), res.Kernel.ID)
+		}},
+		{"lru_eviction", func(d *Daemon, o string) error { return want("success")(exec1(d, o, "print(1)", "30s", false)) }},
+		{"idle_reap", func(d *Daemon, o string) error { return want("success")(exec1(d, o, "y = 2", "30s", false)) }},
+		{"oom", func(d *Daemon, o string) error {
+			res, err := exec1(d, o, "b = b'x' * (256 << 20)", "60s", false)
+			if err != nil {
+				return err
+			}
+			if !res.Kernel.OOMKilled {
+				return fmt.Errorf("hog not reported as OOM: %+v", res.Kernel)
+			}
+			return nil
+		}},
+		{"grandchild_then_shutdown", func(d *Daemon, o string) error {
+			if err := want("success")(exec1(d, o, setsidGrandchild, "30s", false)); err != nil {
+				return err
+			}
+			return shutdown(d, o)
+		}},
+	}
+}
+
+// TestChurn: KERNPOOL_CHURN (1,000) kernel lifecycles, each ending a
+// different way (reset, timeout, sys.exit, self-kill, owner shutdown, kill
+// by id, LRU eviction under a cap of 4, idle reaping, OOM, escaped
+// grandchild), 4 at a time; afterwards nothing of any kernel is left.
+func TestChurn(t *testing.T) {
+	requireRoot(t)
+	n := envInt("KERNPOOL_CHURN", 1000)
+	o := capped()
+	o.MaxKernels, o.IdleTimeout = 4, "2s"
+	d := StartDaemon(t, o)
+	tds := teardowns()
+	type failure struct {
+		kind string
+		err  error
+	}
+	var mu sync.Mutex
+	var fails []failure
+	work := make(chan int)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				td := tds[i%len(tds)]
+				if err := td.run(d, fmt.Sprintf("churn-%d", i)); err != nil {
+					mu.Lock()
+					fails = append(fails, failure{td.name, err})
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	t.Logf("%d lifecycles in %v, %d failed", n, time.Since(start).Round(time.Millisecond), len(fails))
+	for i, f := range fails {
+		if i == 20 {
+			t.Errorf("... and %d more", len(fails)-20)
+			break
+		}
+		t.Errorf("lifecycle %s: %v", f.kind, f.err)
+	}
+	for i := 0; i < n; i++ {
+		_ = d.API().Shutdown(context.Background(), fmt.Sprintf("churn-%d", i))
+	}
+	d.AssertClean(t)
+}
