@@ -65,6 +65,7 @@ func TestTimeoutKillsKernelAndReportsStateLoss(t *testing.T) {
 		t.Fatalf("timeout result = %+v", res)
 	}
 	assertDead(t, pid)
+	assertStagingGone(t, p, warm.Kernel.ID)
 	next := run(t, p, Request{Code: "print('x' in globals())"})
 	if next.Output != "False\n" || next.Kernel.Reused || next.Kernel.ID == warm.Kernel.ID {
 		t.Fatalf("after timeout = %+v", next)
@@ -176,6 +177,7 @@ func TestKillByID(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertDead(t, pid)
+	assertStagingGone(t, p, res.Kernel.ID)
 	if err := p.Kill(res.Kernel.ID); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("second Kill = %v, want ErrNotFound", err)
 	}
@@ -207,6 +209,7 @@ func TestLRUCapEvictsAcrossOwners(t *testing.T) {
 	c := run(t, p, Request{Owner: "c", Code: "pass"})
 	wantStatus(t, c, StatusSuccess)
 	assertDead(t, pidB)
+	assertStagingGone(t, p, b.Kernel.ID)
 	if !pidAlive(pidA) {
 		t.Fatal("the recently used kernel was evicted")
 	}
@@ -245,6 +248,10 @@ func TestIdleKernelsAreReaped(t *testing.T) {
 	res := run(t, p, Request{Code: "pass"})
 	pid := pidOf(t, p, res.Kernel.ID)
 	waitFor(t, "the reaper", func() bool { return len(p.List()) == 0 && !pidAlive(pid) })
+	waitFor(t, "the reaped staging dir to go", func() bool {
+		_, err := os.Stat(filepath.Join(p.cfg.StateDir, "kernels", res.Kernel.ID))
+		return os.IsNotExist(err)
+	})
 	if st := p.Stats(); st.Reaped != 1 {
 		t.Fatalf("reaped counter = %d", st.Reaped)
 	}

@@ -142,3 +142,14 @@ func pidOf(t testing.TB, p *Pool, id string) int {
 	t.Fatalf("kernel %s is not listed", id)
 	return 0
 }
+
+// assertStagingGone fails if the staging dir of kernel id survived its teardown.
+func assertStagingGone(t testing.TB, p *Pool, id string) {
+	t.Helper()
+	if id == "" {
+		t.Fatal("no kernel id")
+	}
+	if _, err := os.Stat(filepath.Join(p.cfg.StateDir, "kernels", id)); !os.IsNotExist(err) {
+		t.Fatalf("staging dir of %s survived its teardown (stat: %v)", id, err)
+	}
+}

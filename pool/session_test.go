@@ -107,6 +107,7 @@ func TestSysExitEndsKernel(t *testing.T) {
 		t.Fatalf("sys.exit result = %+v", res)
 	}
 	assertDead(t, pid)
+	assertStagingGone(t, p, first.Kernel.ID)
 	if n := len(p.List()); n != 0 {
 		t.Fatalf("%d kernels listed after sys.exit", n)
 	}

@@ -55,7 +55,10 @@ func describeDecodeError(err error, limit int64, dst any) error {
 		if typeErr.Field == "" {
 			return fmt.Errorf("%w: expected a JSON object, got %s", ErrBadRequest, typeErr.Value)
 		}
-		return fmt.Errorf("%w: field %q: expected %s, got %s", ErrBadRequest, typeErr.Field, describeType(typeErr.Type), typeErr.Value)
+		// Fields of the embedded pool.Request are reported as "Request.x";
+		// on the wire they are plain "x".
+		field := strings.TrimPrefix(typeErr.Field, "Request.")
+		return fmt.Errorf("%w: field %q: expected %s, got %s", ErrBadRequest, field, describeType(typeErr.Type), typeErr.Value)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		name := strings.TrimPrefix(err.Error(), "json: unknown field ")
 		return fmt.Errorf("%w: unknown field %s (known fields: %s)", ErrBadRequest, name, strings.Join(jsonFields(reflect.TypeOf(dst)), ", "))
