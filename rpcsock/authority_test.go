@@ -68,7 +68,13 @@ func TestSettleCancelsRunningCall(t *testing.T) {
 	end := s.BeginCell(h, 0)
 	cl := newClient(t, s)
 	reply := make(chan map[string]string, 1)
-	go func() { reply <- cl.send(t, req("slow", nil, s.Token())) }()
+	go func() {
+		m, err := cl.trySend(req("slow", nil, s.Token()))
+		if err != nil {
+			m = map[string]string{"error": err.Error()}
+		}
+		reply <- m
+	}()
 	<-started
 	if n := end(); n != 1 {
 		t.Errorf("callsMade = %d, want 1 (a running call was dispatched)", n)
@@ -134,7 +140,11 @@ func TestConcurrentConnectionsShareBudget(t *testing.T) {
 			defer wg.Done()
 			for j := range perConn {
 				want := fmt.Sprintf(`{"c":%d,"j":%d}`, i, j)
-				got := cl.send(t, req("t", map[string]int{"c": i, "j": j}, s.Token()))
+				got, err := cl.trySend(req("t", map[string]int{"c": i, "j": j}, s.Token()))
+				if err != nil {
+					errs <- err
+					return
+				}
 				mu.Lock()
 				switch {
 				case got["result"] == want:

@@ -39,20 +39,6 @@ func TestSocketModes(t *testing.T) {
 	}
 }
 
-func TestSocketOwnedByKernelUID(t *testing.T) {
-	requireRoot(t)
-	requireUnixSockets(t)
-	const uid = 65534
-	s := listen(t, Config{Tools: []string{"t"}, UID: uid})
-	fi, err := os.Lstat(s.Endpoint())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Uid != uid {
-		t.Fatalf("socket owner %+v, want uid %d", fi.Sys(), uid)
-	}
-}
-
 func TestListenRefusesBadConfig(t *testing.T) {
 	requireUnixSockets(t)
 	base := t.TempDir()

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -104,18 +105,27 @@ func newClient(t testing.TB, s *Server) *client {
 // send writes one raw line and returns the decoded reply object.
 func (cl *client) send(t testing.TB, line string) map[string]string {
 	t.Helper()
+	m, err := cl.trySend(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// trySend is send for goroutines other than the test's.
+func (cl *client) trySend(line string) (map[string]string, error) {
 	if _, err := cl.c.Write([]byte(line + "\n")); err != nil {
-		t.Fatalf("write: %v", err)
+		return nil, fmt.Errorf("write: %w", err)
 	}
 	reply, err := cl.r.ReadString('\n')
 	if err != nil {
-		t.Fatalf("read reply to %.60q: %v", line, err)
+		return nil, fmt.Errorf("read reply to %.60q: %w", line, err)
 	}
 	var m map[string]string
 	if err := json.Unmarshal([]byte(reply), &m); err != nil {
-		t.Fatalf("reply %q: %v", reply, err)
+		return nil, fmt.Errorf("reply %q: %w", reply, err)
 	}
-	return m
+	return m, nil
 }
 
 // req renders a request line.

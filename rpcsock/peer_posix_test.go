@@ -1,3 +1,5 @@
+//go:build !windows
+
 package rpcsock
 
 import (
@@ -114,5 +116,19 @@ func assertRefusedUnread(t *testing.T, s *Server, h *echo) {
 	}
 	if n := h.calls.Load(); n != 0 {
 		t.Errorf("handler ran %d times for a foreign peer", n)
+	}
+}
+
+func TestSocketOwnedByKernelUID(t *testing.T) {
+	requireRoot(t)
+	requireUnixSockets(t)
+	const uid = 65534
+	s := listen(t, Config{Tools: []string{"t"}, UID: uid})
+	fi, err := os.Lstat(s.Endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Uid != uid {
+		t.Fatalf("socket owner %+v, want uid %d", fi.Sys(), uid)
 	}
 }
