@@ -1,0 +1,116 @@
+package envscrub
+
+import (
+	"sort"
+	"strings"
+)
+
+// exactSet masks known secret values (scrubbed environment values, the RPC
+// token) wherever they appear, with "***": a known secret gives away
+// nothing, not even its head.
+//
+// Search is one sampled pass, independent of the number of secrets: every
+// secret is at least MinSecretLen (8) bytes, so any occurrence covers a
+// text position p ≡ 0 (mod gramStep) whose 4-byte gram lies inside it. The
+// scan loads the gram at every gramStep-th position, rejects it with a
+// 64 Ki-bit filter, and verifies candidates from a gram index.
+type exactSet struct {
+	secrets []string
+	filter  []uint64             // 1<<16 bits over gramHash
+	index   map[uint32][]gramHit // gram -> (secret, offset) pairs
+	recur   bool                 // a secret holds '*' or '.': masks may re-create it
+}
+
+type gramHit struct {
+	secret int32
+	offset int32
+}
+
+const (
+	gramLen  = 4
+	gramStep = MinSecretLen - gramLen + 1
+)
+
+func newExactSet(values []string) *exactSet {
+	seen := map[string]bool{}
+	e := &exactSet{filter: make([]uint64, 1<<16/64), index: map[uint32][]gramHit{}}
+	for _, v := range values {
+		if len(v) < MinSecretLen || seen[v] {
+			continue
+		}
+		seen[v] = true
+		e.secrets = append(e.secrets, v)
+	}
+	// Longest first, so that where secrets overlap the union is masked.
+	sort.Slice(e.secrets, func(i, j int) bool { return len(e.secrets[i]) > len(e.secrets[j]) })
+	for si, v := range e.secrets {
+		if strings.ContainsAny(v, "*.") {
+			e.recur = true
+		}
+		for off := 0; off+gramLen <= len(v); off++ {
+			g := gramAt(v, off)
+			h := gramHash(g)
+			e.filter[h>>6] |= 1 << (h & 63)
+			e.index[g] = append(e.index[g], gramHit{int32(si), int32(off)})
+		}
+	}
+	return e
+}
+
+func gramAt(s string, i int) uint32 {
+	return uint32(s[i]) | uint32(s[i+1])<<8 | uint32(s[i+2])<<16 | uint32(s[i+3])<<24
+}
+
+func gramHash(g uint32) uint32 { return (g * 0x9E3779B1) >> 16 }
+
+// mask replaces every occurrence of every secret with "***". Overlapping
+// occurrences are masked as their union. When a secret holds '*' or '.', a
+// mask next to other text could spell a secret again, so the pass repeats
+// until nothing is found (each round shrinks the text: a secret of 8+
+// bytes becomes 3).
+func (e *exactSet) mask(s string) string {
+	if e == nil || len(e.secrets) == 0 {
+		return s
+	}
+	for {
+		out := e.maskOnce(s)
+		if out == s || !e.recur {
+			return out
+		}
+		s = out
+	}
+}
+
+func (e *exactSet) maskOnce(s string) string {
+	type span struct{ start, end int }
+	var spans []span
+	for p := 0; p+gramLen <= len(s); p += gramStep {
+		g := gramAt(s, p)
+		h := gramHash(g)
+		if e.filter[h>>6]&(1<<(h&63)) == 0 {
+			continue
+		}
+		for _, hit := range e.index[g] {
+			v := e.secrets[hit.secret]
+			o := p - int(hit.offset)
+			if o >= 0 && o+len(v) <= len(s) && s[o:o+len(v)] == v {
+				spans = append(spans, span{o, o + len(v)})
+			}
+		}
+	}
+	if len(spans) == 0 {
+		return s
+	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i].start < spans[j].start })
+	edits := make([]edit, 0, len(spans))
+	for _, sp := range spans {
+		if n := len(edits); n > 0 && sp.start <= edits[n-1].end {
+			if sp.end > edits[n-1].end {
+				edits[n-1].end = sp.end
+			}
+			continue
+		}
+		edits = append(edits, edit{sp.start, sp.end, "***"})
+	}
+	return applyEdits(s, edits)
+}

@@ -1,0 +1,194 @@
+package envscrub
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// Byte classes used by the hand-written matchers (Go's RE2 has no
+// look-around, so boundaries are checked with these tables).
+const (
+	clWord      = 1 << iota // [A-Za-z0-9_-]: the reference's token boundary
+	clAlnum                 // [A-Za-z0-9]
+	clUpperDig              // [A-Z0-9]
+	clDigit                 // [0-9]
+	clLowerHex              // [0-9a-f]
+	clSpace                 // ASCII \s: space \t \n \v \f \r
+	clNameChar              // [A-Za-z0-9_]: environment-style names
+	clFernet                // [A-Za-z0-9_=-]
+	clTelegram              // [-A-Za-z0-9_]
+	clSchemeChr             // [A-Za-z0-9+.-]
+	clDash                  // '-'
+	clDot                   // '.'
+)
+
+var class = func() (t [256]uint16) {
+	for c := 0; c < 256; c++ {
+		b := byte(c)
+		alpha := b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
+		digit := b >= '0' && b <= '9'
+		if alpha || digit {
+			t[c] |= clAlnum | clWord | clNameChar | clFernet | clTelegram | clSchemeChr
+		}
+		if b >= 'A' && b <= 'Z' || digit {
+			t[c] |= clUpperDig
+		}
+		if digit {
+			t[c] |= clDigit
+		}
+		if digit || b >= 'a' && b <= 'f' {
+			t[c] |= clLowerHex
+		}
+		switch b {
+		case '_':
+			t[c] |= clWord | clNameChar | clFernet | clTelegram
+		case '-':
+			t[c] |= clWord | clFernet | clTelegram | clSchemeChr | clDash
+		case '=':
+			t[c] |= clFernet
+		case '+':
+			t[c] |= clSchemeChr
+		case '.':
+			t[c] |= clSchemeChr | clDot
+		case ' ', '\t', '\n', '\v', '\f', '\r':
+			t[c] |= clSpace
+		}
+	}
+	return t
+}()
+
+func is(c byte, cl uint16) bool { return class[c]&cl != 0 }
+
+// runOf returns the end of the run of class cl starting at i.
+func runOf(s string, i int, cl uint16) int {
+	for i < len(s) && class[s[i]]&cl != 0 {
+		i++
+	}
+	return i
+}
+
+// skipSpace returns the end of the ASCII whitespace run at i.
+func skipSpace(s string, i int) int { return runOf(s, i, clSpace) }
+
+// nonSpaceEnd returns the end of the \S+ run at i (any byte but ASCII
+// whitespace; multi-byte runes never contain ASCII bytes).
+func nonSpaceEnd(s string, i int) int {
+	for i < len(s) && class[s[i]]&clSpace == 0 {
+		i++
+	}
+	return i
+}
+
+// stripMaskControls removes what must never be echoed inside a mask: C0/C1
+// controls, DEL, zero-width and bidi characters (as the reference's
+// mask_secret does), so a mask never carries invisible bytes.
+func stripMaskControls(v string) string {
+	clean := true
+	for _, r := range v {
+		if maskControl(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return v
+	}
+	return strings.Map(func(r rune) rune {
+		if maskControl(r) {
+			return -1
+		}
+		return r
+	}, v)
+}
+
+func maskControl(r rune) bool {
+	return r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) ||
+		(r >= 0x200b && r <= 0x200f) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2060 && r <= 0x2064)
+}
+
+// maskToken is the reference's mask: shorter than 18 characters (after
+// control stripping) becomes ***, longer keeps its first 6 and last 4
+// characters around "...". Characters are runes, as in Python.
+func maskToken(tok string) string {
+	tok = stripMaskControls(tok)
+	n := utf8.RuneCountInString(tok)
+	if n < 18 {
+		return "***"
+	}
+	head, tail := 0, len(tok)
+	for k := 0; k < 6; k++ {
+		_, w := utf8.DecodeRuneInString(tok[head:])
+		head += w
+	}
+	for k := 0; k < 4; k++ {
+		_, w := utf8.DecodeLastRuneInString(tok[:tail])
+		tail -= w
+	}
+	return tok[:head] + "..." + tok[tail:]
+}
+
+// isMask reports whether v is already a mask this package produced: "***"
+// or 6 characters, "...", 4 characters. Masking it again would erase what
+// the first mask kept, and break idempotency.
+func isMask(v string) bool {
+	if v == "***" {
+		return true
+	}
+	if len(v) < 13 || utf8.RuneCountInString(v) != 13 {
+		return false
+	}
+	head := 0
+	for k := 0; k < 6; k++ {
+		_, w := utf8.DecodeRuneInString(v[head:])
+		head += w
+	}
+	return strings.HasPrefix(v[head:], "...")
+}
+
+// edit replaces s[start:end] with repl.
+type edit struct {
+	start, end int
+	repl       string
+}
+
+// applyEdits applies sorted, non-overlapping edits; none means s itself.
+func applyEdits(s string, edits []edit) string {
+	if len(edits) == 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	last := 0
+	for _, e := range edits {
+		b.WriteString(s[last:e.start])
+		b.WriteString(e.repl)
+		last = e.end
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// foldSuffix reports whether s ends with the ASCII-lowercase suffix,
+// ignoring ASCII case.
+func foldSuffix(s, lowerSuffix string) bool {
+	if len(s) < len(lowerSuffix) {
+		return false
+	}
+	return equalFoldASCII(s[len(s)-len(lowerSuffix):], lowerSuffix)
+}
+
+func equalFoldASCII(s, lower string) bool {
+	if len(s) != len(lower) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
+}

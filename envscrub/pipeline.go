@@ -1,0 +1,112 @@
+package envscrub
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// Output caps of parity §2.
+const (
+	DefaultInlineCap = 50_000
+	DefaultStderrCap = 10_000
+	DefaultSpillCap  = 5_000_000
+)
+
+// OutputConfig configures the output pipeline. Zero values mean the
+// defaults, so the zero OutputConfig is the reference's behaviour.
+type OutputConfig struct {
+	// DisablePatternRedaction turns pattern redaction (token prefixes,
+	// assignments, headers, keys, DSNs, JWTs) off. ANSI stripping and
+	// exact-value masking of the kernel's known secrets stay on.
+	DisablePatternRedaction bool
+	// InlineCap caps the stdout returned inline, in bytes (default 50,000):
+	// head 40 %, a truncation notice, tail 60 %.
+	InlineCap int
+	// StderrCap caps stderr the same way (default 10,000 bytes).
+	StderrCap int
+	// SpillCap caps the spill file holding the full stdout (default
+	// 5,000,000 bytes, then a cap notice).
+	SpillCap int
+}
+
+// Pipeline makes per-kernel output filters. It is immutable and safe for
+// concurrent use.
+type Pipeline struct {
+	patterns                  bool
+	inline, stderrCap, spillC int
+}
+
+// NewPipeline returns the output pipeline for cfg.
+func NewPipeline(cfg OutputConfig) *Pipeline {
+	p := &Pipeline{
+		patterns:  !cfg.DisablePatternRedaction,
+		inline:    cfg.InlineCap,
+		stderrCap: cfg.StderrCap,
+		spillC:    cfg.SpillCap,
+	}
+	if p.inline <= 0 {
+		p.inline = DefaultInlineCap
+	}
+	if p.stderrCap <= 0 {
+		p.stderrCap = DefaultStderrCap
+	}
+	if p.spillC <= 0 {
+		p.spillC = DefaultSpillCap
+	}
+	return p
+}
+
+// ForKernel returns the filter of one kernel. secrets are the exact values
+// (scrubbed environment values, the RPC token) always masked, even with
+// pattern redaction off; values shorter than MinSecretLen are ignored.
+func (p *Pipeline) ForKernel(secrets []string) *Filter {
+	return &Filter{p: p, exact: newExactSet(secrets)}
+}
+
+// Filter cleans one kernel's output. Safe for concurrent use.
+type Filter struct {
+	p     *Pipeline
+	exact *exactSet
+}
+
+// Clean returns text as it may leave the daemon: invalid UTF-8 replaced by
+// U+FFFD, ANSI stripped, known secrets masked, then (unless disabled) every
+// redaction pattern applied in the reference's order. Clean is idempotent.
+func (f *Filter) Clean(text string) string {
+	if text == "" {
+		return text
+	}
+	if !utf8.ValidString(text) {
+		text = strings.ToValidUTF8(text, "\uFFFD")
+	}
+	text = StripANSI(text)
+	text = f.exact.mask(text)
+	if !f.p.patterns {
+		return text
+	}
+	// A pattern's mask keeps a token's head and tail; when a secret holds
+	// '.' or '*' that could spell it again next to other text, so the known
+	// secrets are masked once more and the patterns rerun on what changed
+	// (bounded: every round shrinks the text).
+	for round := 0; ; round++ {
+		text = redactPatterns(text)
+		if f.exact == nil || !f.exact.recur || round == 3 {
+			return text
+		}
+		again := f.exact.mask(text)
+		if again == text {
+			return text
+		}
+		text = again
+	}
+}
+
+// redactPatterns applies the pattern passes in the reference's order.
+func redactPatterns(s string) string {
+	s = redactPrefixTokens(s)
+	s = redactAssignments(s)
+	s = redactColon(s)
+	s = redactPEM(s)
+	s = redactJWT(s)
+	return s
+}
