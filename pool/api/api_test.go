@@ -1,0 +1,193 @@
+package api_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/kernpool/kernpool/pool"
+	"github.com/kernpool/kernpool/pool/api"
+)
+
+func TestExecuteKeepsStateAndLists(t *testing.T) {
+	d := startDaemon(t, daemonOpts{})
+	first := d.exec(t, "alice", "x = 1")
+	if first.Status != pool.StatusSuccess || first.Kernel.Reused {
+		t.Fatalf("first cell: %+v", first)
+	}
+	second := d.exec(t, "alice", "print(x)")
+	if second.Output != "1\n" || !second.Kernel.Reused || second.Kernel.ExecutionCount != 2 {
+		t.Fatalf("second cell: output %q, kernel %+v", second.Output, second.Kernel)
+	}
+	if second.Kernel.ID != first.Kernel.ID {
+		t.Fatalf("kernel changed: %s then %s", first.Kernel.ID, second.Kernel.ID)
+	}
+	kernels, err := d.client.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kernels) != 1 || kernels[0].ID != first.Kernel.ID || kernels[0].Owner != "alice" || kernels[0].Pid <= 0 {
+		t.Fatalf("List = %+v", kernels)
+	}
+}
+
+func TestCellErrorIsAResult(t *testing.T) {
+	d := startDaemon(t, daemonOpts{})
+	res := d.exec(t, "", "1/0")
+	if res.Status != pool.StatusError || res.ExitCode != 1 || !strings.Contains(res.Error, "ZeroDivisionError") {
+		t.Fatalf("result = %+v", res)
+	}
+}
+
+func TestKillAndShutdownOwner(t *testing.T) {
+	d := startDaemon(t, daemonOpts{})
+	ctx := context.Background()
+	a := d.exec(t, "a", "1")
+	b := d.exec(t, "b", "1")
+	c := d.exec(t, "c", "1")
+	pids := map[string]int{}
+	kernels, err := d.client.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range kernels {
+		pids[k.ID] = k.Pid
+	}
+	if len(pids) != 3 {
+		t.Fatalf("want 3 kernels, got %+v", kernels)
+	}
+
+	if err := d.client.Kill(ctx, a.Kernel.ID); err != nil {
+		t.Fatalf("Kill: %v", err)
+	}
+	if !pidGone(pids[a.Kernel.ID]) {
+		t.Errorf("killed kernel's pid %d still exists", pids[a.Kernel.ID])
+	}
+	err = d.client.Kill(ctx, a.Kernel.ID)
+	var apiErr *api.APIError
+	if !errors.Is(err, pool.ErrNotFound) || !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusNotFound {
+		t.Fatalf("second Kill = %v, want a 404 wrapping pool.ErrNotFound", err)
+	}
+
+	n, err := d.client.ShutdownOwner(ctx, "b")
+	if err != nil || n != 1 {
+		t.Fatalf("ShutdownOwner(b) = %d, %v; want 1", n, err)
+	}
+	if !pidGone(pids[b.Kernel.ID]) {
+		t.Errorf("owner b's pid %d still exists", pids[b.Kernel.ID])
+	}
+	if n, err := d.client.ShutdownOwner(ctx, "nobody"); err != nil || n != 0 {
+		t.Fatalf("ShutdownOwner(nobody) = %d, %v; want 0", n, err)
+	}
+	kernels, err = d.client.List(ctx)
+	if err != nil || len(kernels) != 1 || kernels[0].ID != c.Kernel.ID {
+		t.Fatalf("after kill and shutdown: %+v, %v; want only %s", kernels, err, c.Kernel.ID)
+	}
+}
+
+func TestHealth(t *testing.T) {
+	d := startDaemon(t, daemonOpts{server: func(c *api.ServerConfig) { c.Isolation = "test-isolation" }})
+	d.exec(t, "", "1")
+	h, err := d.client.Health(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Status != "ok" || h.Version != "test" || h.Kernels != 1 || h.Isolation != "test-isolation" || h.Goroutines <= 0 {
+		t.Fatalf("health = %+v", h)
+	}
+	if h.Stats.KernelsStarted != 1 {
+		t.Errorf("stats.kernels_started = %d, want 1", h.Stats.KernelsStarted)
+	}
+}
+
+func TestDrainingRefusesNewCells(t *testing.T) {
+	d := startDaemon(t, daemonOpts{})
+	d.server.SetDraining()
+	_, err := d.client.Execute(context.Background(), pool.Request{Code: "1"})
+	var apiErr *api.APIError
+	if !errors.Is(err, pool.ErrClosed) || !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("Execute while draining = %v, want 503 closed", err)
+	}
+	h, err := d.client.Health(context.Background())
+	if err != nil || h.Status != "draining" {
+		t.Fatalf("health while draining = %+v, %v", h, err)
+	}
+	if _, err := d.client.List(context.Background()); err != nil {
+		t.Fatalf("List while draining: %v", err)
+	}
+}
+
+func TestClosedPoolIs503(t *testing.T) {
+	d := startDaemon(t, daemonOpts{})
+	if err := d.pool.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_, err := d.client.Execute(context.Background(), pool.Request{Code: "1"})
+	if !errors.Is(err, pool.ErrClosed) {
+		t.Fatalf("Execute on a closed pool = %v, want pool.ErrClosed", err)
+	}
+}
+
+func TestCapacityIs503WithRetryAfter(t *testing.T) {
+	d := startDaemon(t, daemonOpts{pool: func(c *pool.Config) { c.MaxKernels = 1 }})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = d.client.Execute(ctx, pool.Request{Owner: "busy", Code: "import time; time.sleep(30)"})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	waitFor(t, "the busy kernel", func() bool {
+		ks, _ := d.client.List(context.Background())
+		return len(ks) == 1 && ks[0].Busy
+	})
+	status, hdr, body := d.raw(t, http.MethodPost, "/v1/execute", `{"owner":"other","code":"1"}`)
+	if status != http.StatusServiceUnavailable || body.Code != api.CodeCapacity || hdr.Get("Retry-After") == "" {
+		t.Fatalf("over capacity: status %d, body %+v, Retry-After %q", status, body, hdr.Get("Retry-After"))
+	}
+}
+
+func TestClientDisconnectKillsKernel(t *testing.T) {
+	d := startDaemon(t, daemonOpts{})
+	warm := d.exec(t, "gone", "import os; print(os.getpid())")
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := d.client.Execute(ctx, pool.Request{Owner: "gone", Code: "import time; time.sleep(60)"})
+		errc <- err
+	}()
+	var pid int
+	waitFor(t, "the cell to run", func() bool {
+		ks, _ := d.client.List(context.Background())
+		if len(ks) == 1 && ks[0].Busy {
+			pid = ks[0].Pid
+			return true
+		}
+		return false
+	})
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("canceled Execute = %v, want context.Canceled", err)
+	}
+	waitFor(t, "the kernel to be torn down", func() bool {
+		ks, _ := d.client.List(context.Background())
+		return len(ks) == 0
+	})
+	if !pidGone(pid) {
+		t.Fatalf("kernel pid %d (first cell said %q) survived the disconnect", pid, warm.Output)
+	}
+	if next := d.exec(t, "gone", "print('fresh')"); next.Kernel.Reused {
+		t.Fatalf("next call reused a kernel that should be dead: %+v", next.Kernel)
+	}
+}
+
+func TestClientWithoutDaemon(t *testing.T) {
+	c := api.NewClient(shortTempDir(t) + "/absent.sock")
+	defer c.CloseIdleConnections()
+	_, err := c.Execute(context.Background(), pool.Request{Code: "1"})
+	if !errors.Is(err, api.ErrUnavailable) {
+		t.Fatalf("Execute without daemon = %v, want ErrUnavailable", err)
+	}
+}

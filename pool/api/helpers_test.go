@@ -1,0 +1,196 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kernpool/kernpool/pool"
+	"github.com/kernpool/kernpool/pool/api"
+	"github.com/kernpool/kernpool/rpcsock"
+	"go.uber.org/goleak"
+)
+
+// python is the real interpreter every test kernel runs (never the PATH
+// python3 here: a slow pyenv shim).
+const python = "/usr/bin/python3"
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+func requirePython(tb testing.TB) {
+	tb.Helper()
+	if _, err := os.Stat(python); err != nil {
+		tb.Skipf("needs %s: %v", python, err)
+	}
+}
+
+// daemon is a real pool behind the real API handler on a real Unix socket.
+type daemon struct {
+	pool   *pool.Pool
+	server *api.Server
+	client *api.Client
+	socket string
+	state  string
+}
+
+type daemonOpts struct {
+	pool   func(*pool.Config)
+	server func(*api.ServerConfig)
+}
+
+// shortTempDir returns a short private dir: a Unix socket path must fit
+// in 108 bytes, which t.TempDir() of a long test name may exceed.
+func shortTempDir(tb testing.TB) string {
+	tb.Helper()
+	dir, err := os.MkdirTemp("", "kpapi")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}
+
+func startDaemon(tb testing.TB, o daemonOpts) *daemon {
+	tb.Helper()
+	requirePython(tb)
+	dir := shortTempDir(tb)
+	d := &daemon{socket: filepath.Join(dir, "run", "kp.sock"), state: filepath.Join(dir, "state")}
+	if err := os.Mkdir(d.state, 0o711); err != nil {
+		tb.Fatal(err)
+	}
+	pcfg := pool.Config{StateDir: d.state, DefaultInterpreter: python, Tools: rpcFactory{}}
+	if o.pool != nil {
+		o.pool(&pcfg)
+	}
+	p, err := pool.New(pcfg)
+	if err != nil {
+		tb.Fatalf("pool.New: %v", err)
+	}
+	scfg := api.ServerConfig{Version: "test", Isolation: "process-group"}
+	if o.server != nil {
+		o.server(&scfg)
+	}
+	ln, err := api.Listen(d.socket, nil)
+	if err != nil {
+		_ = p.Close(context.Background())
+		tb.Fatalf("Listen: %v", err)
+	}
+	d.pool, d.server = p, api.NewServer(p, scfg)
+	srv := &http.Server{Handler: d.server, ReadHeaderTimeout: 5 * time.Second}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = srv.Serve(ln)
+	}()
+	d.client = api.NewClient(d.socket)
+	tb.Cleanup(func() {
+		d.client.CloseIdleConnections()
+		_ = p.Close(context.Background())
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-served
+	})
+	return d
+}
+
+// raw sends one request with a raw body and returns status, headers and
+// the decoded error body (if any).
+func (d *daemon) raw(tb testing.TB, method, path, body string) (int, http.Header, api.ErrorBody) {
+	tb.Helper()
+	c := &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", d.socket)
+		},
+	}}
+	defer c.CloseIdleConnections()
+	var r io.Reader
+	if body != "" {
+		r = bytes.NewBufferString(body)
+	}
+	req, err := http.NewRequest(method, "http://kernpool"+path, r)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		tb.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var eb api.ErrorBody
+	if resp.StatusCode != http.StatusOK {
+		if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+			tb.Errorf("%s %s: error Content-Type %q, want application/json (body %q)", method, path, ct, raw)
+		}
+		if err := json.Unmarshal(raw, &eb); err != nil {
+			tb.Errorf("%s %s: error body is not JSON: %q", method, path, raw)
+		}
+	}
+	return resp.StatusCode, resp.Header, eb
+}
+
+// exec runs code for owner and fails the test on an API error.
+func (d *daemon) exec(tb testing.TB, owner, code string) *pool.Result {
+	tb.Helper()
+	res, err := d.client.Execute(context.Background(), pool.Request{Owner: owner, Code: code})
+	if err != nil {
+		tb.Fatalf("Execute(%q): %v", code, err)
+	}
+	return res
+}
+
+// pidGone reports whether no process has pid (reaped, not a zombie of ours).
+func pidGone(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return errors.Is(err, syscall.ESRCH)
+}
+
+// waitFor polls cond (tests only; the product never polls) up to 10 s.
+func waitFor(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// rpcFactory adapts the real rpcsock listener to pool.ToolServerFactory
+// (the daemon's wiring does the same in cmd/kernpool/wire.go).
+type rpcFactory struct{}
+
+func (rpcFactory) Listen(staging string, uid int, tools []string) (pool.ToolServer, error) {
+	s, err := rpcsock.Listen(rpcsock.Config{Dir: staging, UID: uid, Tools: tools})
+	if err != nil {
+		return nil, err
+	}
+	return rpcServer{s}, nil
+}
+
+func (rpcFactory) Stub(tools []string) []byte { return rpcsock.Stub(tools) }
+
+type rpcServer struct{ s *rpcsock.Server }
+
+func (r rpcServer) Endpoint() string { return r.s.Endpoint() }
+func (r rpcServer) Token() string    { return r.s.Token() }
+func (r rpcServer) Close() error     { return r.s.Close() }
+
+func (r rpcServer) BeginCell(h pool.ToolHandler, budget int) func() int {
+	return r.s.BeginCell(rpcsock.HandlerFunc(func(ctx context.Context, c rpcsock.Call) (string, error) {
+		return h.HandleTool(ctx, pool.ToolCall{ID: c.ID, Tool: c.Tool, Args: c.Args})
+	}), budget)
+}

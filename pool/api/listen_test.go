@@ -1,0 +1,97 @@
+package api_test
+
+import (
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/kernpool/kernpool/pool/api"
+)
+
+func TestListenModes(t *testing.T) {
+	dir := shortTempDir(t)
+	path := filepath.Join(dir, "new", "kp.sock")
+	ln, err := api.Listen(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	for _, c := range []struct {
+		path string
+		want os.FileMode
+	}{{filepath.Dir(path), api.SocketDirMode}, {path, api.SocketMode}} {
+		fi, err := os.Stat(c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got != c.want {
+			t.Errorf("%s mode %v, want %v", c.path, got, c.want)
+		}
+	}
+}
+
+func TestListenRefusesLiveDaemon(t *testing.T) {
+	path := filepath.Join(shortTempDir(t), "kp.sock")
+	first, err := api.Listen(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	if _, err := api.Listen(path, nil); !errors.Is(err, api.ErrAlreadyServing) {
+		t.Fatalf("second Listen = %v, want ErrAlreadyServing", err)
+	}
+	// The live socket was left alone.
+	conn, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatalf("the first daemon's socket was disturbed: %v", err)
+	}
+	conn.Close()
+}
+
+func TestListenReplacesStaleSocket(t *testing.T) {
+	path := filepath.Join(shortTempDir(t), "kp.sock")
+	stale, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale.SetUnlinkOnClose(false)
+	stale.Close() // the file stays; nobody answers on it
+	if _, err := os.Lstat(path); err != nil {
+		t.Fatalf("stale socket file missing: %v", err)
+	}
+	ln, err := api.Listen(path, nil)
+	if err != nil {
+		t.Fatalf("Listen over a stale socket: %v", err)
+	}
+	ln.Close()
+	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("closing the listener left the socket file: %v", err)
+	}
+}
+
+func TestListenRefusesBadPaths(t *testing.T) {
+	dir := shortTempDir(t)
+	file := filepath.Join(dir, "regular")
+	if err := os.WriteFile(file, []byte("keep me"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ name, path string }{
+		{"regular file", file},
+		{"parent is a file", filepath.Join(file, "kp.sock")},
+		{"empty", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ln, err := api.Listen(tt.path, nil)
+			if err == nil {
+				ln.Close()
+				t.Fatalf("Listen(%q) succeeded", tt.path)
+			}
+		})
+	}
+	if b, err := os.ReadFile(file); err != nil || string(b) != "keep me" {
+		t.Fatalf("Listen touched a regular file: %q, %v", b, err)
+	}
+}
