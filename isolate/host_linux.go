@@ -94,7 +94,6 @@ func killUID(uid int) int {
 	return killed
 }
 
-
 // chownTree gives the staging tree to the kernel's uid.
 func chownTree(root string, uid, gid int) error {
 	return filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
@@ -113,6 +112,9 @@ func canUse(path string, uid, gid int, dir bool) error {
 		return fmt.Errorf("%s: %w: not an absolute path", path, ErrAccess)
 	}
 	real, err := filepath.EvalSymlinks(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%s: %w: does not exist", path, ErrAccess)
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %w: %v", path, ErrAccess, err)
 	}

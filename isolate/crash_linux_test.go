@@ -1,0 +1,116 @@
+package isolate
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/kernpool/kernpool/kernel"
+)
+
+// The helper-process trick: the test binary re-executed with this variable
+// set plays a daemon that starts one kernel, reports it, and waits to be
+// SIGKILLed.
+const daemonEnv = "KERNPOOL_ISOLATE_TEST_DAEMON"
+
+type daemonState struct {
+	StateDir, Parent, ID, Staging string
+	Pids                          []int
+}
+
+func TestMain_daemon(t *testing.T) {
+	raw := os.Getenv(daemonEnv)
+	if raw == "" {
+		t.Skip("helper process only")
+	}
+	var st daemonState
+	if err := json.Unmarshal([]byte(raw), &st); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig(st.StateDir)
+	cfg.CgroupParent = st.Parent
+	iso, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := iso.NewSandbox(kernelID(t), "alice", "default", Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := kernel.Start(context.Background(), kernel.Spec{ID: sb.ID(), Interpreter: python, StateDir: st.StateDir, Env: []string{"PATH=/usr/bin:/bin"}, Sandbox: sb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Exec(context.Background(), kernel.Cell{Code: escapeCell}); err != nil {
+		t.Fatal(err)
+	}
+	st.ID, st.Staging = sb.ID(), k.StagingDir()
+	st.Pids, _ = sb.group.Procs()
+	out, _ := json.Marshal(st)
+	os.Stdout.Write(append(out, '\n'))
+	select {} // until SIGKILLed
+}
+
+// TestDaemonSIGKILLThenRestartLeavesNothing: a daemon SIGKILLed with a
+// kernel that left setsid and double-forked descendants; the kernel dies
+// with it, and the next instance sweeps every leftover process, the group
+// and the staging dir.
+func TestDaemonSIGKILLThenRestartLeavesNothing(t *testing.T) {
+	requireCgroups(t)
+	requirePython(t)
+	st := daemonState{StateDir: stateDir(t), Parent: testParent(t)}
+	raw, _ := json.Marshal(st)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestMain_daemon$", "-test.v=false")
+	cmd.Env = append(os.Environ(), daemonEnv+"="+string(raw))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	line, err := bufio.NewReader(out).ReadBytes('\n')
+	if err != nil {
+		t.Fatalf("helper daemon: %v", err)
+	}
+	if err := json.Unmarshal(line, &st); err != nil {
+		t.Fatalf("helper daemon said %q: %v", line, err)
+	}
+	if len(st.Pids) < 3 {
+		t.Fatalf("helper kernel group has %v", st.Pids)
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	// The kernel itself dies with its host (Pdeathsig, stdin EOF).
+	assertPidGone(t, st.Pids[0])
+
+	iso := newIso(t, func(c *Config) { c.StateDir, c.CgroupParent = st.StateDir, st.Parent })
+	if r := iso.Report(); r.Swept != 1 {
+		t.Errorf("swept %d groups, want 1", r.Swept)
+	}
+	assertGone(t, iso, st.ID, st.Pids)
+	if _, err := os.Stat(st.Staging); !os.IsNotExist(err) {
+		t.Errorf("staging dir %s remains: %v", st.Staging, err)
+	}
+	if _, err := os.Stat(filepath.Join(st.StateDir, "kernels", st.ID)); !os.IsNotExist(err) {
+		t.Errorf("staging dir remains: %v", err)
+	}
+}
+
+func assertPidGone(t *testing.T, pid int) {
+	t.Helper()
+	for i := 0; i < 300 && alive(pid); i++ {
+		syscall.Nanosleep(&syscall.Timespec{Nsec: 10e6}, nil)
+	}
+	if alive(pid) {
+		t.Errorf("kernel pid %d outlived its SIGKILLed host", pid)
+	}
+}
