@@ -193,7 +193,7 @@ func TestParallelCellsShareOneProcess(t *testing.T) {
 func TestDeathMidCell(t *testing.T) {
 	p := newTestPool(t)
 	for _, tc := range []struct{ name, code, want string }{
-		{"exit code", "import os, sys\nprint('dying', file=sys.stderr, flush=True)\nos._exit(3)", "The session kernel died while running the cell"},
+		{"exit code", "import os, sys\nos.write(2, b'dying\\n')\nos._exit(3)", "The session kernel died while running the cell: dying"},
 		{"signal", "import os\nos.kill(os.getpid(), 9)", "The session kernel died while running the cell"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
