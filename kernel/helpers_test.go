@@ -110,3 +110,12 @@ func mustExec(t testing.TB, k *Kernel, code string) *Reply {
 	}
 	return rep
 }
+
+func atoi(t testing.TB, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		t.Fatalf("not a number: %q", s)
+	}
+	return n
+}

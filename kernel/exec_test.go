@@ -1,0 +1,204 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestPersistenceAndExecutionCount(t *testing.T) {
+	k := startKernel(t, baseSpec(t), "")
+	cells := []struct {
+		code, stdout string
+	}{
+		{"x = 1", ""},
+		{"x += 41", ""},
+		{"import json", ""},
+		{"print(x, json.dumps([x]))", "42 [42]\n"},
+	}
+	for i, c := range cells {
+		r := mustExec(t, k, c.code)
+		if r.Status != "ok" || r.Stdout != c.stdout || r.ExecutionCount != i+1 {
+			t.Fatalf("cell %d %q: got status %q stdout %q count %d", i, c.code, r.Status, r.Stdout, r.ExecutionCount)
+		}
+	}
+}
+
+func TestExceptionKeepsKernel(t *testing.T) {
+	k := startKernel(t, baseSpec(t), "")
+	mustExec(t, k, "state = 'kept'")
+	r := mustExec(t, k, "def f():\n    return 1/0\nprint('before')\nf()")
+	if r.Status != "error" || r.ExitCode != 1 || r.Stdout != "before\n" {
+		t.Fatalf("got %+v", r)
+	}
+	for _, want := range []string{`File "<cell-2>", line 4, in <module>`, "return 1/0", "ZeroDivisionError"} {
+		if !strings.Contains(r.Traceback, want) {
+			t.Errorf("traceback lacks %q:\n%s", want, r.Traceback)
+		}
+	}
+	if strings.Contains(r.Traceback, "runner.py") || strings.Contains(r.Traceback, "_run") {
+		t.Errorf("traceback shows runner frames:\n%s", r.Traceback)
+	}
+	if r := mustExec(t, k, "print(state)"); r.Stdout != "kept\n" {
+		t.Fatalf("state lost after exception: %+v", r)
+	}
+	r = mustExec(t, k, "def (:")
+	if r.Status != "error" || !strings.Contains(r.Traceback, "SyntaxError") || strings.Contains(r.Traceback, "runner.py") {
+		t.Fatalf("syntax error: %+v", r)
+	}
+	r = mustExec(t, k, "import traceback\ntry:\n    1/0\nexcept Exception:\n    traceback.print_exc()")
+	if !strings.Contains(r.Stderr, "    1/0") {
+		t.Fatalf("linecache does not know the cell source: %q", r.Stderr)
+	}
+}
+
+func TestFinalExpressionDisplay(t *testing.T) {
+	k := startKernel(t, baseSpec(t), "")
+	cases := []struct{ code, want string }{
+		{"1 + 1", "2\n"},
+		{"None", ""},
+		{"y = 5\ny", "5\n"},
+		{"_ * 3", "15\n"},
+		{"'s'", "'s'\n"},
+		{"y = 6", ""},
+		{"print('p')", "p\n"},
+		{"[y for _ in range(2)]", "[6, 6]\n"},
+		{"y  # comment", "6\n"},
+	}
+	for _, c := range cases {
+		if r := mustExec(t, k, c.code); r.Stdout != c.want || r.Status != "ok" {
+			t.Errorf("%q: stdout %q (status %q), want %q", c.code, r.Stdout, r.Status, c.want)
+		}
+	}
+}
+
+func TestTopLevelAwait(t *testing.T) {
+	k := startKernel(t, baseSpec(t), "")
+	mustExec(t, k, "import asyncio\nasync def twice(v):\n    await asyncio.sleep(0)\n    return 2 * v")
+	if r := mustExec(t, k, "v = await twice(21)\nprint(v)"); r.Stdout != "42\n" {
+		t.Fatalf("await statement: %+v", r)
+	}
+	if r := mustExec(t, k, "await twice(4)"); r.Stdout != "8\n" {
+		t.Fatalf("await expression: %+v", r)
+	}
+	// The loop persists: a task made in one cell is awaited in the next.
+	mustExec(t, k, "task = asyncio.ensure_future(twice(5))")
+	if r := mustExec(t, k, "await task"); r.Stdout != "10\n" {
+		t.Fatalf("task across cells: %+v", r)
+	}
+	if r := mustExec(t, k, "await asyncio.sleep(0)\nraise ValueError('inside')"); r.Status != "error" ||
+		!strings.Contains(r.Traceback, "<cell-") || strings.Contains(r.Traceback, "base_events") {
+		t.Fatalf("error in async cell: %+v", r)
+	}
+}
+
+func TestSysExitEndsKernel(t *testing.T) {
+	cases := []struct {
+		code       string
+		exit       int
+		stderrWant string
+	}{
+		{"import sys; sys.exit()", 0, ""},
+		{"import sys; sys.exit(3)", 3, ""},
+		{"import sys; sys.exit('bye')", 1, "bye\n"},
+		{"raise SystemExit(None)", 0, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.code, func(t *testing.T) {
+			k := startKernel(t, baseSpec(t), "")
+			mustExec(t, k, "import subprocess; child = subprocess.Popen(['/bin/sleep', '60'])")
+			pid := mustExec(t, k, "child.pid").Stdout
+			r := mustExec(t, k, c.code)
+			if r.Status != "exit" || r.ExitCode != c.exit || r.Stderr != c.stderrWant {
+				t.Fatalf("got %+v", r)
+			}
+			select {
+			case <-k.Done():
+			default:
+				t.Fatal("kernel still alive after sys.exit")
+			}
+			if alive(k.Pid()) || alive(atoi(t, pid)) {
+				t.Fatal("a process survived sys.exit")
+			}
+			if _, err := k.Exec(context.Background(), Cell{Code: "1"}); !errors.Is(err, ErrClosed) {
+				t.Fatalf("exec after exit: %v, want ErrClosed", err)
+			}
+		})
+	}
+}
+
+func TestFdLevelOutputReachesReply(t *testing.T) {
+	k := startKernel(t, baseSpec(t), "")
+	r := mustExec(t, k, "import subprocess, os\nprint('py')\nsubprocess.run(['echo', 'hi'])\nos.system('echo err >&2')\nos.write(1, b'raw\\n')\nNone")
+	if r.Stdout != "py\nhi\nraw\n" || r.Stderr != "err\n" {
+		t.Fatalf("stdout %q stderr %q", r.Stdout, r.Stderr)
+	}
+	if r.StdoutBytesTotal != len(r.Stdout) {
+		t.Fatalf("StdoutBytesTotal %d, want %d", r.StdoutBytesTotal, len(r.Stdout))
+	}
+}
+
+func TestOutputBetweenCellsDropped(t *testing.T) {
+	k := startKernel(t, baseSpec(t), "")
+	mustExec(t, k, "import os, threading, time\n"+
+		"def noise():\n    time.sleep(0.05)\n    os.write(1, b'BETWEEN\\n')\n    os.write(2, b'BETWEEN-ERR\\n')\n"+
+		"threading.Thread(target=noise).start()")
+	// Wait until the readers saw the noise (polling is fine in a test).
+	for end := time.Now().Add(10 * time.Second); !strings.Contains(k.cell.stderrTail(), "BETWEEN-ERR"); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the background output never arrived")
+		}
+	}
+	r := mustExec(t, k, "print('second')")
+	if r.Stdout != "second\n" || r.Stderr != "" {
+		t.Fatalf("between-cell bytes leaked into the next cell: stdout %q stderr %q", r.Stdout, r.Stderr)
+	}
+}
+
+func TestPythonOutputClipped(t *testing.T) {
+	k := startKernel(t, baseSpec(t), "")
+	r := mustExec(t, k, "print('é' * 1_200_000, end='')")
+	if !r.StdoutClipped || len([]rune(r.Stdout)) != 1_000_000 || r.StdoutBytesTotal != 2_400_000 {
+		t.Fatalf("clipped %v, runes %d, total %d", r.StdoutClipped, len([]rune(r.Stdout)), r.StdoutBytesTotal)
+	}
+}
+
+func TestRawOutputCapped(t *testing.T) {
+	spec := baseSpec(t)
+	spec.RawStdoutCap = 1000
+	spec.StderrCap = 500
+	k := startKernel(t, spec, "")
+	r := mustExec(t, k, "import os\nos.write(1, b'o' * 5000)\nos.write(2, b'e' * 5000)\nNone")
+	if len(r.Stdout) != 1000 || !r.StdoutClipped || r.StdoutBytesTotal != 5000 || len(r.Stderr) != 500 {
+		t.Fatalf("stdout %d clipped %v total %d stderr %d", len(r.Stdout), r.StdoutClipped, r.StdoutBytesTotal, len(r.Stderr))
+	}
+}
+
+func TestBusy(t *testing.T) {
+	k := startKernel(t, baseSpec(t), "")
+	var first atomic.Value
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		_, err := k.Exec(context.Background(), Cell{Code: "import time; time.sleep(0.5)"})
+		first.Store(errBox{err})
+	}()
+	for !k.busy.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := k.Exec(context.Background(), Cell{Code: "1"}); !errors.Is(err, ErrBusy) {
+		t.Fatalf("concurrent exec: %v, want ErrBusy", err)
+	}
+	<-finished
+	if err := first.Load().(errBox).err; err != nil {
+		t.Fatalf("first cell: %v", err)
+	}
+	if r := mustExec(t, k, "'still alive'"); r.Stdout != "'still alive'\n" {
+		t.Fatalf("after busy: %+v", r)
+	}
+}
+
+type errBox struct{ err error }
