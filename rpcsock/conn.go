@@ -77,7 +77,7 @@ func (s *Server) endConn(c net.Conn, err error, partial bool) {
 	if errors.As(err, &nerr) && nerr.Timeout() && errors.Is(err, os.ErrDeadlineExceeded) && !s.isClosed() {
 		if !partial {
 			_ = c.SetWriteDeadline(time.Now().Add(noticeWriteTimeout))
-			_, _ = c.Write(idleNotice)
+			_, _ = io.WriteString(c, idleNotice)
 		}
 		s.log.Debug("idle connection dropped", "partial_request", partial)
 		return

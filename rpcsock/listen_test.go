@@ -149,7 +149,7 @@ func TestIdleDropSendsNotice(t *testing.T) {
 	s := listen(t, Config{Tools: []string{"t"}, Network: "tcp", IdleTimeout: 50 * time.Millisecond})
 	idle := newClient(t, s)
 	got, err := io.ReadAll(idle.r)
-	if err != nil || string(got) != string(idleNotice) {
+	if err != nil || string(got) != idleNotice {
 		t.Fatalf("idle: %q %v, want notice", got, err)
 	}
 	half := newClient(t, s)

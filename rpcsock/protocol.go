@@ -139,4 +139,4 @@ func encodeReply(key, text string) []byte {
 // idleNotice is written before an idle connection is dropped, only when
 // nothing of a next request was read: a client that gets it in answer to a
 // request knows that request was never read, so resending it is no replay.
-var idleNotice = []byte("{\"closed\":\"idle\"}\n")
+const idleNotice = "{\"closed\":\"idle\"}\n"

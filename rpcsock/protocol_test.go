@@ -1,6 +1,7 @@
 package rpcsock
 
 import (
+	"bufio"
 	"strings"
 	"testing"
 )
@@ -119,5 +120,41 @@ func TestMessages(t *testing.T) {
 	}
 	if got := LimitMessage(50); got != "Tool call limit reached (50)" {
 		t.Error(got)
+	}
+}
+
+func TestReadLineLimits(t *testing.T) {
+	const limit = 40
+	tests := []struct {
+		name, in    string
+		want        []string // "" entries mark a too-long line
+		wantLongs   int
+		wantPartial bool
+	}{
+		{"exact limit", strings.Repeat("a", limit) + "\n", []string{strings.Repeat("a", limit)}, 0, false},
+		{"one over", strings.Repeat("a", limit+1) + "\nok\n", []string{"", "ok"}, 1, false},
+		{"far over then ok", strings.Repeat("b", 500) + "\nok\n", []string{"", "ok"}, 1, false},
+		{"unterminated", "ok\nhalf", []string{"ok"}, 0, true},
+	}
+	for _, tc := range tests {
+		r := bufio.NewReaderSize(strings.NewReader(tc.in), 16)
+		var got []string
+		longs := 0
+		for {
+			line, tooLong, partial, err := readLine(r, limit)
+			if err != nil {
+				if partial != tc.wantPartial {
+					t.Errorf("%s: partial = %v", tc.name, partial)
+				}
+				break
+			}
+			if tooLong {
+				longs++
+			}
+			got = append(got, string(line))
+		}
+		if strings.Join(got, "|") != strings.Join(tc.want, "|") || longs != tc.wantLongs {
+			t.Errorf("%s: got %q (%d long), want %q (%d)", tc.name, got, longs, tc.want, tc.wantLongs)
+		}
 	}
 }

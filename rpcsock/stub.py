@@ -54,7 +54,7 @@ class _Conn:
     def __init__(self, endpoint, timeout):
         self.endpoint = endpoint
         self.lock = _threading.Lock()
-        self.buf = b""
+        self.buf = bytearray()
         if endpoint.startswith("tcp://"):
             host, _, port = endpoint[len("tcp://"):].rpartition(":")
             self.sock = _socket.create_connection((host or "127.0.0.1", int(port)), timeout)
@@ -102,7 +102,14 @@ class _Conn:
             return self._readline()
 
     def _readline(self):
-        while b"\n" not in self.buf:
+        start = 0
+        while True:
+            end = self.buf.find(b"\n", start)
+            if end >= 0:
+                line = bytes(self.buf[:end])
+                del self.buf[:end + 1]
+                return line
+            start = len(self.buf)
             try:
                 chunk = self.sock.recv(65536)
             except _socket.timeout:
@@ -115,12 +122,12 @@ class _Conn:
             except OSError as exc:
                 raise ToolError("tool RPC connection failed: %s" % exc)
             if not chunk:
+                if self.buf:
+                    raise ToolError("tool RPC connection lost mid-reply")
                 # EOF after the request: it may have been processed.
                 raise ToolError("tool RPC connection closed before the reply; "
                                 "the call may have run and is not retried")
             self.buf += chunk
-        line, _, self.buf = self.buf.partition(b"\n")
-        return line
 
 
 _pool_lock = _threading.Lock()

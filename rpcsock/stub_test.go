@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"path/filepath"
 	"strings"
@@ -253,7 +254,7 @@ func TestStubReplayRules(t *testing.T) {
 	}{
 		{"notice then answer", func(n int64, c net.Conn) {
 			if n == 1 {
-				_, _ = c.Write(idleNotice)
+				_, _ = io.WriteString(c, idleNotice)
 				_ = c.Close()
 				return
 			}
@@ -261,7 +262,7 @@ func TestStubReplayRules(t *testing.T) {
 		}, "second", 2, 2, "kernpool_tools.t()"},
 		{"eof after request", func(_ int64, c net.Conn) { _ = c.Close() },
 			"ToolError: tool RPC connection closed before the reply; the call may have run and is not retried", 1, 1, "kernpool_tools.t()"},
-		{"notice twice", func(_ int64, c net.Conn) { _, _ = c.Write(idleNotice); _ = c.Close() },
+		{"notice twice", func(_ int64, c net.Conn) { _, _ = io.WriteString(c, idleNotice); _ = c.Close() },
 			"ToolError: tool RPC server closed the connection twice; giving up", 2, 2, "kernpool_tools.t()"},
 		{"no answer", func(int64, net.Conn) {},
 			"ToolTimeout: tool call timed out; not retried", 1, 1, "kernpool_tools.t(_timeout=0.2)"},
@@ -303,5 +304,33 @@ print(len(fns))
 `)
 	if err != nil || out != fmt.Sprintf("%d\n", len(tools)) {
 		t.Fatalf("python: %v\n%s", err, out)
+	}
+}
+
+// TestStubLargePayloads: a multi-MiB reply arrives whole; a request over
+// the line cap is refused with the exact error and the next call works.
+func TestStubLargePayloads(t *testing.T) {
+	requirePython(t)
+	s := listen(t, Config{Tools: []string{"big", "len"}, MaxLineBytes: 1 << 20})
+	end := s.BeginCell(HandlerFunc(func(_ context.Context, c Call) (string, error) {
+		if c.Tool == "big" {
+			return strings.Repeat("x", 3<<20), nil
+		}
+		return fmt.Sprint(len(c.Args)), nil
+	}), 0)
+	out, err := runPython(t, s, Stub([]string{"big", "len"}), `
+assert kernpool_tools.big() == "x" * (3 << 20)
+print(kernpool_tools.len_(s="y" * 1000))
+try:
+    kernpool_tools.len_(s="y" * (2 << 20))
+except kernpool_tools.ToolError as e:
+    print(e)
+print(kernpool_tools.len_(s=""))
+`)
+	if err != nil || out != "1008\nInvalid RPC request: line too long\n8\n" {
+		t.Fatalf("python: %v\n%s", err, out)
+	}
+	if n := end(); n != 3 {
+		t.Fatalf("callsMade = %d, want 3", n)
 	}
 }
