@@ -171,3 +171,11 @@ func assertGone(t testing.TB, iso *Isolator, id string, pids []int) {
 		}
 	}
 }
+
+func itoa(n int) string { return fmt.Sprint(n) }
+
+func atoi(s string) int {
+	var n int
+	fmt.Sscan(s, &n)
+	return n
+}

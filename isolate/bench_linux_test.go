@@ -1,0 +1,191 @@
+package isolate
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kernpool/kernpool/kernel"
+)
+
+// placeCode does what the runner does first on v1: place itself.
+const placeCode = `import os
+for p in os.environ.get("KERNPOOL_CGROUP_PROCS", "").split(os.pathsep):
+    if p:
+        with open(p, "w") as f: f.write("0")
+`
+
+// BenchmarkSpawnPlain: a cold `python -c pass` in its own process group.
+func BenchmarkSpawnPlain(b *testing.B) {
+	requirePython(b)
+	for b.Loop() {
+		cmd := exec.Command(python, "-c", placeCode)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSpawnCgroupUID: the same with the whole sandbox life: uid
+// reservation, group creation with limits, chown, uid switch, placement
+// (self-placement on v1, clone3 on v2), kill, wait-empty, group removal.
+func BenchmarkSpawnCgroupUID(b *testing.B) {
+	requireCgroups(b)
+	requirePython(b)
+	benchSpawnSandbox(b, nil)
+}
+
+// BenchmarkSpawnCgroup: as above without the uid switch.
+func BenchmarkSpawnCgroup(b *testing.B) {
+	requireCgroups(b)
+	requirePython(b)
+	benchSpawnSandbox(b, func(c *Config) { c.RunAsUser = false })
+}
+
+func benchSpawnSandbox(b *testing.B, edit func(*Config)) {
+	iso := newIso(b, edit)
+	staging := stateDir(b)
+	for b.Loop() {
+		sb, err := iso.NewSandbox(kernelID(b), "alice", "default", Limits{MemoryMax: 256 << 20, PidsMax: 64})
+		if err != nil {
+			b.Fatal(err)
+		}
+		cmd := exec.Command(python, "-c", placeCode)
+		if err := sb.Prepare(cmd, staging); err != nil {
+			b.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		_ = sb.Started(cmd.Process.Pid)
+		if err := cmd.Wait(); err != nil {
+			b.Fatal(err)
+		}
+		_ = sb.Kill()
+		if _, err := sb.Release(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPlacement isolates v1 self-placement: the same spawn into a
+// pre-made group, with and without the runner's writes of "0".
+func BenchmarkPlacement(b *testing.B) {
+	requireCgroupV1(b)
+	requirePython(b)
+	iso := newIso(b, func(c *Config) { c.RunAsUser = false })
+	sb, err := iso.NewSandbox(kernelID(b), "alice", "default", Limits{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = sb.Kill(); _, _ = sb.Release() })
+	files := strings.Join(sb.group.PlacementFiles(), ":")
+	for _, c := range []struct{ name, env string }{{"none", ""}, {"self", files}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				cmd := exec.Command(python, "-c", placeCode)
+				cmd.Env = []string{kernel.EnvCgroupProcs + "=" + c.env}
+				if err := cmd.Run(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// treeCode makes a 50-process tree: the leader and 49 sleeping children.
+const treeCode = placeCode + `import os, sys, time
+for _ in range(49):
+    if os.fork() == 0:
+        time.sleep(300)
+        os._exit(0)
+print("ready", flush=True)
+time.sleep(300)
+`
+
+// BenchmarkKillTree50: kill a 50-process tree and wait until none of it
+// runs: killpg + reap vs the cgroup kill (v1: freeze, SIGKILL, thaw).
+func BenchmarkKillTree50(b *testing.B) {
+	requireCgroups(b)
+	requirePython(b)
+	iso := newIso(b, func(c *Config) { c.RunAsUser = false })
+	b.Run("killpg", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			cmd, pids := startTree(b, nil)
+			b.StartTimer()
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = cmd.Wait()
+			for _, pid := range pids {
+				for alive(pid) {
+					time.Sleep(20 * time.Microsecond)
+				}
+			}
+		}
+	})
+	b.Run("cgroup", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			sb, err := iso.NewSandbox(kernelID(b), "alice", "default", Limits{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			cmd, _ := startTree(b, sb)
+			b.StartTimer()
+			if err := sb.group.Kill(); err != nil {
+				b.Fatal(err)
+			}
+			_ = cmd.Wait()
+			if err := sb.group.WaitEmpty(5 * time.Second); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			_, _ = sb.Release()
+			b.StartTimer()
+		}
+	})
+}
+
+func startTree(b *testing.B, sb *Sandbox) (*exec.Cmd, []int) {
+	cmd := exec.Command(python, "-c", treeCode)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if sb != nil {
+		if err := sb.Prepare(cmd, b.TempDir()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	if sb != nil {
+		_ = sb.Started(cmd.Process.Pid)
+	}
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+		b.Fatalf("tree: %q %v", line, err)
+	}
+	var pids []int
+	for _, f := range strings.Fields(readFile(b, "/proc/"+itoa(cmd.Process.Pid)+"/task/"+itoa(cmd.Process.Pid)+"/children")) {
+		pids = append(pids, atoi(f))
+	}
+	if len(pids) != 49 {
+		b.Fatalf("tree has %d children", len(pids))
+	}
+	return cmd, append(pids, cmd.Process.Pid)
+}
+
+func readFile(b *testing.B, p string) string {
+	d, err := os.ReadFile(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return string(d)
+}
