@@ -145,7 +145,7 @@ func DefaultConfig() *Config {
 }
 
 func defaultProfile() Profile {
-	return Profile{MemoryMax: 512 << 20, PidsMax: 256, CPUMax: 1.0, Network: true}
+	return Profile{MemoryMax: 512 << 20, PidsMax: 256, CPUMax: 1.0, CPUWeight: 100, Network: true}
 }
 
 // LoadConfigFile reads an HCL config file over the defaults. Every problem

@@ -34,8 +34,8 @@ type fileConfig struct {
 }
 
 type fileEnv struct {
-	Passthrough []string `hcl:"passthrough,optional"`
-	Refuse      []string `hcl:"refuse,optional"`
+	Passthrough []string  `hcl:"passthrough,optional"`
+	Refuse      *[]string `hcl:"refuse,optional"`
 }
 
 type fileOutput struct {
@@ -91,8 +91,11 @@ func (f *fileConfig) apply(cfg *Config) hcl.Diagnostics {
 	diags = append(diags, durationAttr(f.ToolCallTimeout, "tool_call_timeout", &cfg.ToolCallTimeout)...)
 	diags = append(diags, durationAttr(f.DrainGrace, "drain_grace", &cfg.DrainGrace)...)
 	if f.Env != nil {
-		cfg.Env.Passthrough = f.Env.Passthrough
-		cfg.Env.Refuse = f.Env.Refuse
+		cfg.Env.Passthrough = nonEmpty(f.Env.Passthrough)
+		if f.Env.Refuse != nil {
+			// Present, even empty, replaces the default refusal list.
+			cfg.Env.Refuse = append([]string{}, (*f.Env.Refuse)...)
+		}
 	}
 	if o := f.Output; o != nil {
 		setBool(&cfg.Output.RedactPatterns, o.RedactPatterns)
@@ -142,7 +145,7 @@ func (f *fileConfig) applyProfiles(cfg *Config) hcl.Diagnostics {
 		if fp.CPUWeight != nil {
 			p.CPUWeight = *fp.CPUWeight
 		}
-		p.Passthrough = fp.Passthrough
+		p.Passthrough = nonEmpty(fp.Passthrough)
 		setBool(&p.Network, fp.Network)
 		setBool(&p.PIDNamespace, fp.PIDNamespace)
 		setBool(&p.PrivateTmp, fp.PrivateTmp)
@@ -252,4 +255,12 @@ func setFloat(dst *float64, v *float64) {
 	if v != nil {
 		*dst = *v
 	}
+}
+
+// nonEmpty returns nil for an empty list, so "absent" and "[]" compare equal.
+func nonEmpty(list []string) []string {
+	if len(list) == 0 {
+		return nil
+	}
+	return list
 }

@@ -1,0 +1,86 @@
+# kernpool daemon configuration (HCL). Every setting is optional; the values
+# below are the built-in defaults unless a comment says otherwise.
+# Command-line flags of `kernpool serve` override this file.
+# Reference: docs/config.md.
+
+# Unix socket of the API. Default: $KERNPOOL_SOCKET, else
+# /run/kernpool/kernpool.sock (root), $XDG_RUNTIME_DIR/kernpool/kernpool.sock,
+# or /tmp/kernpool-<uid>/kernpool.sock.
+# socket = "/run/kernpool/kernpool.sock"
+
+# Kernel staging dirs live in <state_dir>/kernels/<id>.
+# state_dir = "/run/kernpool/state"
+
+log_level = "info"   # trace, debug, info, warn, error
+log_json  = false    # one JSON object per log line
+
+# Default python3 for requests that name none. Default: the first python3 on
+# PATH; a pyenv-style shim is resolved once, at start, to the real binary.
+# interpreter = "/usr/bin/python3"
+
+idle_timeout      = "30m"   # reap kernels idle this long
+cell_timeout      = "5m"    # a cell's timeout unless the request sets one
+max_cell_timeout  = "1h"    # the largest timeout a request may ask for
+max_kernels       = 64      # live kernels across owners; LRU eviction beyond
+max_tool_calls    = 50      # tool-call budget of one cell
+tool_call_timeout = "2m"    # how long a streamed tool call waits for its answer
+drain_grace       = "10s"   # how long running cells may finish on SIGTERM
+
+# Child environment (see docs/config.md for the scrubbing rules).
+env {
+  passthrough = []          # names every kernel keeps, e.g. ["HTTP_PROXY"]
+  # refuse = ["OPENAI_API_KEY", "*_API_KEY"]  # default: envscrub's provider list
+}
+
+# Output pipeline: redaction and caps.
+output {
+  redact_patterns = true    # exact scrubbed values are masked even when false
+  inline_cap      = 50000   # bytes of stdout returned inline
+  stderr_cap      = 10000   # bytes of stderr returned inline
+  spill_cap       = 5000000 # bytes of full stdout kept in the spill file
+}
+
+# One cgroup per kernel under a pool-owned, marked parent.
+cgroup {
+  parent  = "kernpool"
+  enabled = true
+}
+
+# As root, kernels run as unprivileged uids from this range.
+users {
+  enabled   = true
+  uid_range = "60000-60999"
+  per_owner = false         # true: one stable uid per owner
+}
+
+# Resource profiles. A request's mode selects the profile of its name, else
+# "default". `kernpool serve --memory-max/--pids-max/--cpu-max` override the
+# default profile.
+profile "default" {
+  memory_max      = "512MiB"
+  memory_swap_max = "0"     # no swap beyond memory
+  pids_max        = 256
+  cpu_max         = 1.0     # cores
+  cpu_weight      = 100
+  passthrough     = []
+  network         = true
+  pid_namespace   = false
+  private_tmp     = false
+}
+
+# An example of a tighter mode (not a default).
+profile "untrusted" {
+  memory_max    = "128MiB"
+  pids_max      = 32
+  cpu_max       = 0.5
+  network       = false
+  pid_namespace = true
+  private_tmp   = true
+}
+
+# Per-request limit overrides may not exceed these.
+ceiling {
+  memory_max = "4GiB"
+  pids_max   = 4096
+  cpu_max    = 2.0
+}
