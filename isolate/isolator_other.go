@@ -1,0 +1,105 @@
+//go:build !linux
+
+package isolate
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Isolator makes the Sandbox of each new kernel. Outside Linux there are no
+// cgroups, uid switching or namespaces: kernels are confined by process
+// group (Unix) or a Job Object (Windows).
+type Isolator struct {
+	cfg      Config
+	log      hclog.Logger
+	report   Report
+	oomKills atomic.Int64
+	mu       sync.Mutex
+	closed   bool
+}
+
+// New validates cfg and reports what this platform cannot give kernels.
+func New(cfg Config) (*Isolator, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("isolate: new: %w", err)
+	}
+	for name, p := range cfg.Profiles {
+		if p.NoNetwork || p.PIDNamespace {
+			return nil, fmt.Errorf("isolate: new: profile %q asks for namespaces: %w", name, ErrUnsupported)
+		}
+	}
+	i := &Isolator{cfg: cfg, log: cfg.Logger.Named("isolate")}
+	i.report = platformReport(cfg)
+	if w := i.report.Warning(); w != "" {
+		i.log.Warn("reduced kernel isolation", "detail", w)
+	}
+	return i, nil
+}
+
+func baseReport(cfg Config) Report {
+	return Report{
+		Platform:     runtime.GOOS,
+		CgroupMode:   "none",
+		CgroupReason: "cgroups exist only on Linux",
+		NoNewPrivs:   false,
+		Rlimits:      rlimitEnv(cfg.Rlimits),
+	}
+}
+
+// NewSandbox makes the confinement of one kernel; limits are checked
+// against the ceiling even where they cannot be enforced.
+func (i *Isolator) NewSandbox(id, owner, mode string, lim Limits) (*Sandbox, error) {
+	res, _, err := i.cfg.resolve(mode, lim)
+	if err != nil {
+		return nil, fmt.Errorf("isolate: new sandbox %s: %w", id, err)
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.closed {
+		return nil, fmt.Errorf("isolate: new sandbox %s: %w", id, ErrClosed)
+	}
+	return newSandbox(i, id, profileLimits(res))
+}
+
+// CheckAccess checks that interpreter exists and cwd ("" skips it) is a
+// directory; kernels run as the daemon's own user here.
+func (i *Isolator) CheckAccess(interpreter, cwd string) error {
+	st, err := os.Stat(interpreter)
+	if err != nil || st.IsDir() {
+		return fmt.Errorf("isolate: interpreter %s: %w: not an existing file", interpreter, ErrAccess)
+	}
+	if cwd != "" {
+		if st, err := os.Stat(cwd); err != nil || !st.IsDir() {
+			return fmt.Errorf("isolate: cwd %s: %w: not an existing directory", cwd, ErrAccess)
+		}
+	}
+	return nil
+}
+
+// Report says what isolation kernels get here.
+func (i *Isolator) Report() Report {
+	r := i.report
+	r.Lost = append([]string(nil), r.Lost...)
+	r.Advice = append([]string(nil), r.Advice...)
+	return r
+}
+
+// OOMKills is always 0 here: no memory controller reports OOM kills.
+func (i *Isolator) OOMKills() int64 { return i.oomKills.Load() }
+
+// Close marks the isolator closed. Idempotent.
+func (i *Isolator) Close() error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.closed = true
+	return nil
+}
