@@ -95,19 +95,27 @@ import os, shutil
 shutil.rmtree(os.environ['TMPDIR'], ignore_errors=True)
 shutil.rmtree(os.path.dirname(os.environ['TMPDIR']), ignore_errors=True)
 print('deleted')`},
+		// The daemon is its own process-group leader (the harness starts it
+		// so); the cell aims only at that group, never at whatever group
+		// pid 1 or the test runner is in, even if the sandbox is broken.
 		{name: "kills_the_daemon", code: `
 import os, signal
-for f in (lambda: os.kill(os.getppid(), signal.SIGKILL), lambda: os.killpg(os.getpgid(os.getppid()), signal.SIGKILL)):
+d = os.getppid()
+pg = os.getpgid(d)
+for f in (lambda: os.kill(d, signal.SIGKILL), lambda: os.killpg(pg, signal.SIGKILL) if pg == d > 1 else None):
     try:
         f(); print('SENT')
     except (PermissionError, ProcessLookupError) as e:
         print('refused', type(e).__name__)`, check: checkRefused},
 		{name: "kill_everything", vmOnly: true, code: `
 import os, signal
-try:
-    os.kill(-1, signal.SIGKILL); print('SENT')
-except PermissionError as e:
-    print('refused', type(e).__name__)`},
+if os.getuid() == 0:
+    print('SENT: kernel runs as root; kill(-1) not attempted')
+else:
+    try:
+        os.kill(-1, signal.SIGKILL); print('SENT')
+    except PermissionError as e:
+        print('refused', type(e).__name__)`, check: checkRefused},
 	}
 }
 

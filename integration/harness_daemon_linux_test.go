@@ -115,8 +115,10 @@ func (d *Daemon) start(o Opts) {
 	cmd := exec.Command(kernpoolBin, args...)
 	cmd.Env = append(baseEnv(), o.Env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	// If this test binary dies, the daemon (and through it its kernels) follows.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// If this test binary dies, the daemon (and through it its kernels)
+	// follows. Its own process group, as under a service manager, keeps a
+	// hostile cell's killpg of the daemon's group away from the test runner.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", kernpoolBin, err)
 	}
