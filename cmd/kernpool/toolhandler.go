@@ -48,20 +48,24 @@ func shellToolHandler(cmdline string) pool.ToolHandler {
 }
 
 // limitedBuffer keeps the first limit bytes and notes an overflow, so a
-// runaway handler cannot exhaust memory.
+// runaway handler cannot exhaust memory. The buffer is a named field, not
+// embedded: an embedded bytes.Buffer would promote ReadFrom, and io.Copy
+// would bypass Write and its limit.
 type limitedBuffer struct {
-	bytes.Buffer
+	buf      bytes.Buffer
 	limit    int
 	overflow bool
 }
 
 func (b *limitedBuffer) Write(p []byte) (int, error) {
-	if room := b.limit - b.Len(); len(p) > room {
+	if room := b.limit - b.buf.Len(); len(p) > room {
 		b.overflow = true
 		if room > 0 {
-			b.Buffer.Write(p[:room])
+			b.buf.Write(p[:room])
 		}
 		return len(p), nil
 	}
-	return b.Buffer.Write(p)
+	return b.buf.Write(p)
 }
+
+func (b *limitedBuffer) String() string { return b.buf.String() }

@@ -1,0 +1,270 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kernpool/kernpool/pool"
+	"github.com/kernpool/kernpool/pool/api"
+)
+
+func TestExecKeepsState(t *testing.T) {
+	d := startServe(t)
+	if r := cli(t, "", "exec", "--socket", d.socket, "x=1"); r.code != 0 || r.stdout != "" || r.stderr != "" {
+		t.Fatalf("x=1: %+v", r)
+	}
+	if r := cli(t, "", "exec", "--socket", d.socket, "print(x)"); r.code != 0 || r.stdout != "1\n" || r.stderr != "" {
+		t.Fatalf("print(x): %+v", r)
+	}
+	// Code from stdin, with "-" and with no argument.
+	if r := cli(t, "print(x + 1)\n", "exec", "--socket", d.socket, "-"); r.code != 0 || r.stdout != "2\n" {
+		t.Fatalf("stdin with -: %+v", r)
+	}
+	if r := cli(t, "print(x + 2)\n", "exec", "--socket", d.socket); r.code != 0 || r.stdout != "3\n" {
+		t.Fatalf("stdin without CODE: %+v", r)
+	}
+}
+
+func TestExecExitCodes(t *testing.T) {
+	d := startServe(t)
+	absent := d.socket + ".absent"
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string // substring
+		stderr string // substring
+	}{
+		{"success", []string{"exec", "--socket", d.socket, "print('ok')"}, 0, "ok", ""},
+		{"cell error", []string{"exec", "--socket", d.socket, "1/0"}, 1, "ZeroDivisionError", ""},
+		{"bad flag", []string{"exec", "--socket", d.socket, "--frobnicate", "1"}, 2, "", "frobnicate"},
+		{"bad timeout flag", []string{"exec", "--socket", d.socket, "--timeout", "soon", "1"}, 2, "", "timeout"},
+		{"two code args", []string{"exec", "--socket", d.socket, "1", "2"}, 2, "", "one CODE"},
+		{"no daemon", []string{"exec", "--socket", absent, "1"}, 2, "", "not reachable"},
+		{"bad request", []string{"exec", "--socket", d.socket, "--interpreter", "python3", "1"}, 2, "", "interpreter"},
+		{"timeout", []string{"exec", "--socket", d.socket, "--owner", "slow", "--timeout", "1s", "import time; time.sleep(30)"}, 3, "timed out", ""},
+		{"killed kernel", []string{"exec", "--socket", d.socket, "--owner", "doomed", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"}, 3, "", ""},
+		{"unknown command", []string{"frob"}, 2, "", "unknown command"},
+		{"no command", []string{}, 2, "", "usage"},
+		{"help", []string{"exec", "-h"}, 0, "", "usage: kernpool exec"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := cli(t, "", tt.args...)
+			if r.code != tt.code || !strings.Contains(r.stdout, tt.stdout) || !strings.Contains(r.stderr, tt.stderr) {
+				t.Fatalf("exit %d (want %d)\nstdout %q (want %q)\nstderr %q (want %q)", r.code, tt.code, r.stdout, tt.stdout, r.stderr, tt.stderr)
+			}
+		})
+	}
+}
+
+func TestExecJSON(t *testing.T) {
+	d := startServe(t)
+	r := cli(t, "", "exec", "--socket", d.socket, "--owner", "j", "--json", "print('hi')")
+	if r.code != 0 {
+		t.Fatalf("%+v", r)
+	}
+	var fields map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &fields); err != nil {
+		t.Fatalf("--json output is not JSON: %v\n%s", err, r.stdout)
+	}
+	for _, k := range []string{"status", "output", "exit_code", "duration_seconds", "tool_calls_made", "kernel"} {
+		if _, ok := fields[k]; !ok {
+			t.Errorf("--json lacks %q: %s", k, r.stdout)
+		}
+	}
+	var res pool.Result
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "success" || res.Output != "hi\n" || res.Kernel.ID == "" || res.Kernel.ExecutionCount != 1 {
+		t.Fatalf("result %+v", res)
+	}
+	// --json on a failed cell still prints the object and keeps the exit code.
+	r = cli(t, "", "exec", "--socket", d.socket, "--owner", "j", "--json", "raise ValueError('x')")
+	if r.code != 1 || !strings.Contains(r.stdout, `"status": "error"`) {
+		t.Fatalf("failed cell with --json: %+v", r)
+	}
+}
+
+func TestPsShutdownKill(t *testing.T) {
+	d := startServe(t)
+	for _, owner := range []string{"alice", "bob"} {
+		if r := cli(t, "", "exec", "--socket", d.socket, "--owner", owner, "1"); r.code != 0 {
+			t.Fatalf("exec %s: %+v", owner, r)
+		}
+	}
+	r := cli(t, "", "ps", "--socket", d.socket)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if r.code != 0 || len(lines) != 3 || !strings.HasPrefix(lines[0], "ID") {
+		t.Fatalf("ps: %+v", r)
+	}
+	for _, col := range []string{"OWNER", "MODE", "PID", "IDLE", "EXEC", "BUSY"} {
+		if !strings.Contains(lines[0], col) {
+			t.Errorf("ps header %q lacks %s", lines[0], col)
+		}
+	}
+	r = cli(t, "", "ps", "--socket", d.socket, "--json")
+	var list api.KernelList
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list.Kernels) != 2 {
+		t.Fatalf("ps --json: %v\n%s", err, r.stdout)
+	}
+	byOwner := map[string]pool.KernelInfo{}
+	for _, k := range list.Kernels {
+		byOwner[k.Owner] = k
+	}
+
+	alice := byOwner["alice"]
+	if r := cli(t, "", "kill", "--socket", d.socket, alice.ID); r.code != 0 || !strings.Contains(r.stdout, alice.ID) {
+		t.Fatalf("kill: %+v", r)
+	}
+	if !pidGone(alice.Pid) {
+		t.Errorf("killed kernel pid %d survives", alice.Pid)
+	}
+	if r := cli(t, "", "kill", "--socket", d.socket, alice.ID); r.code != 1 || !strings.Contains(r.stderr, "no live kernel") {
+		t.Fatalf("second kill: %+v", r)
+	}
+	if r := cli(t, "", "kill", "--socket", d.socket); r.code != 2 {
+		t.Fatalf("kill without id: %+v", r)
+	}
+
+	if r := cli(t, "", "shutdown", "--socket", d.socket); r.code != 2 || !strings.Contains(r.stderr, "--owner") {
+		t.Fatalf("shutdown without owner: %+v", r)
+	}
+	if r := cli(t, "", "shutdown", "--socket", d.socket, "--owner", "bob"); r.code != 0 || !strings.Contains(r.stdout, "killed 1") {
+		t.Fatalf("shutdown bob: %+v", r)
+	}
+	if !pidGone(byOwner["bob"].Pid) {
+		t.Errorf("bob's kernel pid %d survives shutdown", byOwner["bob"].Pid)
+	}
+	if r := cli(t, "", "ps", "--socket", d.socket); len(strings.Split(strings.TrimSpace(r.stdout), "\n")) != 1 {
+		t.Fatalf("ps after kill and shutdown: %+v", r)
+	}
+}
+
+func TestToolHandler(t *testing.T) {
+	d := startServe(t)
+	probe := cli(t, "", "exec", "--socket", d.socket, "--tools", "echo", "1")
+	if probe.code != 0 {
+		t.Skipf("the daemon has no tool RPC wired yet (cmd/kernpool/wire.go): %s", strings.TrimSpace(probe.stderr))
+	}
+	code := `import kernpool_tools as t
+r = t.echo(text="hi")
+print(r["tool"], r["args"]["text"], r["id"] != "")
+try:
+    t.fail()
+except t.ToolError as e:
+    print("error:", e)
+`
+	// The handler echoes the call back (the stub decodes the JSON) or,
+	// for "fail", exits non-zero with a message on stderr.
+	handler := `c=$(cat); case "$c" in *'"tool":"fail"'*) echo "it broke" >&2; exit 3;; esac; printf '%s' "$c"`
+	r := cli(t, "", "exec", "--socket", d.socket, "--tools", "echo,fail", "--tool-handler", handler, code)
+	if r.code != 0 || !strings.Contains(r.stdout, "echo hi True\n") || !strings.Contains(r.stdout, "error: tool fail failed: it broke") {
+		t.Fatalf("tool handler round trip: %+v", r)
+	}
+}
+
+func TestServeDrainOnSigterm(t *testing.T) {
+	d := startServe(t, "--drain-grace", "1s")
+	// One cell finishes within the grace, one outlives it.
+	quick := make(chan cliResult, 1)
+	slow := make(chan cliResult, 1)
+	go func() { slow <- cli(t, "", "exec", "--socket", d.socket, "--owner", "slow", "import time; time.sleep(60)") }()
+	var slowPid int
+	waitUntil(t, "the slow cell", func() bool {
+		r := cli(t, "", "ps", "--socket", d.socket, "--json")
+		var list api.KernelList
+		_ = json.Unmarshal([]byte(r.stdout), &list)
+		for _, k := range list.Kernels {
+			if k.Owner == "slow" && k.Busy {
+				slowPid = k.Pid
+				return true
+			}
+		}
+		return false
+	})
+	go func() {
+		quick <- cli(t, "", "exec", "--socket", d.socket, "--owner", "quick", "import time; time.sleep(0.3); print('done')")
+	}()
+	waitUntil(t, "the quick cell", func() bool {
+		r := cli(t, "", "ps", "--socket", d.socket, "--json")
+		return strings.Contains(r.stdout, `"owner": "quick"`)
+	})
+	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.wait(); err != nil {
+		t.Fatalf("serve exited with %v after SIGTERM\n%s", err, d.logs)
+	}
+	if r := <-quick; r.code != 0 || r.stdout != "done\n" {
+		t.Errorf("a cell within the grace did not finish: %+v", r)
+	}
+	if r := <-slow; r.code != 3 {
+		t.Errorf("a cell past the grace: %+v, want exit 3", r)
+	}
+	if _, err := os.Lstat(d.socket); !os.IsNotExist(err) {
+		t.Errorf("socket survives the drain: %v", err)
+	}
+	if !pidGone(slowPid) {
+		t.Errorf("kernel pid %d survives the daemon", slowPid)
+	}
+	if entries, _ := os.ReadDir(d.state + "/kernels"); len(entries) != 0 {
+		t.Errorf("staging dirs survive the daemon: %v", entries)
+	}
+}
+
+func TestServeRefusesSecondDaemon(t *testing.T) {
+	d := startServe(t)
+	r := cli(t, "", "serve", "--socket", d.socket, "--state-dir", d.state+"2", "--interpreter", python)
+	if r.code == 0 || !strings.Contains(r.stderr, "another kernpool is serving") {
+		t.Fatalf("second serve on the socket: %+v", r)
+	}
+	r = cli(t, "", "serve", "--socket", d.socket+"2", "--state-dir", d.state, "--interpreter", python)
+	if r.code == 0 || !strings.Contains(r.stderr, "state dir") {
+		t.Fatalf("second serve on the state dir: %+v", r)
+	}
+	// The first daemon still serves.
+	if r := cli(t, "", "exec", "--socket", d.socket, "print(1)"); r.code != 0 {
+		t.Fatalf("first daemon disturbed: %+v", r)
+	}
+}
+
+func TestServeUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"serve", "--memory-max", "lots"},
+		{"serve", "--bogus"},
+		{"serve", "extra-arg"},
+		{"serve", "--config", "/nonexistent/kernpool.hcl"},
+	} {
+		if r := cli(t, "", args...); r.code != 2 || r.stderr == "" {
+			t.Errorf("%q: %+v, want exit 2 with a message", args, r)
+		}
+	}
+}
+
+func TestDoctor(t *testing.T) {
+	d := startServe(t)
+	r := cli(t, "", "doctor", "--socket", d.socket, "--state-dir", d.state)
+	for _, want := range []string{"socket:", d.socket, "uid:", "interpreter:", "daemon:       ok"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}
+
+// waitUntil polls cond (tests only) for up to 20 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kernpool/kernpool/pool/api"
+	"go.uber.org/goleak"
+)
+
+// python is the real interpreter of the test kernels (never the PATH
+// python3 here: a slow pyenv shim).
+const python = "/usr/bin/python3"
+
+// binPath is the kernpool binary TestMain builds once for the CLI tests.
+// Set before any test runs and never written again.
+var binPath string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "kpcli")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	binPath = filepath.Join(dir, "kernpool")
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	build := exec.Command(goBin, "build", "-o", binPath, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building kernpool:", err)
+		_ = os.RemoveAll(dir)
+		os.Exit(2)
+	}
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { _ = os.RemoveAll(dir) }))
+}
+
+func requirePython(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat(python); err != nil {
+		t.Skipf("needs %s: %v", python, err)
+	}
+}
+
+// testDaemon is a real `kernpool serve` child process.
+type testDaemon struct {
+	cmd    *exec.Cmd
+	socket string
+	state  string
+	logs   *bytes.Buffer
+	exited chan error
+}
+
+// startServe runs `kernpool serve` on a fresh socket and state dir and
+// waits until it answers /v1/health. Cleanup SIGTERMs it (then SIGKILLs
+// it if it hangs) and fails the test if it could not stop cleanly.
+func startServe(t *testing.T, extra ...string) *testDaemon {
+	t.Helper()
+	requirePython(t)
+	dir, err := os.MkdirTemp("", "kpd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	d := &testDaemon{socket: filepath.Join(dir, "run", "kp.sock"), state: filepath.Join(dir, "state"),
+		logs: &bytes.Buffer{}, exited: make(chan error, 1)}
+	args := append([]string{"serve", "--socket", d.socket, "--state-dir", d.state,
+		"--interpreter", python, "--log-level", "debug"}, extra...)
+	d.cmd = exec.Command(binPath, args...)
+	d.cmd.Stdout, d.cmd.Stderr = d.logs, d.logs
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { d.exited <- d.cmd.Wait() }()
+	t.Cleanup(func() { d.stop(t) })
+	client := api.NewClient(d.socket)
+	defer client.CloseIdleConnections()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := client.Health(context.Background()); err == nil {
+			return d
+		}
+		select {
+		case err := <-d.exited:
+			d.exited <- err
+			t.Fatalf("kernpool serve exited early: %v\n%s", err, d.logs)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kernpool serve did not answer on %s\n%s", d.socket, d.logs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// stop SIGTERMs the daemon and waits; idempotent.
+func (d *testDaemon) stop(t *testing.T) {
+	if d.cmd.ProcessState != nil {
+		return
+	}
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-d.exited:
+		d.exited <- err
+	case <-time.After(30 * time.Second):
+		_ = d.cmd.Process.Kill()
+		d.exited <- <-d.exited
+		t.Errorf("kernpool serve ignored SIGTERM\n%s", d.logs)
+	}
+}
+
+// wait returns the daemon's exit error once it exited.
+func (d *testDaemon) wait() error {
+	err := <-d.exited
+	d.exited <- err
+	return err
+}
+
+type cliResult struct {
+	stdout, stderr string
+	code           int
+}
+
+// cli runs the kernpool binary with args (stdin from in) and returns its
+// output and exit code.
+func cli(t *testing.T, in string, args ...string) cliResult {
+	t.Helper()
+	cmd := exec.Command(binPath, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(in), &out, &errb
+	cmd.Env = append(os.Environ(), "KERNPOOL_SOCKET=") // never reach a real daemon by default
+	err := cmd.Run()
+	code := 0
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		code = exitErr.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run kernpool %q: %v", args, err)
+	}
+	return cliResult{stdout: out.String(), stderr: errb.String(), code: code}
+}
+
+// pidGone reports whether no process has pid.
+func pidGone(pid int) bool {
+	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
