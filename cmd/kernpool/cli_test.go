@@ -174,7 +174,9 @@ func TestServeDrainOnSigterm(t *testing.T) {
 	// One cell finishes within the grace, one outlives it.
 	quick := make(chan cliResult, 1)
 	slow := make(chan cliResult, 1)
-	go func() { slow <- cli(t, "", "exec", "--socket", d.socket, "--owner", "slow", "import time; time.sleep(60)") }()
+	go func() {
+		slow <- cli(t, "", "exec", "--socket", d.socket, "--owner", "slow", "import time; time.sleep(60)")
+	}()
 	var slowPid int
 	waitUntil(t, "the slow cell", func() bool {
 		r := cli(t, "", "ps", "--socket", d.socket, "--json")
