@@ -1,5 +1,98 @@
 package kernel
 
-const helperEnv = "KERNPOOL_KERNEL_TEST_HELPER"
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
 
-func runHelper(mode string) int { return 2 }
+// The helper-process trick: the test binary re-execs itself as a fake
+// daemon (helperEnv names the mode) so a test can SIGKILL a kernel's host.
+const (
+	helperEnv      = "KERNPOOL_KERNEL_TEST_HELPER"
+	helperStateEnv = "KERNPOOL_KERNEL_TEST_STATE"
+	helperCellEnv  = "KERNPOOL_KERNEL_TEST_CELL"
+)
+
+// runHelper is the fake daemon: it starts a kernel, starts a long cell and
+// prints "READY <kernel pid> <grandchild pid>" once the cell runs, then
+// waits to be killed.
+func runHelper(mode string) int {
+	if mode != "hostdie" {
+		fmt.Fprintln(os.Stderr, "unknown helper mode", mode)
+		return 2
+	}
+	state := os.Getenv(helperStateEnv)
+	k, err := Start(context.Background(), Spec{ID: "khelper", Interpreter: python, StateDir: state, Env: []string{"PATH=/usr/bin:/bin"}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start:", err)
+		return 1
+	}
+	r, err := k.Exec(context.Background(), Cell{Code: "import os, subprocess\nc = subprocess.Popen(['/bin/sleep', '60'])\nprint(os.getpid(), c.pid)"})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "exec:", err)
+		return 1
+	}
+	marker := filepath.Join(state, "cell-started")
+	go k.Exec(context.Background(), Cell{Code: "open(" + fmt.Sprintf("%q", marker) + ", 'w').close()\n" + os.Getenv(helperCellEnv)})
+	for { // the helper may poll: it is a test fixture
+		if _, err := os.Stat(marker); err == nil {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	fmt.Printf("READY %s\n", strings.TrimSpace(r.Stdout))
+	select {}
+}
+
+func TestHostSIGKILLMidCellKillsKernel(t *testing.T) {
+	requirePython(t)
+	requireProc(t)
+	cases := []struct{ name, cell string }{
+		{"sleeping cell", "import time; time.sleep(60)"},
+		{"cell holding the GIL in C", "sum(range(10**13))"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			state := t.TempDir()
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), helperEnv+"=hostdie", helperStateEnv+"="+state, helperCellEnv+"="+c.cell)
+			cmd.Stderr = os.Stderr
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+			line, err := bufio.NewReader(out).ReadString('\n')
+			var kpid, child int
+			if _, serr := fmt.Sscanf(line, "READY %d %d", &kpid, &child); err != nil || serr != nil {
+				t.Fatalf("helper said %q (%v, %v)", line, err, serr)
+			}
+			if !alive(kpid) || !alive(child) {
+				t.Fatal("kernel not running before the host died")
+			}
+			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			_ = cmd.Wait()
+			if !waitDead(kpid, time.Second) {
+				_ = syscall.Kill(-kpid, syscall.SIGKILL) // clean up before failing
+				t.Fatalf("kernel %d survived its host by more than 1 s", kpid)
+			}
+			if !waitDead(child, time.Second) {
+				_ = syscall.Kill(child, syscall.SIGKILL)
+				t.Fatalf("kernel child %d survived its host by more than 1 s", child)
+			}
+		})
+	}
+}

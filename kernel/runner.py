@@ -82,6 +82,12 @@ def _start():
     procs = env.get("KERNPOOL_CGROUP_PROCS", "")
     if procs:
         _join_cgroups(procs)
+    # Only fds 0-2 may reach cells: the host's parent may have leaked
+    # inheritable fds into the daemon, and Go passes those on.
+    try:
+        os.closerange(3, max(os.sysconf("SC_OPEN_MAX"), 4096))
+    except (OSError, ValueError):
+        os.closerange(3, 4096)
     rlimits = env.get("KERNPOOL_RLIMITS", "")
     if rlimits:
         _apply_rlimits(rlimits)
@@ -103,6 +109,16 @@ def _start():
 
 def _host_gone(kill_path):
     """stdin ended: the host died. Take the whole kernel down with it."""
+    _kill_kernel(kill_path)
+    try:
+        if os.getpgrp() == os.getpid():
+            os.killpg(os.getpgrp(), 9)
+    finally:
+        os._exit(125)
+
+
+def _kill_kernel(kill_path):
+    """Kill the kernel's cgroup, when the sandbox gave one (cgroup.kill)."""
     if kill_path:
         try:
             fd = os.open(kill_path, os.O_WRONLY)
@@ -110,11 +126,35 @@ def _host_gone(kill_path):
             os.close(fd)
         except OSError:
             pass
+
+
+def _start_watchdog(kill_path):
+    """Fork a watchdog that kills the runner's group once the runner is gone.
+
+    The runner can die without running Python code: Pdeathsig SIGKILLs it
+    when the host dies while a cell holds the GIL in C, and that would orphan
+    the cell's children. The watchdog waits on a pidfd of the runner (no GIL,
+    no polling) and then takes the group (and cgroup) down, itself included.
+    Without pidfd support the stdin watcher and Pdeathsig remain.
+    """
+    if os.getpgrp() != os.getpid():
+        return
     try:
-        if os.getpgrp() == os.getpid():
-            os.killpg(os.getpgrp(), 9)
+        pidfd = os.pidfd_open(os.getpid())
+    except (AttributeError, OSError):
+        return
+    if os.fork():
+        os.close(pidfd)
+        return
+    try:
+        os.closerange(0, pidfd)
+        os.closerange(pidfd + 1, 4096)
+        import select
+        select.select([pidfd], [], [])
+        _kill_kernel(kill_path)
+        os.killpg(os.getpgrp(), 9)
     finally:
-        os._exit(125)
+        os._exit(0)
 
 
 def _stdin_reader(put, kill_path):
@@ -308,6 +348,7 @@ def _write_all(fd, data):
 
 def main():
     sentinel, kill_path = _start()
+    _start_watchdog(kill_path)
     from _queue import SimpleQueue
     requests = SimpleQueue()
     _thread.start_new_thread(_stdin_reader, (requests.put, kill_path))
