@@ -121,6 +121,9 @@ time.sleep(300)
 	for _, d := range g.b.(interface{ placementFiles() []string }).placementFiles() {
 		dirGone(t, filepath.Dir(d))
 	}
+	if kf := g.KillFile(); kf != "" {
+		dirGone(t, filepath.Dir(kf))
+	}
 	if err := g.Remove(time.Second); err != nil {
 		t.Errorf("second Remove: %v", err)
 	}

@@ -32,6 +32,10 @@ type v1Pool struct {
 	marker    string
 	stateDir  string
 	memsw     bool
+	// udir is the pool parent on a hybrid host's cgroup2 mount ("" when
+	// unused). That hierarchy has no controllers but gives what v1 lacks:
+	// clone3 placement and an atomic cgroup.kill of the whole tree.
+	udir string
 }
 
 func newV1Pool(cfg Config, log hclog.Logger) (poolBackend, Info, error) {
@@ -69,6 +73,7 @@ func newV1Pool(cfg Config, log hclog.Logger) (poolBackend, Info, error) {
 			p.created = append(p.created, dir)
 		}
 	}
+	p.setupUnified(log)
 	hier := cgroup1.WithHierarchy(func() ([]cgroup1.Subsystem, error) { return p.subs, nil })
 	p.parent, err = cgroup1.Load(cgroup1.StaticPath(p.parentRel), hier)
 	if err != nil {
@@ -84,6 +89,10 @@ func newV1Pool(cfg Config, log hclog.Logger) (poolBackend, Info, error) {
 	}
 	if !p.has("freezer") {
 		info.Kill = "SIGKILL every member, repeated until empty (no freezer hierarchy)"
+	}
+	if p.udir != "" {
+		info.Placement = "clone3 into a group on the cgroup2 mount, then the kernel writes 0 into its v1 groups' cgroup.procs before any user code"
+		info.Kill = "cgroup.kill on the cgroup2 mount, then SIGKILL of anything left in the v1 groups"
 	}
 	log.Debug("v1 hierarchies", "controllers", p.names, "memsw", p.memsw)
 	return p, info, nil
@@ -113,6 +122,34 @@ func (p *v1Pool) has(name string) bool {
 	return false
 }
 
+// setupUnified uses the hybrid host's cgroup2 mount for placement and
+// kill when it has cgroup.kill (Linux >= 5.14). By hand: the library's
+// cgroup2 manager assumes a unified host.
+func (p *v1Pool) setupUnified(log hclog.Logger) {
+	root := filepath.Join(p.mount, "unified")
+	var st unix.Statfs_t
+	if err := unix.Statfs(root, &st); err != nil || st.Type != unix.CGROUP2_SUPER_MAGIC {
+		return
+	}
+	dir := filepath.Join(root, p.parentRel)
+	created, err := ensureParentDir(dir, p.marker, p.stateDir)
+	if err != nil {
+		log.Warn("cgroup2 mount not usable for kernel kill", "dir", dir, "error", err)
+		return
+	}
+	if _, err := os.Stat(filepath.Join(dir, "cgroup.kill")); err != nil {
+		if created {
+			_ = os.Remove(dir)
+		}
+		return
+	}
+	if created {
+		p.created = append(p.created, dir)
+	}
+	p.udir = dir
+	p.dirs = append(p.dirs, dir)
+}
+
 // undo removes the parent dirs this instance created (all empty).
 func (p *v1Pool) undo() {
 	for _, d := range p.created {
@@ -128,8 +165,11 @@ func (p *v1Pool) newGroup(name string, res *specs.LinuxResources) (groupBackend,
 		r.Memory = &m
 	}
 	cg, err := p.parent.New(name, &r)
+	if err == nil && p.udir != "" {
+		err = os.Mkdir(filepath.Join(p.udir, name), 0o755)
+	}
 	if err != nil {
-		g := p.group(name, nil)
+		g := p.group(name, cg)
 		_ = g.remove()
 		return nil, err
 	}
@@ -142,6 +182,9 @@ func (p *v1Pool) newGroup(name string, res *specs.LinuxResources) (groupBackend,
 
 func (p *v1Pool) group(name string, cg cgroup1.Cgroup) *v1Group {
 	g := &v1Group{cg: cg, names: p.names}
+	if p.udir != "" {
+		g.udir = filepath.Join(p.udir, name)
+	}
 	seen := map[string]bool{}
 	for _, n := range p.names {
 		dir := filepath.Join(p.mount, n, p.parentRel, name)
@@ -212,6 +255,7 @@ type v1Group struct {
 	names    []string // controller names
 	byName   []string // group dir per controller name (parallel to names)
 	dirs     []string // deduplicated group dirs
+	udir     string   // group on the hybrid cgroup2 mount ("" when unused)
 	memLimit int64
 }
 
@@ -232,14 +276,32 @@ func (g *v1Group) placementFiles() []string {
 	return out
 }
 
-func (g *v1Group) killFile() string { return "" }
+func (g *v1Group) killFile() string {
+	if g.udir == "" {
+		return ""
+	}
+	return filepath.Join(g.udir, "cgroup.kill")
+}
 
+// openFD opens the cgroup2 group for clone3(CLONE_INTO_CGROUP); v1 groups
+// cannot be cloned into.
 func (g *v1Group) openFD() (*os.File, error) {
-	return nil, fmt.Errorf("clone into a v1 group: %w", ErrUnsupported)
+	if g.udir == "" {
+		return nil, fmt.Errorf("clone into a v1 group: %w", ErrUnsupported)
+	}
+	fd, err := unix.Open(g.udir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), g.udir), nil
 }
 
 func (g *v1Group) chown(uid, gid int) error {
-	for _, f := range g.placementFiles() {
+	files := g.placementFiles()
+	if kf := g.killFile(); kf != "" {
+		files = append(files, kf)
+	}
+	for _, f := range files {
 		if err := os.Chown(f, uid, gid); err != nil {
 			return err
 		}
@@ -250,7 +312,11 @@ func (g *v1Group) chown(uid, gid int) error {
 func (g *v1Group) procs() ([]int, error) {
 	seen := map[int]bool{}
 	var out []int
-	for _, d := range g.dirs {
+	dirs := g.dirs
+	if g.udir != "" {
+		dirs = append(dirs[:len(dirs):len(dirs)], g.udir)
+	}
+	for _, d := range dirs {
 		pids, err := readInts(filepath.Join(d, "cgroup.procs"))
 		if errors.Is(err, os.ErrNotExist) {
 			continue
@@ -272,6 +338,9 @@ func (g *v1Group) procs() ([]int, error) {
 // forever), SIGKILLs every member, and thaws so the signals are delivered.
 // Frozen members cannot fork or exit, so the pid list is exact.
 func (g *v1Group) kill() (int, error) {
+	if g.udir != "" {
+		return g.killUnified()
+	}
 	frz := g.dir("freezer")
 	if frz != "" {
 		if err := freezeV1(frz, 100*time.Millisecond); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -287,6 +356,23 @@ func (g *v1Group) kill() (int, error) {
 	if frz != "" {
 		if terr := os.WriteFile(filepath.Join(frz, "freezer.state"), []byte("THAWED"), 0); terr != nil && !errors.Is(terr, os.ErrNotExist) && err == nil {
 			err = terr
+		}
+	}
+	return len(pids), err
+}
+
+// killUnified writes cgroup.kill (the kernel kills the tree atomically,
+// forks included), then SIGKILLs anything in the v1 groups that is not in
+// the cgroup2 group (nothing, unless it was moved there by hand).
+func (g *v1Group) killUnified() (int, error) {
+	pids, _ := g.procs()
+	err := os.WriteFile(g.killFile(), []byte("1"), 0)
+	if errors.Is(err, os.ErrNotExist) {
+		err = nil
+	}
+	for _, pid := range pids {
+		if pid > 0 {
+			_ = unix.Kill(pid, unix.SIGKILL)
 		}
 	}
 	return len(pids), err
@@ -356,6 +442,11 @@ func (g *v1Group) stats() (Stats, error) {
 }
 
 func (g *v1Group) remove() error {
+	if g.udir != "" {
+		if err := os.Remove(g.udir); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
 	if g.cg != nil {
 		if err := g.cg.Delete(); err != nil && !errors.Is(err, cgroup1.ErrCgroupDeleted) {
 			return err

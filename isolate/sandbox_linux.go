@@ -89,16 +89,18 @@ func (s *Sandbox) prepareGroup(a *syscall.SysProcAttr, env *[]string) error {
 	}
 	if files := s.group.PlacementFiles(); len(files) > 0 {
 		*env = append(*env, kernel.EnvCgroupProcs+"="+strings.Join(files, string(os.PathListSeparator)))
-	} else {
-		f, err := s.group.OpenFD()
-		if err != nil {
-			return err
-		}
+	}
+	// v2, and a hybrid host's cgroup2 mount: clone straight into the group.
+	f, err := s.group.OpenFD()
+	switch {
+	case err == nil:
 		if s.cgfd != nil {
 			_ = s.cgfd.Close()
 		}
 		s.cgfd = f
 		a.UseCgroupFD, a.CgroupFD = true, int(f.Fd())
+	case !errors.Is(err, cgroup.ErrUnsupported):
+		return err
 	}
 	if kf := s.group.KillFile(); kf != "" {
 		*env = append(*env, kernel.EnvCgroupKill+"="+kf)

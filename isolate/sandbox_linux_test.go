@@ -148,6 +148,12 @@ func TestKernelStartsConfined(t *testing.T) {
 	requirePython(t)
 	iso := newIso(t, nil)
 	k, sb := startKernel(t, iso, "alice", "default", Limits{})
+	if kf := sb.group.KillFile(); kf != "" {
+		// The runner writes it when its host dies.
+		if r := run(t, k, fmt.Sprintf("import os\nprint(os.access(%q, os.W_OK))", kf)); strings.TrimSpace(r.Stdout) != "True" {
+			t.Errorf("kernel cannot write its cgroup.kill %s", kf)
+		}
+	}
 	r := run(t, k, `import os, resource
 print(os.getuid(), os.getgid(), os.getgroups())
 print(resource.getrlimit(resource.RLIMIT_CORE), resource.getrlimit(resource.RLIMIT_NOFILE))

@@ -30,7 +30,9 @@ type Sandbox struct {
 var _ kernel.Sandbox = (*Sandbox)(nil)
 
 // newSandbox ignores the limits: nothing enforces them without cgroups.
-func newSandbox(i *Isolator, id string, _ Limits) (*Sandbox, error) { return &Sandbox{iso: i, id: id}, nil }
+func newSandbox(i *Isolator, id string, _ Limits) (*Sandbox, error) {
+	return &Sandbox{iso: i, id: id}, nil
+}
 
 // Prepare puts the kernel in its own process group and appends the rlimits.
 func (s *Sandbox) Prepare(cmd *exec.Cmd, staging string) error {
