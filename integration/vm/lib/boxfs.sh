@@ -87,3 +87,25 @@ VF
 	tar -C "$d" -cf "$d/kernpool-local.box" metadata.json Vagrantfile box.img vmlinux loader.cpio.gz
 	rm -f "$d/box.img"
 }
+
+# ensure_libvirtd starts libvirt by hand where systemd is not PID 1 (as on
+# the CI machines): no cgroup or security driver, qemu as root.
+ensure_libvirtd() {
+	virsh -c qemu:///system version >/dev/null 2>&1 && return 0
+	if [ "$(cat /proc/1/comm)" = systemd ]; then
+		systemctl start libvirtd virtlogd
+		return 0
+	fi
+	local conf=/etc/libvirt/qemu.conf
+	if ! grep -q '^# kernpool: started by hand' "$conf"; then
+		printf '# kernpool: started by hand\ncgroup_controllers = [ ]\nsecurity_driver = "none"\nuser = "root"\ngroup = "root"\n' >>"$conf"
+	fi
+	pgrep -x virtlogd >/dev/null || virtlogd -d
+	pgrep -x libvirtd >/dev/null || libvirtd -d
+	local i
+	for i in $(seq 50); do
+		virsh -c qemu:///system version >/dev/null 2>&1 && return 0
+		sleep 0.2
+	done
+	vm_die "libvirtd did not come up"
+}
