@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -269,4 +271,81 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+func TestServeSecondSignalForcesTeardown(t *testing.T) {
+	// A grace far longer than the test's patience: only the second signal
+	// can make the daemon stop in time.
+	d := startServe(t, "--drain-grace", "10m")
+	slow := make(chan cliResult, 1)
+	go func() {
+		slow <- cli(t, "", "exec", "--socket", d.socket, "--owner", "slow", "import time; time.sleep(600)")
+	}()
+	var pid int
+	waitUntil(t, "the slow cell", func() bool {
+		pid = busyPid(t, d, "slow")
+		return pid > 0
+	})
+	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the daemon to drain", func() bool { return strings.Contains(d.logText(), "draining") })
+	if err := d.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-d.exited:
+		d.exited <- err
+		if err != nil {
+			t.Fatalf("serve exited with %v\n%s", err, d.logText())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("a second signal did not end the 10m grace\n%s", d.logText())
+	}
+	if r := <-slow; r.code != 3 {
+		t.Errorf("the cell cut short: %+v, want exit 3", r)
+	}
+	if !pidGone(pid) {
+		t.Errorf("kernel pid %d survives the forced teardown", pid)
+	}
+}
+
+func TestExecInterruptKillsKernel(t *testing.T) {
+	d := startServe(t)
+	cmd := exec.Command(binPath, "exec", "--socket", d.socket, "--owner", "ctrlc", "import time; time.sleep(600)")
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	waitUntil(t, "the cell", func() bool {
+		pid = busyPid(t, d, "ctrlc")
+		return pid > 0
+	})
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var exitErr *exec.ExitError
+	if !errors.As(err, &exitErr) || exitErr.ExitCode() != 3 || !strings.Contains(errb.String(), "interrupted") {
+		t.Fatalf("interrupted exec: %v, stderr %q; want exit 3", err, errb.String())
+	}
+	waitUntil(t, "the kernel to die", func() bool { return pidGone(pid) })
+	if r := cli(t, "", "ps", "--socket", d.socket, "--json"); strings.Contains(r.stdout, "ctrlc") {
+		t.Fatalf("the interrupted kernel is still listed: %s", r.stdout)
+	}
+}
+
+// busyPid returns the pid of owner's kernel while it runs a cell, else 0.
+func busyPid(t *testing.T, d *testDaemon, owner string) int {
+	r := cli(t, "", "ps", "--socket", d.socket, "--json")
+	var list api.KernelList
+	_ = json.Unmarshal([]byte(r.stdout), &list)
+	for _, k := range list.Kernels {
+		if k.Owner == owner && k.Busy {
+			return k.Pid
+		}
+	}
+	return 0
 }

@@ -213,7 +213,7 @@ func scalarAttr(expr hcl.Expression, name, want string, parse func(string) error
 		return hcl.Diagnostics{badValue(expr, name, want, "it is not a string or a number")}
 	}
 	if err := parse(s); err != nil {
-		return hcl.Diagnostics{badValue(expr, name, want, err.Error())}
+		return hcl.Diagnostics{badValue(expr, name, want, strings.TrimPrefix(err.Error(), ErrConfig.Error()+": "))}
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -56,7 +57,7 @@ type testDaemon struct {
 	cmd    *exec.Cmd
 	socket string
 	state  string
-	logs   *bytes.Buffer
+	logs   *syncBuffer
 	exited chan error
 }
 
@@ -72,7 +73,7 @@ func startServe(t *testing.T, extra ...string) *testDaemon {
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	d := &testDaemon{socket: filepath.Join(dir, "run", "kp.sock"), state: filepath.Join(dir, "state"),
-		logs: &bytes.Buffer{}, exited: make(chan error, 1)}
+		logs: &syncBuffer{}, exited: make(chan error, 1)}
 	args := append([]string{"serve", "--socket", d.socket, "--state-dir", d.state,
 		"--interpreter", python, "--log-level", "debug"}, extra...)
 	d.cmd = exec.Command(binPath, args...)
@@ -153,3 +154,25 @@ func cli(t *testing.T, in string, args ...string) cliResult {
 func pidGone(pid int) bool {
 	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 }
+
+// syncBuffer is a bytes.Buffer safe for the daemon's output copier and
+// the test reading it at once.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// logText returns the daemon's log so far.
+func (d *testDaemon) logText() string { return d.logs.String() }

@@ -20,6 +20,8 @@ import (
 const (
 	// readHeaderTimeout bounds a client's request headers (slowloris).
 	readHeaderTimeout = 10 * time.Second
+	// idleConnTimeout closes kept-alive client connections left idle.
+	idleConnTimeout = 2 * time.Minute
 	// shutdownTimeout bounds the HTTP server's own shutdown after the pool
 	// closed (handlers have their answers by then).
 	shutdownTimeout = 5 * time.Second
@@ -113,6 +115,7 @@ func serve(ctx context.Context, cfg *Config, log hclog.Logger) error {
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleConnTimeout,
 		ErrorLog:          log.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}
 	served := make(chan error, 1)
