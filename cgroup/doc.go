@@ -30,7 +30,12 @@
 // Legacy v1 and hybrid hosts: <mount>/<controller>/<parent>/<id> for each of
 // the freezer, pids, memory, cpu and cpuacct hierarchies that are mounted.
 // The kernel places itself by writing "0" into each group's cgroup.procs
-// before any user code runs (see PlacementFiles).
+// before any user code runs (see PlacementFiles). On a hybrid host whose
+// cgroup2 mount has cgroup.kill (Linux >= 5.14), each kernel also gets
+// <mount>/unified/<parent>/<id>: it is cloned straight into it
+// (CLONE_INTO_CGROUP works on the controller-less v2 hierarchy), and a tree
+// kill writes its cgroup.kill, which catches forks atomically; the freezer
+// sequence is used only without it.
 //
 // Unified v2: <mount>/<parent>/<id>. A relative parent is created under the
 // daemon's own group when that group is delegated (systemd Delegate=yes); the
