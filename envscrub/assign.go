@@ -27,6 +27,9 @@ func redactAssignments(s string) string {
 		if name == "" {
 			continue
 		}
+		if secret, _ := keyIsSecret(name); !secret {
+			continue
+		}
 		vs, ve, consumed := assignedValue(s, i+1)
 		if ve <= vs {
 			continue
@@ -36,9 +39,7 @@ func redactAssignments(s string) string {
 		}
 		// A secret key's value is consumed even when left unmasked, as
 		// re.sub consumes a match whose callback keeps it.
-		if secret, _ := keyIsSecret(name); secret {
-			pos, floor = consumed, consumed
-		}
+		pos, floor = consumed, consumed
 	}
 	return applyEdits(s, edits)
 }

@@ -10,11 +10,10 @@ import "strings"
 // is a secret word, so prose and code words that merely contain one
 // (monkey, author, keyboard, tokenizer) stay untouched.
 
-// secretWords are the rule-2 words as whole lowercase components.
-var secretWords = map[string]bool{
-	"key": true, "token": true, "secret": true, "password": true, "credential": true,
-	"credentials": true, "passwd": true, "auth": true, "dsn": true, "webhook": true,
-	"creds": true, "bearer": true, "apikey": true, "authorization": true,
+// secretWordList are the rule-2 words as whole components (upper-case).
+var secretWordList = [...]string{
+	"KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "CREDENTIALS", "PASSWD",
+	"AUTH", "DSN", "WEBHOOK", "CREDS", "BEARER", "APIKEY", "AUTHORIZATION",
 }
 
 // strongMarks make any value of the key secret. KEY and TOKEN alone are
@@ -27,29 +26,81 @@ var strongMarks = [...]string{
 }
 
 // keyIsSecret reports whether name holds a secret and whether any value of
-// it is secret (strong) or only an opaque-looking one.
+// it is secret (strong) or only an opaque-looking one. It does not
+// allocate: it runs for every name before an '=' or ':' of the output.
 func keyIsSecret(name string) (secret, strong bool) {
-	upper := strings.ToUpper(name)
-	if upper == name {
-		if secretSubstring(upper) == "" {
+	if hasLower(name) {
+		if !hasSecretWord(name) {
 			return false, false
 		}
-	} else if !hasSecretWord(name) {
+		return true, containsAnyFold(name, strongMarks[:])
+	}
+	// No lowercase letter: the name is its own upper-cased form.
+	if secretSubstring(name) == "" {
 		return false, false
 	}
 	for _, m := range strongMarks {
-		if strings.Contains(upper, m) {
+		if strings.Contains(name, m) {
 			return true, true
 		}
 	}
 	return true, false
 }
 
-func hasSecretWord(name string) bool {
-	for _, w := range strings.FieldsFunc(name, func(r rune) bool { return r == '_' || r == '-' || r == '.' }) {
-		if secretWords[strings.ToLower(w)] {
+func hasLower(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 'a' && s[i] <= 'z' {
 			return true
 		}
+	}
+	return false
+}
+
+// containsAnyFold reports whether s contains one of the upper-case ASCII
+// needles, ignoring ASCII case.
+func containsAnyFold(s string, needles []string) bool {
+	for _, n := range needles {
+		for i := 0; i+len(n) <= len(s); i++ {
+			if upperASCII(s[i]) == n[0] && equalFoldUpper(s[i:i+len(n)], n) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func upperASCII(c byte) byte {
+	if c >= 'a' && c <= 'z' {
+		return c - ('a' - 'A')
+	}
+	return c
+}
+
+func equalFoldUpper(s, upper string) bool {
+	for i := 0; i < len(s); i++ {
+		if upperASCII(s[i]) != upper[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// hasSecretWord reports whether a '_', '-' or '.' separated word of name
+// is a secret word.
+func hasSecretWord(name string) bool {
+	for start := 0; start <= len(name); {
+		end := start
+		for end < len(name) && name[end] != '_' && name[end] != '-' && name[end] != '.' {
+			end++
+		}
+		if w := name[start:end]; len(w) >= 3 && len(w) <= 13 {
+			for _, sw := range secretWordList {
+				if len(sw) == len(w) && equalFoldUpper(w, sw) {
+					return true
+				}
+			}
+		}
+		start = end + 1
 	}
 	return false
 }

@@ -20,7 +20,11 @@ const (
 	clSchemeChr             // [A-Za-z0-9+.-]
 	clDash                  // '-'
 	clDot                   // '.'
+	clTokFirst              // first byte of a token prefix, or [0-9a-f] (Zhipu)
 )
+
+// tokenFirstBytes are the first bytes of the token prefixes (prefix.go).
+const tokenFirstBytes = "sgxAprfbSahndtemGRk"
 
 var class = func() (t [256]uint16) {
 	for c := 0; c < 256; c++ {
@@ -38,6 +42,9 @@ var class = func() (t [256]uint16) {
 		}
 		if digit || b >= 'a' && b <= 'f' {
 			t[c] |= clLowerHex
+		}
+		if digit || b >= 'a' && b <= 'f' || strings.IndexByte(tokenFirstBytes, b) >= 0 {
+			t[c] |= clTokFirst
 		}
 		switch b {
 		case '_':

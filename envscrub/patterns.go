@@ -94,17 +94,19 @@ func base64BodyEnd(s string, j int) int {
 // redactJWT masks eyJ[A-Za-z0-9_-]{10,}(?:\.[A-Za-z0-9_=-]{4,}){0,2}
 // (no boundary, as in the reference).
 func redactJWT(s string) string {
-	if !strings.Contains(s, "eyJ") {
-		return s
-	}
 	var edits []edit
-	for pos := 0; ; {
-		k := strings.Index(s[pos:], "eyJ")
+	// Search the rare 'J' and look back: "eyJ" via strings.Index stalls on
+	// every 'e' of prose.
+	for pos := 2; pos < len(s); {
+		k := strings.IndexByte(s[pos:], 'J')
 		if k < 0 {
 			break
 		}
-		b := pos + k
-		pos = b + 3
+		b := pos + k - 2
+		pos += k + 1
+		if s[b] != 'e' || s[b+1] != 'y' {
+			continue
+		}
 		end := runOf(s, b+3, clWord)
 		if end-(b+3) < 10 {
 			continue
@@ -117,7 +119,7 @@ func redactJWT(s string) string {
 			end = e
 		}
 		edits = append(edits, edit{b, end, maskToken(s[b:end])})
-		pos = end
+		pos = end + 2
 	}
 	return applyEdits(s, edits)
 }

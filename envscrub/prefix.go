@@ -1,5 +1,10 @@
 package envscrub
 
+import (
+	"slices"
+	"strings"
+)
+
 // Provider token prefixes (parity §2), in the reference's order: at one
 // position the first rule that matches wins. A token matches only when not
 // glued to other word characters: the byte before the prefix is not in
@@ -102,10 +107,20 @@ var rulesByFirst = func() (t [256][]int) {
 	return t
 }()
 
+// prefixPairs[c0] is the set of second bytes c1 such that c0 c1 starts a
+// token prefix: one bit test rejects almost every word start.
+var prefixPairs = func() (t [256][4]uint64) {
+	for _, r := range tokenRules {
+		c1 := r.prefix[1]
+		t[r.prefix[0]][c1>>6] |= 1 << (c1 & 63)
+	}
+	return t
+}()
+
 // tokenEnd returns the end of a token of rule r starting at i, or -1.
 func (r *tokenRule) tokenEnd(s string, i int) int {
 	j := i + len(r.prefix)
-	if j > len(s) || s[i:j] != r.prefix {
+	if j > len(s) || s[i+1] != r.prefix[1] || s[i:j] != r.prefix {
 		return -1
 	}
 	var end int
@@ -195,34 +210,106 @@ func isHex(s string) bool {
 }
 
 // redactPrefixTokens masks every provider token and Zhipu key in s.
+//
+// A per-byte scan costs more than the rest of the pipeline, so candidate
+// starts come from SIMD byte searches instead: every prefix but four holds
+// '-', '_' or '.' within its first 9 bytes after an alphanumeric run, so
+// each such separator yields at most one candidate (the start of the run
+// before it); AIza, AKIA, gAAAA and GR1348941 are found by literal search;
+// a Zhipu key by the '.' after its 32 hex digits. Candidates are then
+// matched in text order exactly as a left-to-right scan would
+// (prefix_ref_test.go cross-checks it against that scan).
 func redactPrefixTokens(s string) string {
+	starts := tokenCandidates(s)
+	if len(starts) == 0 {
+		return s
+	}
 	var edits []edit
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		rules := rulesByFirst[c]
-		zhipu := is(c, clLowerHex) && i+32 < len(s) && s[i+32] == '.'
-		if len(rules) == 0 && !zhipu {
-			continue
-		}
-		if !tokenStart(s, i) {
+	next := 0
+	for _, i := range starts {
+		if i < next || !tokenStart(s, i) {
 			continue
 		}
 		end := -1
-		for _, k := range rules {
-			if end = tokenRules[k].tokenEnd(s, i); end >= 0 {
-				break
+		if i+1 < len(s) && prefixPairs[s[i]][s[i+1]>>6]&(1<<(s[i+1]&63)) != 0 {
+			for _, k := range rulesByFirst[s[i]] {
+				if end = tokenRules[k].tokenEnd(s, i); end >= 0 {
+					break
+				}
 			}
 		}
-		if end < 0 && zhipu {
+		if end < 0 && is(s[i], clLowerHex) && i+32 < len(s) && s[i+32] == '.' {
 			end = zhipuEnd(s, i)
 		}
 		if end < 0 {
 			continue
 		}
 		edits = append(edits, edit{i, end, maskToken(s[i:end])})
-		i = end - 1
+		next = end
 	}
 	return applyEdits(s, edits)
+}
+
+// maxPrefixHead is the longest alphanumeric run before a prefix's first
+// separator ("retaindb").
+const maxPrefixHead = 8
+
+// tokenCandidates returns the sorted, distinct positions where a token may
+// start.
+func tokenCandidates(s string) []int {
+	var starts []int
+	for _, sep := range [...]byte{'-', '_', '.'} {
+		for pos := 0; ; {
+			k := strings.IndexByte(s[pos:], sep)
+			if k < 0 {
+				break
+			}
+			p := pos + k
+			pos = p + 1
+			h := p
+			for h > 0 && p-h <= maxPrefixHead && is(s[h-1], clAlnum) {
+				h--
+			}
+			if p-h >= 2 && p-h <= maxPrefixHead && prefixPairs[s[h]][s[h+1]>>6]&(1<<(s[h+1]&63)) != 0 {
+				starts = append(starts, h)
+			}
+			if sep == '.' && p >= 32 && is(s[p-1], clLowerHex) && hexRunBack(s, p) >= 32 {
+				starts = append(starts, p-32)
+			}
+		}
+	}
+	for _, lit := range [...]string{"AIza", "AKIA", "GR1348941", "AAAA"} {
+		for pos := 0; ; {
+			k := strings.Index(s[pos:], lit)
+			if k < 0 {
+				break
+			}
+			p := pos + k
+			pos = p + 1
+			if lit == "AAAA" {
+				if p > 0 && s[p-1] == 'g' {
+					starts = append(starts, p-1)
+				}
+				pos = runOf(s, p, clUpperDig) // skip the rest of an A run
+				continue
+			}
+			starts = append(starts, p)
+		}
+	}
+	if len(starts) > 1 {
+		slices.Sort(starts)
+		starts = slices.Compact(starts)
+	}
+	return starts
+}
+
+// hexRunBack returns the length of the [0-9a-f] run ending at p (at most 33).
+func hexRunBack(s string, p int) int {
+	n := 0
+	for p-n > 0 && n < 33 && is(s[p-n-1], clLowerHex) {
+		n++
+	}
+	return n
 }
 
 // zhipuEnd matches the unprefixed Zhipu key [0-9a-f]{32}\.[A-Za-z0-9]{16,}

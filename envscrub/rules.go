@@ -39,15 +39,54 @@ func IsSecretName(name string) bool {
 	return secretSubstring(strings.ToUpper(name)) != ""
 }
 
-// secretSubstring returns the first secret substring upper contains, or "".
+// secretSubstring returns a secret substring upper contains, or "". One
+// pass dispatching on the byte, since it runs for every key of the output.
 func secretSubstring(upper string) string {
-	for _, s := range secretSubstrings {
-		if strings.Contains(upper, s) {
-			return s
+	for i := 0; i < len(upper); i++ {
+		var cands []string
+		switch upper[i] {
+		case 'K':
+			cands = subsK
+		case 'T':
+			cands = subsT
+		case 'S':
+			cands = subsS
+		case 'P':
+			cands = subsP
+		case 'C':
+			cands = subsC
+		case 'A':
+			cands = subsA
+		case 'D':
+			cands = subsD
+		case 'W':
+			cands = subsW
+		case 'B':
+			cands = subsB
+		default:
+			continue
+		}
+		for _, c := range cands {
+			if strings.HasPrefix(upper[i:], c) {
+				return c
+			}
 		}
 	}
 	return ""
 }
+
+// The secret substrings by first letter (secretSubstrings, regrouped).
+var (
+	subsK = []string{"KEY"}
+	subsT = []string{"TOKEN"}
+	subsS = []string{"SECRET"}
+	subsP = []string{"PASSWORD", "PASSWD"}
+	subsC = []string{"CREDENTIAL", "CREDS"}
+	subsA = []string{"AUTH", "APIKEY"}
+	subsD = []string{"DSN"}
+	subsW = []string{"WEBHOOK"}
+	subsB = []string{"BEARER"}
+)
 
 // hasSafePrefix is rule 3. On Windows, where variable names are
 // case-insensitive, the upper-cased name is compared as well: the reference

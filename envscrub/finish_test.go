@@ -1,0 +1,215 @@
+package envscrub
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestTruncationNoticeWording(t *testing.T) {
+	got := TruncationNotice(950_000, 1_000_000)
+	want := "\n\n... [OUTPUT TRUNCATED - 950,000 bytes omitted out of 1,000,000 total] ...\n\n"
+	if got != want {
+		t.Errorf("notice %q, want %q", got, want)
+	}
+	for n, w := range map[int]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -1000: "-1,000"} {
+		if g := groupThousands(n); g != w {
+			t.Errorf("groupThousands(%d) = %q", n, g)
+		}
+	}
+}
+
+func TestFinishSmallOutputUntouched(t *testing.T) {
+	f := NewPipeline(OutputConfig{}).ForKernel(nil)
+	out, err := f.Finish("hello\n", "warn\n", t.TempDir(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Output{Stdout: "hello\n", Stderr: "warn\n", StdoutBytesTotal: 6, StderrBytesTotal: 5}
+	if out != want {
+		t.Errorf("got %+v", out)
+	}
+}
+
+// A 1 MB output: exact head/notice/tail, a 0600 spill file in a 0700 dir
+// holding the full redacted text, named in the warning.
+func TestFinishTruncatesAndSpills(t *testing.T) {
+	secret := "s3cret-value-from-env"
+	line := "row " + secret + " sk-proj-abcdefghijklmnopqrstuvwxyz " + strings.Repeat("x", 40) + "\n"
+	var b strings.Builder
+	for b.Len() < 1_000_000 {
+		b.WriteString(line)
+	}
+	raw := b.String()
+	f := NewPipeline(OutputConfig{}).ForKernel([]string{secret})
+	dir := filepath.Join(t.TempDir(), "spill")
+	out, err := f.Finish(raw, "", dir, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clean := f.Clean(raw)
+	if strings.Contains(clean, secret) || strings.Contains(clean, "abcdefghijklmnop") {
+		t.Fatal("clean text still holds a secret")
+	}
+	if !out.StdoutTruncated || out.StdoutBytesTotal != len(clean) {
+		t.Fatalf("truncated=%v total=%d want %d", out.StdoutTruncated, out.StdoutBytesTotal, len(clean))
+	}
+	omitted := len(clean) - 50_000
+	want := clean[:20_000] + TruncationNotice(omitted, len(clean)) + clean[len(clean)-30_000:]
+	if out.Stdout != want {
+		t.Errorf("inline stdout differs from head/notice/tail (len %d, want %d)", len(out.Stdout), len(want))
+	}
+	wantPath := filepath.Join(dir, "cell_000007_stdout.txt")
+	if out.SpillPath != wantPath || !strings.Contains(out.Warning, wantPath) {
+		t.Errorf("spill %q warning %q", out.SpillPath, out.Warning)
+	}
+	data, err := os.ReadFile(wantPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(data) != clean {
+		t.Error("spill file is not the full cleaned stdout")
+	}
+	assertMode(t, wantPath, 0o600)
+	assertMode(t, dir, 0o700|os.ModeDir)
+
+	// The same cell again: the file exists, nothing is overwritten.
+	out2, err := f.Finish(raw, "", dir, 7)
+	if err != nil || out2.SpillPath != "" || !strings.Contains(out2.Warning, "could not be saved") {
+		t.Errorf("second spill: %+v %v", out2, err)
+	}
+}
+
+func assertMode(t *testing.T, path string, want os.FileMode) {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode()&(os.ModePerm|os.ModeDir) != want {
+		t.Errorf("%s mode %v, want %v", path, fi.Mode(), want)
+	}
+}
+
+func TestSpillCap(t *testing.T) {
+	f := NewPipeline(OutputConfig{InlineCap: 100, SpillCap: 1000}).ForKernel(nil)
+	dir := filepath.Join(t.TempDir(), "spill")
+	out, err := f.Finish(strings.Repeat("é", 2000), "", dir, 1) // 4000 bytes, 2-byte runes
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(out.SpillPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Repeat("é", 500) + "\n\n[... spill capped at 1,000 bytes ...]"
+	if string(data) != want {
+		t.Errorf("spill = %q...", string(data)[:40])
+	}
+	if !utf8.ValidString(out.Stdout) {
+		t.Error("inline stdout split a rune")
+	}
+}
+
+// Cuts move to rune boundaries and the omitted count stays exact.
+func TestTruncateOnRuneBoundaries(t *testing.T) {
+	s := strings.Repeat("€", 100) // 300 bytes, 3-byte runes
+	got, trunc := truncateMiddle(s, 100)
+	if !trunc || !utf8.ValidString(got) {
+		t.Fatalf("truncated=%v valid=%v", trunc, utf8.ValidString(got))
+	}
+	// head: 40 -> 39 (13 runes); tail: 300-60=240 is a boundary (80 runes kept: 20).
+	want := strings.Repeat("€", 13) + TruncationNotice(240-39, 300) + strings.Repeat("€", 20)
+	if got != want {
+		t.Errorf("got %q", got)
+	}
+}
+
+func TestStderrCap(t *testing.T) {
+	f := NewPipeline(OutputConfig{}).ForKernel(nil)
+	errText := strings.Repeat("e", 25_000)
+	out, err := f.Finish("ok", errText, "", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Repeat("e", 4_000) + TruncationNotice(15_000, 25_000) + strings.Repeat("e", 6_000)
+	if !out.StderrTruncated || out.StderrBytesTotal != 25_000 || out.Stderr != want {
+		t.Errorf("stderr truncated=%v total=%d len=%d", out.StderrTruncated, out.StderrBytesTotal, len(out.Stderr))
+	}
+	if out.SpillPath != "" || out.Warning != "" {
+		t.Errorf("stderr alone spills nothing: %+v", out)
+	}
+}
+
+// Whatever blocks the spill, the inline result comes back with a warning
+// and no partial or redirected file exists.
+func TestSpillFailuresLoseNothingElse(t *testing.T) {
+	big := strings.Repeat("y", 60_000)
+	f := NewPipeline(OutputConfig{}).ForKernel(nil)
+
+	t.Run("no spill dir", func(t *testing.T) {
+		out, err := f.Finish(big, "", "", 1)
+		if err != nil || !out.StdoutTruncated || out.SpillPath != "" || !strings.Contains(out.Warning, "no spill directory") {
+			t.Errorf("%+v %v", out.Warning, err)
+		}
+	})
+	t.Run("missing parent", func(t *testing.T) {
+		out, err := f.Finish(big, "", filepath.Join(t.TempDir(), "nope", "spill"), 1)
+		if err != nil || out.SpillPath != "" || !strings.Contains(out.Warning, "could not be saved") {
+			t.Errorf("%+v %v", out.Warning, err)
+		}
+	})
+	t.Run("spill dir is a symlink", func(t *testing.T) {
+		base := t.TempDir()
+		target := t.TempDir()
+		if err := os.Symlink(target, filepath.Join(base, "spill")); err != nil {
+			t.Fatal(err)
+		}
+		out, err := f.Finish(big, "", filepath.Join(base, "spill"), 1)
+		if err != nil || out.SpillPath != "" {
+			t.Errorf("%+v %v", out, err)
+		}
+		if entries, _ := os.ReadDir(target); len(entries) != 0 {
+			t.Errorf("write followed the symlink: %v", entries)
+		}
+	})
+	t.Run("planted file symlink", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "spill")
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		victim := filepath.Join(t.TempDir(), "victim")
+		if err := os.WriteFile(victim, []byte("keep"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(victim, filepath.Join(dir, "cell_000001_stdout.txt")); err != nil {
+			t.Fatal(err)
+		}
+		out, err := f.Finish(big, "", dir, 1)
+		if err != nil || out.SpillPath != "" || !out.StdoutTruncated {
+			t.Errorf("%+v %v", out, err)
+		}
+		if data, _ := os.ReadFile(victim); string(data) != "keep" {
+			t.Errorf("victim overwritten: %q", data)
+		}
+	})
+	t.Run("spill dir is a file", func(t *testing.T) {
+		file := filepath.Join(t.TempDir(), "spill")
+		if err := os.WriteFile(file, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, err := f.Finish(big, "", file, 1)
+		if err != nil || out.SpillPath != "" || !strings.Contains(out.Warning, "not a directory") {
+			t.Errorf("%+v %v", out.Warning, err)
+		}
+	})
+	t.Run("negative cell", func(t *testing.T) {
+		out, err := f.Finish(big, "", t.TempDir(), -1)
+		if !errors.Is(err, ErrInvalidArgument) || !out.StdoutTruncated || len(out.Stdout) == 0 {
+			t.Errorf("%+v %v", out.Warning, err)
+		}
+	})
+}
