@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"sync/atomic"
@@ -161,6 +162,9 @@ func (s *scanner) readBody(n int64) ([]byte, error) {
 	c := copy(body, s.buf[s.start:s.end])
 	s.consume(c)
 	if _, err := io.ReadFull(s.r, body[c:]); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
 		return nil, fmt.Errorf("read frame body: %w", err)
 	}
 	return body, nil

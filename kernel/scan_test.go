@@ -1,0 +1,123 @@
+package kernel
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/iotest"
+)
+
+// scanAll runs a scanner over input delivered by r and collects raw output
+// and headers (a header n is followed by an n-byte body, as on stdout).
+func scanAll(t *testing.T, r io.Reader, marker string) (raw string, bodies []string, err error) {
+	t.Helper()
+	var epoch atomic.Uint64
+	var out bytes.Buffer
+	s := newScanner(r, []byte(marker), &epoch)
+	err = s.run(func(p []byte, _ uint64) { out.Write(p) }, func(n int64) error {
+		if n > 1<<20 {
+			return protocolErr("too big")
+		}
+		b, err := s.readBody(n)
+		if err != nil {
+			return err
+		}
+		bodies = append(bodies, string(b))
+		return nil
+	})
+	return out.String(), bodies, err
+}
+
+func TestScannerSplitsFramesAndRaw(t *testing.T) {
+	const m = "\n@@S@@ "
+	cases := []struct {
+		name, in, raw string
+		bodies        []string
+		wantErr       error
+	}{
+		{"frame only", m + "2\n{}", "", []string{"{}"}, io.EOF},
+		{"raw around frames", "a" + m + "2\n{}b\nc" + m + "1\nxd", "ab\ncd", []string{"{}", "x"}, io.EOF},
+		{"non-number is raw", "a" + m + "xy\nb", "a" + m + "xy\nb", nil, io.EOF},
+		{"digits then junk is raw", m + "12x\n", m + "12x\n", nil, io.EOF},
+		{"empty header is raw", m + "\n", m + "\n", nil, io.EOF},
+		{"newline tail at EOF", "a\n", "a\n", nil, io.EOF},
+		{"marker prefix at EOF", "a\n@@S", "a\n@@S", nil, io.EOF},
+		{"marker within marker", "\n@@S\n@@S@@ 1\nz", "\n@@S", []string{"z"}, io.EOF},
+		{"header too long", m + "12345678901234567890\n", "", nil, ErrProtocol},
+		{"oversize", m + "99999999\n", "", nil, ErrProtocol},
+		{"truncated body", m + "5\nab", "", nil, io.ErrUnexpectedEOF},
+		{"empty body", m + "0\n", "", []string{""}, io.EOF},
+	}
+	readers := map[string]func(string) io.Reader{
+		"whole":    func(s string) io.Reader { return strings.NewReader(s) },
+		"bytewise": func(s string) io.Reader { return iotest.OneByteReader(strings.NewReader(s)) },
+		"halves":   func(s string) io.Reader { return iotest.HalfReader(strings.NewReader(s)) },
+	}
+	for _, c := range cases {
+		for rname, mk := range readers {
+			t.Run(c.name+"/"+rname, func(t *testing.T) {
+				raw, bodies, err := scanAll(t, mk(c.in), m)
+				if !errors.Is(err, c.wantErr) {
+					t.Fatalf("error %v, want %v", err, c.wantErr)
+				}
+				if raw != c.raw || strings.Join(bodies, "|") != strings.Join(c.bodies, "|") {
+					t.Fatalf("raw %q bodies %q; want %q %q", raw, bodies, c.raw, c.bodies)
+				}
+			})
+		}
+	}
+}
+
+func TestScannerLargeBody(t *testing.T) {
+	body := strings.Repeat("x", 3*scanBufSize+17)
+	in := "pre" + "\n@@S@@ " + itoa(len(body)) + "\n" + body + "post"
+	raw, bodies, err := scanAll(t, iotest.HalfReader(strings.NewReader(in)), "\n@@S@@ ")
+	if !errors.Is(err, io.EOF) || raw != "prepost" || len(bodies) != 1 || bodies[0] != body {
+		t.Fatalf("err %v raw %q bodies %d", err, raw, len(bodies))
+	}
+}
+
+func TestDecodeReply(t *testing.T) {
+	cases := []struct {
+		body string
+		ok   bool
+	}{
+		{`{"id":"1","status":"ok"}`, true},
+		{` {"id":"1","status":"exit","exit_code":3}`, true},
+		{`[1]`, false},
+		{`null`, false},
+		{`"s"`, false},
+		{`{"id":"1","status":"weird"}`, false},
+		{`{"id":1,"status":"ok"}`, false},
+		{`{"id":"1",`, false},
+	}
+	for _, c := range cases {
+		_, err := decodeReply([]byte(c.body))
+		if (err == nil) != c.ok || (err != nil && !errors.Is(err, ErrProtocol)) {
+			t.Errorf("%s: error %v, want ok=%v", c.body, err, c.ok)
+		}
+	}
+}
+
+func TestRing(t *testing.T) {
+	r := ring{buf: make([]byte, 8)}
+	r.write([]byte("abc"))
+	if r.String() != "abc" {
+		t.Fatal(r.String())
+	}
+	r.write([]byte("defgh"))
+	if r.String() != "abcdefgh" {
+		t.Fatal(r.String())
+	}
+	r.write([]byte("ij"))
+	if r.String() != "cdefghij" {
+		t.Fatal(r.String())
+	}
+	r.write([]byte("0123456789"))
+	if r.String() != "23456789" {
+		t.Fatal(r.String())
+	}
+}
