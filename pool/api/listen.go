@@ -19,6 +19,10 @@ const (
 	SocketMode    = 0o660
 )
 
+// maxSocketPath is the longest socket path bind(2) takes on Linux
+// (sun_path is 108 bytes with its NUL; macOS allows 103).
+const maxSocketPath = 107
+
 // Listen opens the daemon's Unix socket at path. It creates the directory
 // (0750) when missing, refuses to start when a live daemon answers on
 // path (ErrAlreadyServing), removes a stale socket nobody answers on,
@@ -34,6 +38,9 @@ func Listen(path string, log hclog.Logger) (*net.UnixListener, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w: %v", ErrSocket, err)
+	}
+	if len(abs) > maxSocketPath {
+		return nil, fmt.Errorf("listen: %w: %s is %d bytes long; a Unix socket path may have at most %d", ErrSocket, abs, len(abs), maxSocketPath)
 	}
 	if err := ensureSocketDir(filepath.Dir(abs), log); err != nil {
 		return nil, err

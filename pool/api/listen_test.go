@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/kernpool/kernpool/pool/api"
@@ -81,6 +82,7 @@ func TestListenRefusesBadPaths(t *testing.T) {
 		{"regular file", file},
 		{"parent is a file", filepath.Join(file, "kp.sock")},
 		{"empty", ""},
+		{"too long", filepath.Join(dir, strings.Repeat("s", 120))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
