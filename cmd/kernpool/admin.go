@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"text/tabwriter"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/kernpool/kernpool/kernel"
 	"github.com/kernpool/kernpool/pool"
 	"github.com/kernpool/kernpool/pool/api"
@@ -122,6 +124,11 @@ func runDoctor(ctx context.Context, e *env, args []string) int {
 		return usageError(e, fs, "%v", err)
 	}
 	fmt.Fprint(e.stdout, doctorReport(cfg))
+	if path, err := resolveInterpreter(ctx, cfg.Interpreter, hclog.NewNullLogger()); err != nil {
+		fmt.Fprintf(e.stdout, "interpreter:  NOT FOUND: %v\n", err)
+	} else {
+		fmt.Fprintf(e.stdout, "interpreter:  resolves to %s\n", path)
+	}
 	client := api.NewClient(cfg.Socket)
 	defer client.CloseIdleConnections()
 	if h, err := client.Health(ctx); err == nil {
@@ -152,6 +159,14 @@ func formatSeconds(s float64) string {
 }
 
 func formatLimit(n int64) string { return kernel.FormatBytes(n) }
+
+// formatSwap renders a swap limit, where 0 means no swap at all.
+func formatSwap(n int64) string {
+	if n == 0 {
+		return "none"
+	}
+	return kernel.FormatBytes(n)
+}
 
 // humanBytes renders a usage figure with one decimal (12.5MiB).
 func humanBytes(n int64) string {

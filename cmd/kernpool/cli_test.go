@@ -256,7 +256,7 @@ func TestServeUsageErrors(t *testing.T) {
 func TestDoctor(t *testing.T) {
 	d := startServe(t)
 	r := cli(t, "", "doctor", "--socket", d.socket, "--state-dir", d.state)
-	for _, want := range []string{"socket:", d.socket, "uid:", "interpreter:", "daemon:       ok"} {
+	for _, want := range []string{"socket:", d.socket, "uid:", "interpreter:  resolves to /", "daemon:       ok"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("doctor output lacks %q:\n%s", want, r.stdout)
 		}

@@ -73,7 +73,7 @@ func doctorReport(cfg *Config) string {
 	for _, name := range sortedProfileNames(cfg) {
 		p := cfg.Profiles[name]
 		fmt.Fprintf(&b, "profile %-6q memory %s, swap %s, pids %d, cpu %g, weight %d, network %t\n",
-			name, formatLimit(p.MemoryMax), formatLimit(p.MemorySwapMax), p.PidsMax, p.CPUMax, p.CPUWeight, p.Network)
+			name, formatLimit(p.MemoryMax), formatSwap(p.MemorySwapMax), p.PidsMax, p.CPUMax, p.CPUWeight, p.Network)
 	}
 	fmt.Fprintf(&b, "isolation:    not wired yet (cgroup, uid and namespace checks come with isolate)\n")
 	return b.String()

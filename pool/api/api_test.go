@@ -193,3 +193,17 @@ func TestClientWithoutDaemon(t *testing.T) {
 		t.Fatalf("Execute without daemon = %v, want ErrUnavailable", err)
 	}
 }
+
+func TestOwnerNamesAreEscaped(t *testing.T) {
+	d := startDaemon(t, daemonOpts{})
+	owner := "team/a b?#%"
+	res := d.exec(t, owner, "1")
+	ks, err := d.client.List(context.Background())
+	if err != nil || len(ks) != 1 || ks[0].Owner != owner {
+		t.Fatalf("List = %+v, %v; want one kernel of %q", ks, err, owner)
+	}
+	n, err := d.client.ShutdownOwner(context.Background(), owner)
+	if err != nil || n != 1 {
+		t.Fatalf("ShutdownOwner(%q) = %d, %v; want 1 (kernel %s)", owner, n, err, res.Kernel.ID)
+	}
+}

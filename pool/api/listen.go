@@ -77,6 +77,9 @@ func ensureSocketDir(dir string, log hclog.Logger) error {
 	case !fi.IsDir():
 		return fmt.Errorf("listen: %w: %s is not a directory", ErrSocket, dir)
 	}
+	if err := checkDirOwner(dir, fi); err != nil {
+		return err
+	}
 	// An existing directory is the operator's: never chmod it, but say so
 	// when other users can list or write it. Search permission alone (the
 	// state dir's kernels may need to traverse it) reveals nothing, and the

@@ -99,3 +99,24 @@ func TestListenRefusesBadPaths(t *testing.T) {
 		t.Fatalf("Listen touched a regular file: %q, %v", b, err)
 	}
 }
+
+func TestListenRefusesForeignSocketDir(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give a directory to another uid")
+	}
+	dir := filepath.Join(shortTempDir(t), "foreign")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := api.Listen(filepath.Join(dir, "kp.sock"), nil)
+	if err == nil {
+		ln.Close()
+		t.Fatal("Listen accepted a socket dir owned by another user")
+	}
+	if !errors.Is(err, api.ErrSocket) || !strings.Contains(err.Error(), "65534") {
+		t.Fatalf("error %v does not name the foreign owner", err)
+	}
+}
