@@ -51,6 +51,8 @@ func TestExecExitCodes(t *testing.T) {
 		{"no daemon", []string{"exec", "--socket", absent, "1"}, 2, "", "not reachable"},
 		{"bad request", []string{"exec", "--socket", d.socket, "--interpreter", "python3", "1"}, 2, "", "interpreter"},
 		{"timeout", []string{"exec", "--socket", d.socket, "--owner", "slow", "--timeout", "1s", "import time; time.sleep(30)"}, 3, "timed out", ""},
+		{"timeout in seconds", []string{"exec", "--socket", d.socket, "--owner", "slow2", "--timeout", "0.5", "import time; time.sleep(30)"}, 3, "timed out", ""},
+		{"negative timeout", []string{"exec", "--socket", d.socket, "--timeout", "-1s", "1"}, 2, "", "negative"},
 		{"killed kernel", []string{"exec", "--socket", d.socket, "--owner", "doomed", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"}, 3, "", ""},
 		{"unknown command", []string{"frob"}, 2, "", "unknown command"},
 		{"no command", []string{}, 2, "", "usage"},

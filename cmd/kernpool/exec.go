@@ -36,7 +36,11 @@ func runExec(ctx context.Context, e *env, args []string) int {
 	fs.StringVar(&f.tools, "tools", "", "the kernel's tool set, `a,b` (part of the kernel's key)")
 	fs.StringVar(&f.passthrough, "passthrough", "", "extra environment `NAME[,NAME...]` for a new kernel")
 	fs.BoolVar(&f.reset, "reset", false, "discard the kernel's state before the cell")
-	fs.DurationVar(&f.timeout, "timeout", 0, "cell timeout, e.g. 30s (default: the daemon's)")
+	fs.Func("timeout", "cell timeout, e.g. 30s, 2m or 45 (seconds) (default: the daemon's)", func(s string) error {
+		d, err := ParseDuration(s)
+		f.timeout = d
+		return err
+	})
 	fs.BoolVar(&f.asJSON, "json", false, "print the whole result object as JSON")
 	fs.StringVar(&f.toolHandler, "tool-handler", "", "run `CMD` via sh -c per tool call: call JSON on stdin, result on stdout")
 	if code, ok := parseFlags(fs, args); !ok {
@@ -44,9 +48,6 @@ func runExec(ctx context.Context, e *env, args []string) int {
 	}
 	if fs.NArg() > 1 {
 		return usageError(e, fs, "expected one CODE argument (or - for stdin), got %d arguments; flags go before CODE", fs.NArg())
-	}
-	if f.timeout < 0 {
-		return usageError(e, fs, "--timeout must not be negative")
 	}
 	code, err := readCode(e, fs.Arg(0))
 	if err != nil {
