@@ -90,7 +90,7 @@ func serve(ctx context.Context, cfg *Config, log hclog.Logger) error {
 	if err != nil {
 		return err
 	}
-	defer ln.Close() // after a failed start; Shutdown already closed it otherwise
+	defer ln.Close() // removes the socket after a failed start; idempotent
 	sm, err := buildSeams(cfg, log)
 	if err != nil {
 		return fmt.Errorf("wire isolation: %w", err)
@@ -100,24 +100,14 @@ func serve(ctx context.Context, cfg *Config, log hclog.Logger) error {
 			log.Error("releasing isolation failed", "error", err)
 		}
 	}()
-	p, err := pool.New(pool.Config{
-		StateDir: cfg.StateDir, DefaultInterpreter: interp,
-		IdleTimeout: cfg.IdleTimeout, CellTimeout: cfg.CellTimeout, MaxCellTimeout: cfg.MaxCellTimeout,
-		MaxKernels: cfg.MaxKernels, MaxToolCalls: cfg.MaxToolCalls,
-		Sandboxes: sm.Sandboxes, Env: sm.Env, Output: sm.Output, Tools: sm.Tools, Logger: log,
-	})
+	p, err := pool.New(poolConfig(cfg, interp, sm, log))
 	if err != nil {
 		return fmt.Errorf("start pool: %w", err)
 	}
 	handler := api.NewServer(p, api.ServerConfig{
 		Version: version, Isolation: sm.Isolation, ToolCallTimeout: cfg.ToolCallTimeout, Logger: log,
 	})
-	srv := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: readHeaderTimeout,
-		IdleTimeout:       idleConnTimeout,
-		ErrorLog:          log.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
-	}
+	srv := newHTTPServer(handler, log)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("kernpool serving", "socket", cfg.Socket, "state_dir", cfg.StateDir,
@@ -132,15 +122,33 @@ func serve(ctx context.Context, cfg *Config, log hclog.Logger) error {
 	case serveErr = <-served:
 		log.Error("server failed; tearing down", "error", serveErr)
 	}
+	// Shutdown closed the listener, which unlinked the socket (once, by
+	// Go's UnixListener); no os.Remove by path here, which could delete
+	// the socket of a daemon started since.
 	drain(cfg, log, handler, p, srv, signals)
-	if err := os.Remove(cfg.Socket); err != nil && !errors.Is(err, os.ErrNotExist) {
-		log.Warn("removing socket failed", "path", cfg.Socket, "error", err)
-	}
 	log.Info("kernpool stopped")
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", serveErr)
 	}
 	return nil
+}
+
+func poolConfig(cfg *Config, interp string, sm seams, log hclog.Logger) pool.Config {
+	return pool.Config{
+		StateDir: cfg.StateDir, DefaultInterpreter: interp,
+		IdleTimeout: cfg.IdleTimeout, CellTimeout: cfg.CellTimeout, MaxCellTimeout: cfg.MaxCellTimeout,
+		MaxKernels: cfg.MaxKernels, MaxToolCalls: cfg.MaxToolCalls,
+		Sandboxes: sm.Sandboxes, Env: sm.Env, Output: sm.Output, Tools: sm.Tools, Logger: log,
+	}
+}
+
+func newHTTPServer(h http.Handler, log hclog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleConnTimeout,
+		ErrorLog:          log.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+	}
 }
 
 // drain refuses new cells, lets running ones finish within the grace (a
