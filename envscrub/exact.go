@@ -44,7 +44,7 @@ func newExactSet(values []string) *exactSet {
 	// Longest first, so that where secrets overlap the union is masked.
 	sort.Slice(e.secrets, func(i, j int) bool { return len(e.secrets[i]) > len(e.secrets[j]) })
 	for si, v := range e.secrets {
-		if strings.ContainsAny(v, "*.") {
+		if strings.ContainsAny(v, "*.[") { // the characters of "***", "...", "[REDACTED PRIVATE KEY]"
 			e.recur = true
 		}
 		for off := 0; off+gramLen <= len(v); off++ {
@@ -64,8 +64,8 @@ func gramAt(s string, i int) uint32 {
 func gramHash(g uint32) uint32 { return (g * 0x9E3779B1) >> 16 }
 
 // mask replaces every occurrence of every secret with "***". Overlapping
-// occurrences are masked as their union. When a secret holds '*' or '.', a
-// mask next to other text could spell a secret again, so the pass repeats
+// occurrences are masked as their union. When a secret holds '*', '.' or
+// '[', a mask next to other text could spell a secret again, so the pass repeats
 // until nothing is found (each round shrinks the text: a secret of 8+
 // bytes becomes 3).
 func (e *exactSet) mask(s string) string {

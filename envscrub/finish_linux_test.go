@@ -25,7 +25,7 @@ func TestSpillFullDisk(t *testing.T) {
 	if strings.HasPrefix(text, "SKIP") {
 		t.Skip(text)
 	}
-	for _, want := range []string{"err=<nil>", "truncated=true", `spill=""`, "files=0", "inline=500", "no space left on device"} {
+	for _, want := range []string{"err=<nil>", "truncated=true", `spill=""`, "files=0", "inline=50077", "no space left on device"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("helper output lacks %q:\n%s", want, text)
 		}

@@ -84,8 +84,9 @@ func (f *Filter) Clean(text string) string {
 	if !f.p.patterns {
 		return text
 	}
-	// A pattern's mask keeps a token's head and tail; when a secret holds
-	// '.' or '*' that could spell it again next to other text, so the known
+	// Pattern masks insert "***", "..." and "[REDACTED PRIVATE KEY]"; when a
+	// secret holds '*', '.' or '[' a mask could spell it again next to
+	// other text, so the known
 	// secrets are masked once more and the patterns rerun on what changed
 	// (bounded: every round shrinks the text).
 	for round := 0; ; round++ {

@@ -270,8 +270,13 @@ func tokenCandidates(s string) []int {
 			for h > 0 && p-h <= maxPrefixHead && is(s[h-1], clAlnum) {
 				h--
 			}
-			if p-h >= 2 && p-h <= maxPrefixHead && prefixPairs[s[h]][s[h+1]>>6]&(1<<(s[h+1]&63)) != 0 {
-				starts = append(starts, h)
+			if p-h > maxPrefixHead {
+				h = p - maxPrefixHead // a start after an escape (\nghp_) sits inside the run
+			}
+			for c := h; c+2 <= p; c++ {
+				if prefixPairs[s[c]][s[c+1]>>6]&(1<<(s[c+1]&63)) != 0 {
+					starts = append(starts, c)
+				}
 			}
 			if sep == '.' && p >= 32 && is(s[p-1], clLowerHex) && hexRunBack(s, p) >= 32 {
 				starts = append(starts, p-32)

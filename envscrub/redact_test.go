@@ -1,0 +1,244 @@
+package envscrub
+
+import (
+	"strings"
+	"testing"
+)
+
+type redactCase struct {
+	name, in, want string
+}
+
+// runRedact checks Clean (patterns on, no exact secrets) and idempotency.
+func runRedact(t *testing.T, cases []redactCase) {
+	t.Helper()
+	f := NewPipeline(OutputConfig{}).ForKernel(nil)
+	for _, c := range cases {
+		got := f.Clean(c.in)
+		if got != c.want {
+			t.Errorf("%s:\n  in   %q\n  got  %q\n  want %q", c.name, c.in, got, c.want)
+		}
+		if again := f.Clean(got); again != got {
+			t.Errorf("%s: not idempotent: %q -> %q", c.name, got, again)
+		}
+	}
+}
+
+const body30 = "abcdefghijklmnopqrstuvwxyz0123" // 30 alphanumerics
+
+// Every prefix rule: a positive case (masked), a glued case (kept), and a
+// too-short case (kept).
+func TestPrefixTokens(t *testing.T) {
+	var cases []redactCase
+	for _, r := range tokenRules {
+		body := strings.Repeat("A1b2", 10)[:max(r.min, 20)]
+		if r.kind == bodyExact {
+			body = "ABCDEFGHIJKLMNOP"
+		}
+		if r.kind == bodyXapp {
+			body = "1-" + body
+		}
+		tok := r.prefix + body
+		cases = append(cases,
+			redactCase{r.prefix + " positive", "key: " + tok + " end", "key: " + maskToken(tok) + " end"},
+			redactCase{r.prefix + " glued before", "x" + tok + " end", "x" + tok + " end"},
+		)
+		// Glued after: a word character the body class does not take.
+		for _, glue := range []string{"_more", "-more"} {
+			if class[glue[0]]&r.class == 0 && !strings.HasPrefix(r.prefix, "sk_") {
+				cases = append(cases, redactCase{r.prefix + " glued after", tok + glue, tok + glue})
+				break
+			}
+		}
+		// sk_live_/sk_test_ too short still match the broader sk_ rule.
+		if r.kind != bodyXapp && !strings.HasPrefix(r.prefix, "sk_") {
+			short := r.prefix + body[:r.min-1]
+			cases = append(cases, redactCase{r.prefix + " too short", short + " end", short + " end"})
+		}
+	}
+	cases = append(cases,
+		redactCase{"short token becomes ***", "sk-abcdefghij!", "***!"},
+		redactCase{"long keeps 6+4", "sk-proj-abcdefghijklmnop0123", "sk-pro...0123"},
+		redactCase{"sk- dotted body", "sk-sp.abcdef.ghijkl.mnop.", "sk-sp....mnop."},
+		redactCase{"sk- no double dots", "sk-abc..defghijklmnop", "sk-abc..defghijklmnop"},
+		redactCase{"AKIA needs exactly 16", "AKIAABCDEFGHIJKLMNOPQ", "AKIAABCDEFGHIJKLMNOPQ"},
+		redactCase{"after JSON escape", `"line\nghp_` + body30 + `"`, `"line\nghp_ab...0123"`},
+		redactCase{"after unicode escape", `\u00e9ghp_` + body30, `\u00e9ghp_ab...0123`},
+		redactCase{"after hex escape", `\x41ghp_` + body30, `\x41ghp_ab...0123`},
+		redactCase{"in URL path", "https://h/ghp_" + body30 + "/x", "https://h/ghp_ab...0123/x"},
+		redactCase{"zhipu", strings.Repeat("a1", 16) + ".AbCdEfGhIjKlMnOpQr", "a1a1a1...OpQr"},
+		redactCase{"zhipu glued", "x" + strings.Repeat("a1", 16) + ".AbCdEfGhIjKlMnOpQr", "x" + strings.Repeat("a1", 16) + ".AbCdEfGhIjKlMnOpQr"},
+		redactCase{"zhipu short suffix", strings.Repeat("a1", 16) + ".AbCdEf", strings.Repeat("a1", 16) + ".AbCdEf"},
+		redactCase{"prose untouched", "ask-questions and gh-pages, skills_test", "ask-questions and gh-pages, skills_test"},
+	)
+	runRedact(t, cases)
+}
+
+func TestAssignments(t *testing.T) {
+	runRedact(t, []redactCase{
+		{"env dump strong", "DB_PASSWORD=hunter2", "DB_PASSWORD=***"},
+		{"env dump long", "MY_SERVICE_TOKEN=abc123randomstringXYZ", "MY_SERVICE_TOKEN=abc123...gXYZ"},
+		{"spaces kept", "API_SECRET = 'topsecretvalue1234567'", "API_SECRET = 'topsec...4567'"},
+		{"double quotes", `SLACK_WEBHOOK="https://hooks.slack.com/services/T0/B0/XXXX"`, `SLACK_WEBHOOK="https:...XXXX"`},
+		{"export", "export SENTRY_DSN=https://k@o1.sentry.io/1", "export SENTRY_DSN=https:...io/1"},
+		{"dotenv line", ".env:\nOPENAI_API_KEY=opaqueValue12345678\nDEBUG=1", ".env:\nOPENAI_API_KEY=opaque...5678\nDEBUG=1"},
+		{"ambiguous key short value kept", "MAX_TOKENS=100", "MAX_TOKENS=100"},
+		{"ambiguous key opaque value", "SORT_KEY=Zq9xV8pL3mN5bT7wR9yK", "SORT_KEY=Zq9xV8...R9yK"},
+		{"BYPASS_CACHE not secret", "BYPASS_CACHE=abcdefghijklmnopqrstuvwxyz", "BYPASS_CACHE=abcdefghijklmnopqrstuvwxyz"},
+		{"COMPASS_DIR not secret", "COMPASS_DIR=/very/long/path/abcdefghij", "COMPASS_DIR=/very/long/path/abcdefghij"},
+		{"env reference kept", "API_TOKEN=$GITHUB_TOKEN", "API_TOKEN=$GITHUB_TOKEN"},
+		{"os.getenv kept", "API_KEY=os.getenv('API_KEY')", "API_KEY=os.getenv('API_KEY')"},
+		{"path kept for non-password", "SSH_AUTH_SOCK=/run/user/0/ssh-agent.sock", "SSH_AUTH_SOCK=/run/user/0/ssh-agent.sock"},
+		{"path masked for password", "DB_PASSWORD=/etc/pw", "DB_PASSWORD=***"},
+		{"comparison skipped", "if API_KEY == value", "if API_KEY == value"},
+		{"lowercase secret word", "db_password=hunter22", "db_password=***"},
+		{"lowercase word inside word kept", "monkey=banana author=Smith", "monkey=banana author=Smith"},
+		{"url query passes through", "https://x/cb?token=abcdefgh12345678XY", "https://x/cb?token=abcdefgh12345678XY"},
+		{"value after spaces", "API_KEY= next", "API_KEY= ***"},
+		{"no value across lines", "API_KEY=\nnext", "API_KEY=\nnext"},
+		{"mask kept", "API_KEY=abcdef...wxyz", "API_KEY=abcdef...wxyz"},
+	})
+}
+
+func TestHeaders(t *testing.T) {
+	runRedact(t, []redactCase{
+		{"bearer", "Authorization: Bearer abcdefghijklmnopqrstuvwxyz", "Authorization: Bearer abcdef...wxyz"},
+		{"proxy basic short", "Proxy-Authorization: Basic dXNlcjpw", "Proxy-Authorization: Basic ***"},
+		{"bare credential", "authorization:opaquecredentialvalue123", "authorization:opaque...e123"},
+		{"quote not swallowed", `-H 'Authorization: token abcdefghij'`, `-H 'Authorization: token ***'`},
+		{"no credential", "Authorization:\n", "Authorization:\n"},
+		{"x-api-key", "x-api-key: abcdefghijklmnopqrstuvwxyz", "x-api-key: abcdef...wxyz"},
+		{"X-Goog-Api-Key", "X-Goog-Api-Key:short", "X-Goog-Api-Key:***"},
+		{"api-key", "api-key : k1", "api-key : ***"},
+		{"x-auth-token", "x-auth-token: t", "x-auth-token: ***"},
+		{"x-access-token", "X-Access-Token: abcdefghijklmnopqrstuvwxyz", "X-Access-Token: abcdef...wxyz"},
+		{"other header kept", "Content-Type: application/json", "Content-Type: application/json"},
+		{"author is not auth", "Author: Jane Doe", "Author: Jane Doe"},
+	})
+}
+
+func TestQuotedKeys(t *testing.T) {
+	runRedact(t, []redactCase{
+		{"python dict", "{'OPENAI_API_KEY': 'opaqueValue12345678', 'HOME': '/root'}", "{'OPENAI_API_KEY': 'opaque...5678', 'HOME': '/root'}"},
+		{"json", `{"password": "hunter2", "user": "bob"}`, `{"password": "***", "user": "bob"}`},
+		{"json spaces", `{"api_key" : "abcdefghijklmnopqrstuvwxyz"}`, `{"api_key" : "abcdef...wxyz"}`},
+		{"bytes repr", "{'SECRET': b'rawbytes'}", "{'SECRET': b'***'}"},
+		{"header dict", "{'X-Api-Key': 'k', 'Authorization': 'Bearer abcdefghijklmnopqrstuvwxyz'}", "{'X-Api-Key': '***', 'Authorization': 'Bearer abcdef...wxyz'}"},
+		{"non-secret kept", `{"tokens_used": 15, "name": "x"}`, `{"tokens_used": 15, "name": "x"}`},
+		{"ambiguous short kept", `{"max_tokens": "100"}`, `{"max_tokens": "100"}`},
+	})
+}
+
+func TestTelegram(t *testing.T) {
+	tok := "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0"
+	runRedact(t, []redactCase{
+		{"bot token", "123456789:" + tok, "123456789:***"},
+		{"bot prefix", "https://api.telegram.org/bot123456789:" + tok + "/getMe", "https://api.telegram.org/bot123456789:***/getMe"},
+		{"7 digits kept", "1234567:" + tok, "1234567:" + tok},
+		{"short token kept", "123456789:short", "123456789:short"},
+		{"time kept", "12:34:56", "12:34:56"},
+	})
+}
+
+func TestPEM(t *testing.T) {
+	key := "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\nabc+/=\n-----END RSA PRIVATE KEY-----"
+	runRedact(t, []redactCase{
+		{"rsa", "before\n" + key + "\nafter", "before\n[REDACTED PRIVATE KEY]\nafter"},
+		{"openssh", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Bl\n-----END OPENSSH PRIVATE KEY-----", "[REDACTED PRIVATE KEY]"},
+		{"pkcs8", "-----BEGIN PRIVATE KEY-----\nMC4C\n-----END PRIVATE KEY-----", "[REDACTED PRIVATE KEY]"},
+		{"two keys", key + "\n" + key, "[REDACTED PRIVATE KEY]\n[REDACTED PRIVATE KEY]"},
+		{"certificate kept", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----"},
+		{"public key kept", "-----BEGIN PUBLIC KEY-----\nMIIB\n-----END PUBLIC KEY-----", "-----BEGIN PUBLIC KEY-----\nMIIB\n-----END PUBLIC KEY-----"},
+		{"unterminated masks its body", "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE\nIGx0\n\nnext line", "[REDACTED PRIVATE KEY]\n\nnext line"},
+	})
+}
+
+func TestURLs(t *testing.T) {
+	runRedact(t, []redactCase{
+		{"postgres", "postgres://user:secretpw@localhost/db", "postgres://user:***@localhost/db"},
+		{"postgresql upper", "POSTGRESQL://u:p@h", "POSTGRESQL://u:***@h"},
+		{"mysql", "mysql://root:toor@db:3306/x", "mysql://root:***@db:3306/x"},
+		{"mongodb+srv", "mongodb+srv://u:pw@cluster0.x.net", "mongodb+srv://u:***@cluster0.x.net"},
+		{"redis empty user", "redis://:pass1234@cache:6379", "redis://:***@cache:6379"},
+		{"rediss", "rediss://default:pw@h", "rediss://default:***@h"},
+		{"amqp", "amqp://guest:guest@rabbit//", "amqp://guest:***@rabbit//"},
+		{"sqlalchemy driver", "postgresql+psycopg://u:pw@h/db", "postgresql+psycopg://u:***@h/db"},
+		{"f-string template kept", "postgresql://{user}:{password}@{host}", "postgresql://{user}:{password}@{host}"},
+		{"no password kept", "postgres://localhost:5432/db", "postgres://localhost:5432/db"},
+		{"bare token https", "https://abcdefgh12345678@github.com/o/r", "https://***@github.com/o/r"},
+		{"bare token long", "git://abcdefghijklmnopqrstuvwxyz@host", "git://abcdef...wxyz@host"},
+		{"user:pass web passes", "https://user:pass@example.com", "https://user:pass@example.com"},
+		{"short user passes", "ssh://git@github.com/x", "ssh://git@github.com/x"},
+		{"email in query passes", "https://x.com/?q=user@example.com", "https://x.com/?q=user@example.com"},
+	})
+}
+
+func TestJWT(t *testing.T) {
+	jwt := "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+	runRedact(t, []redactCase{
+		{"three parts", "token " + jwt + " end", "token eyJhbG...sR8U end"},
+		{"one part", "eyJhbGciOiJIUzI1", "***"},
+		{"too short", "eyJhbGciOi", "eyJhbGciOi"},
+		{"glued still masked (no boundary, as reference)", "xeyJhbGciOiJIUzI1NiJ9x", "xeyJhbG...iJ9x"},
+	})
+}
+
+// Exact values are masked even with pattern redaction off, even split
+// across the output of two writers, and with overlapping secrets.
+func TestExactValues(t *testing.T) {
+	secret := "Zq9-opaque-secret-value"
+	p := NewPipeline(OutputConfig{DisablePatternRedaction: true})
+	f := p.ForKernel([]string{secret, "short", "opaque-secret"})
+	half1, half2 := secret[:10], secret[10:]
+	joined := "python printed " + half1 + "" + half2 + " (subprocess)" // pool joins both streams
+	if got := f.Clean(joined); got != "python printed *** (subprocess)" {
+		t.Errorf("split value: %q", got)
+	}
+	if got := f.Clean("x" + secret + secret + "y"); got != "x***y" {
+		t.Errorf("adjacent: %q", got)
+	}
+	if got := f.Clean("only opaque-secret here"); got != "only *** here" {
+		t.Errorf("overlap member: %q", got)
+	}
+	if got := f.Clean("short is too short to mask"); got != "short is too short to mask" {
+		t.Errorf("short: %q", got)
+	}
+	// Patterns are off: a token stays.
+	if got := f.Clean("ghp_" + body30); got != "ghp_"+body30 {
+		t.Errorf("patterns not off: %q", got)
+	}
+	// ANSI inside the secret is stripped first, so it cannot hide it.
+	if got := f.Clean("Zq9-opaque-\x1b[0msecret-value"); got != "***" {
+		t.Errorf("ansi split: %q", got)
+	}
+}
+
+// Secrets holding '*' or '.' cannot be re-created by a mask.
+func TestExactValuesRecurse(t *testing.T) {
+	f := NewPipeline(OutputConfig{}).ForKernel([]string{"a***b***", "x.y.z.w.v"})
+	for _, in := range []string{"a***b***b***", "aa***b***b***b***", "x.y.z.w.x.y.z.w.v.v"} {
+		got := f.Clean(in)
+		if strings.Contains(got, "a***b***") || strings.Contains(got, "x.y.z.w.v") {
+			t.Errorf("Clean(%q) = %q still holds a secret", in, got)
+		}
+	}
+}
+
+func TestMaskToken(t *testing.T) {
+	cases := map[string]string{
+		"":                         "***",
+		"short":                    "***",
+		"exactly17characte":        "***",
+		"exactly18character":       "exactl...cter",
+		"ünïcödé-ünïcödé-ünïcödé":  "ünïcöd...cödé",
+		"ab\x00cdefghijklmnopqrst": "abcdef...qrst",
+	}
+	for in, want := range cases {
+		if got := maskToken(in); got != want {
+			t.Errorf("maskToken(%q) = %q, want %q", in, got, want)
+		}
+		if got := maskToken(in); !isMask(got) {
+			t.Errorf("maskToken(%q) = %q is not recognised as a mask", in, got)
+		}
+	}
+}
