@@ -63,14 +63,15 @@ func (g *v2Group) procs() ([]int, error) {
 	return out, nil
 }
 
-// kill writes cgroup.kill through the library. Without cgroup.kill the
-// freeze-kill-thaw is by hand: the library's own fallback also reaps the
-// killed processes, which would steal the kernel's exit status from its
-// owner.
+// kill writes cgroup.kill by hand, and without cgroup.kill freezes, kills
+// and thaws by hand: the library's Kill falls back on any write error to a
+// sequence that also reaps the killed processes, which would steal the
+// kernel's exit status from its owner.
 func (g *v2Group) kill() (int, error) {
 	pids, _ := g.procs()
 	if g.hasKill {
-		if err := g.m.Kill(); err != nil && !errors.Is(err, os.ErrNotExist) {
+		err := os.WriteFile(g.killFile(), []byte("1"), 0)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return len(pids), err
 		}
 		return len(pids), nil
