@@ -1,28 +1,11 @@
 package kernel
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 )
-
-// wireReply is the runner's reply frame, decoded once.
-type wireReply struct {
-	ID             string `json:"id"`
-	Status         string `json:"status"`
-	Stdout         string `json:"stdout"`
-	Stderr         string `json:"stderr"`
-	StdoutClipped  bool   `json:"stdout_clipped"`
-	StdoutLen      int    `json:"stdout_len"`
-	StderrClipped  bool   `json:"stderr_clipped"`
-	Traceback      string `json:"traceback"`
-	ExitCode       int    `json:"exit_code"`
-	ExecutionCount int    `json:"execution_count"`
-	StderrClosed   bool   `json:"stderr_closed"`
-}
 
 // readStdout splits stdout into reply frames and raw output. A protocol
 // violation kills the kernel; EOF (or a read error) closes stdoutEOF.
@@ -52,24 +35,6 @@ func (k *Kernel) readStdout() {
 	if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, os.ErrClosed) {
 		k.log.Debug("kernel stdout read failed", "id", k.id, "error", err)
 	}
-}
-
-// decodeReply checks that body is one JSON object and decodes it.
-func decodeReply(body []byte) (*wireReply, error) {
-	trimmed := bytes.TrimLeft(body, " \t\r\n")
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return nil, protocolErr("frame is not a JSON object")
-	}
-	rep := new(wireReply)
-	if err := json.Unmarshal(body, rep); err != nil {
-		return nil, protocolErr("frame is not a valid reply: " + err.Error())
-	}
-	switch rep.Status {
-	case "ok", "error", "exit":
-	default:
-		return nil, protocolErr("reply has unknown status " + quote(rep.Status))
-	}
-	return rep, nil
 }
 
 // readStderr records stderr and turns the runner's end-of-cell markers into

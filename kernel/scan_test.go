@@ -2,12 +2,14 @@ package kernel
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/iotest"
+	"unicode/utf8"
 )
 
 // scanAll runs a scanner over input delivered by r and collects raw output
@@ -120,4 +122,41 @@ func TestRing(t *testing.T) {
 	if r.String() != "23456789" {
 		t.Fatal(r.String())
 	}
+}
+
+// FuzzDecodeReply checks the single-pass decoder against encoding/json:
+// whenever both accept a body, they must agree on every field.
+func FuzzDecodeReply(f *testing.F) {
+	for _, seed := range []string{
+		`{"id":"1","status":"ok","stdout":"a\nb\"c\\d\u00e9\ud83d\ude00","stderr":"","stdout_clipped":false,"stdout_len":2,"stderr_clipped":true,"traceback":"","exit_code":-3,"execution_count":7,"stderr_closed":false}`,
+		`{"id":"x","status":"exit","extra":1.5e3,"other":null,"s":"\ud800x"}`,
+		` { "status" : "error" , "id" : "" } `,
+		`{"id":"1","status":"ok","stdout":"\/\b\f\r\t"}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got, err := decodeReply(body)
+		if err != nil {
+			if !errors.Is(err, ErrProtocol) {
+				t.Fatalf("error %v does not wrap ErrProtocol", err)
+			}
+			return
+		}
+		if !utf8.Valid(body) || bytes.ContainsAny(body, "\x00\x01\x02\x03\x04\x05\x06\x07\x08\x0b\x0c\x0e\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f") {
+			return // encoding/json is stricter or replaces differently here
+		}
+		var want wireReply
+		if json.Unmarshal(body, &want) != nil {
+			return
+		}
+		if *got != want && !caseFolded(body) {
+			t.Fatalf("decoders disagree on %q:\n got %+v\nwant %+v", body, *got, want)
+		}
+	})
+}
+
+// caseFolded: encoding/json also matches member names case-insensitively.
+func caseFolded(body []byte) bool {
+	return bytes.ContainsFunc(body, func(r rune) bool { return r >= 'A' && r <= 'Z' || r > 0x7f })
 }
