@@ -75,8 +75,6 @@ pack_box() {
 Vagrant.configure("2") do |config|
   config.vm.provider :libvirt do |lv|
     lv.driver = "qemu"
-    lv.cpu_mode = "custom"
-    lv.cpu_model = "max"
     lv.kernel = File.join(File.dirname(__FILE__), "vmlinux")
     lv.initrd = File.join(File.dirname(__FILE__), "loader.cpio.gz")
     lv.cmd_line = "$BOX_CMDLINE"

@@ -4,7 +4,7 @@
 
 # IMAGE_VERSION is the cache key of the guest image: bump it whenever the
 # image recipe (packages, trimming, loader modules, loader init) changes.
-IMAGE_VERSION=3
+IMAGE_VERSION=4
 
 # DEBIAN_SUITE is the guest's Debian release (same as the hosts').
 DEBIAN_SUITE=${KERNPOOL_VM_SUITE:-bookworm}

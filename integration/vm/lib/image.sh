@@ -58,13 +58,13 @@ build_loader() {
 	rm -rf "$root"
 }
 
-# build_rootfs DIR bootstraps Debian minbase + python3 (+ extra packages
+# build_rootfs DIR bootstraps Debian minbase + python3 + tini (+ extra packages
 # given as a comma list in $2) into DIR and trims what tests never read.
 build_rootfs() {
 	local dir=$1 extra=${2:-} mirror
 	mirror=$(debian_mirror)
-	vm_log "debootstrap $DEBIAN_SUITE from $mirror (python3${extra:+,$extra})"
-	debootstrap --variant=minbase --include="python3${extra:+,$extra}" "$DEBIAN_SUITE" "$dir" "$mirror" \
+	vm_log "debootstrap $DEBIAN_SUITE from $mirror (python3,tini${extra:+,$extra})"
+	debootstrap --variant=minbase --include="python3,tini${extra:+,$extra}" "$DEBIAN_SUITE" "$dir" "$mirror" \
 		>"$dir.debootstrap.log" 2>&1 || { tail -20 "$dir.debootstrap.log" >&2; vm_die "debootstrap failed (log: $dir.debootstrap.log)"; }
 	rm -rf "$dir"/var/cache/apt/* "$dir"/var/lib/apt/lists/* "$dir"/usr/share/doc/* \
 		"$dir"/usr/share/man/* "$dir"/usr/share/info/* "$dir"/usr/share/locale/* "$dir"/var/log/*.log
