@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -94,5 +95,51 @@ func TestHostSIGKILLMidCellKillsKernel(t *testing.T) {
 				t.Fatalf("kernel child %d survived its host by more than 1 s", child)
 			}
 		})
+	}
+}
+
+// A kernel must not die when the goroutine that started it ran on a
+// thread that later exits (Pdeathsig follows the forking thread).
+func TestKernelSurvivesExitOfStartingThread(t *testing.T) {
+	requireProc(t)
+	spec := baseSpec(t)
+	type result struct {
+		k   *Kernel
+		err error
+		tid int
+	}
+	ch := make(chan result, 1)
+	// Go never ends the main thread, so park any goroutine that lands on it.
+	parked := make(chan struct{})
+	defer close(parked)
+	var r result
+	for r.k == nil && r.err == nil {
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
+			if syscall.Gettid() == syscall.Getpid() {
+				ch <- result{}
+				<-parked
+				return
+			}
+			k, err := Start(context.Background(), spec)
+			ch <- result{k, err, syscall.Gettid()}
+		}()
+		r = <-ch
+	}
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	t.Cleanup(func() { requireGone(t, r.k) })
+	task := fmt.Sprintf("/proc/self/task/%d", r.tid)
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(task); err != nil {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatal("the starting thread never exited")
+		}
+	}
+	if rep := mustExec(t, r.k, "'alive'"); rep.Stdout != "'alive'\n" {
+		t.Fatalf("reply %+v", rep)
 	}
 }

@@ -151,7 +151,7 @@ func (k *Kernel) reap() {
 	k.mu.Lock()
 	k.verdict = verdict
 	if k.cause == nil || verdict.OOMKilled {
-		k.cause = fmt.Errorf("kernel: %w", death)
+		k.cause = death
 	}
 	k.mu.Unlock()
 	k.log.Debug("kernel ended", "id", k.id, "reason", death.Error())

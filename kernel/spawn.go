@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 )
 
 // spawn builds the staging dir and starts the runner (design.md, "One spawn
@@ -46,22 +47,38 @@ func (k *Kernel) spawn(spec *Spec) (err error) {
 		return fmt.Errorf("sandbox prepare: %w", err)
 	}
 	hardenProcAttr(cmd)
-	if err := cmd.Start(); err != nil {
+	started := make(chan error, 1)
+	go k.lifetime(cmd, started)
+	if err := <-started; err != nil {
 		k.closePipes()
 		return fmt.Errorf("start %s: %w", spec.Interpreter, err)
 	}
+	if err := k.sb.Started(cmd.Process.Pid); err != nil {
+		k.terminate(fmt.Errorf("kernel start: sandbox: %w", err))
+		<-k.done // the reaper released the sandbox and removed the staging dir
+		return fmt.Errorf("sandbox started: %w", err)
+	}
+	return nil
+}
+
+// lifetime starts the runner from a goroutine locked to its OS thread for
+// the kernel's whole life, then reaps it. Pdeathsig fires when the thread
+// that forked the child exits, and Go ends a thread whose goroutine exits
+// while locked to it (some libraries do that, e.g. around setns); this
+// thread ends only after the kernel was reaped. It costs no extra thread:
+// the reaper blocks one in wait4 anyway.
+func (k *Kernel) lifetime(cmd *exec.Cmd, started chan<- error) {
+	runtime.LockOSThread() // never unlocked: the thread exits with this goroutine
+	if err := cmd.Start(); err != nil {
+		started <- err
+		return
+	}
 	k.cmd = cmd
-	startedErr := k.sb.Started(cmd.Process.Pid)
 	k.readers.Add(2)
 	go k.readStdout()
 	go k.readStderr()
-	go k.reap()
-	if startedErr != nil {
-		k.terminate(fmt.Errorf("kernel start: sandbox: %w", startedErr))
-		<-k.done // the reaper released the sandbox and removed the staging dir
-		return fmt.Errorf("sandbox started: %w", startedErr)
-	}
-	return nil
+	started <- nil
+	k.reap()
 }
 
 // openPipes creates stdin/stdout/stderr pipes; it returns the child's ends.
