@@ -1,6 +1,9 @@
 package envscrub
 
-import "strings"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // StripANSI removes terminal escape sequences (parity §2), matching on code
 // points, not bytes: CSI ESC [ [0x30-0x3f]* [0x20-0x2f]* [0x40-0x7e]; OSC
@@ -15,8 +18,18 @@ import "strings"
 // ESC that a second pass then joins with the next character (ESC ESC X),
 // so it is not idempotent; here the output never holds ESC or a C1
 // control, which makes StripANSI(StripANSI(s)) == StripANSI(s).
-// Text without ESC or a C1 code point is returned as is, without copying.
+// Invalid UTF-8 becomes U+FFFD first (bytes are not code points, and
+// removing a sequence must not join stray bytes into a C1 control); valid
+// text without ESC or a C1 code point is returned as is, without copying.
 func StripANSI(s string) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return stripANSI(s)
+}
+
+// stripANSI is StripANSI on text already known to be valid UTF-8.
+func stripANSI(s string) string {
 	first := firstEscape(s)
 	if first < 0 {
 		return s

@@ -13,6 +13,7 @@ func redactColon(s string) string {
 	}
 	var edits []edit
 	floor := 0
+	sc := &scanCache{s: s}
 	for pos := 0; ; {
 		k := strings.IndexByte(s[pos:], ':')
 		if k < 0 {
@@ -20,7 +21,7 @@ func redactColon(s string) string {
 		}
 		i := pos + k
 		pos = i + 1
-		e, end, ok := colonMatch(s, i, floor)
+		e, end, ok := colonMatch(sc, i, floor)
 		if !ok {
 			continue
 		}
@@ -34,9 +35,10 @@ func redactColon(s string) string {
 
 // colonMatch tries the colon patterns at the ':' at i. ok reports a match
 // (consumed up to end); e is the edit, empty when the value is kept.
-func colonMatch(s string, i, floor int) (e edit, end int, ok bool) {
+func colonMatch(sc *scanCache, i, floor int) (e edit, end int, ok bool) {
+	s := sc.s
 	if strings.HasPrefix(s[i+1:], "//") {
-		return urlMatch(s, i, floor)
+		return urlMatch(sc, i, floor)
 	}
 	if i-13 >= floor && equalFoldASCII(s[i-13:i], "authorization") {
 		return authHeader(s, i)
@@ -190,4 +192,43 @@ func telegram(s string, i, floor int) (edit, int, bool) {
 		return edit{}, 0, false
 	}
 	return edit{i + 1, end, "***"}, end, true
+}
+
+// scanCache remembers the next '@' and the next whitespace found from a
+// position: the DSN password scan runs to one of them from every
+// "postgres://u:", and without the cache a line of such prefixes with no
+// '@' would be scanned once per prefix (quadratic).
+type scanCache struct {
+	s                string
+	atPos, atFrom    int
+	spPos, spFrom    int
+	atValid, spValid bool
+}
+
+// nextAt returns the first '@' at or after j, or len(s).
+func (c *scanCache) nextAt(j int) int {
+	if c.atValid && j >= c.atFrom && j <= c.atPos {
+		return c.atPos
+	}
+	k := strings.IndexByte(c.s[j:], '@')
+	c.atFrom, c.atValid = j, true
+	if k < 0 {
+		c.atPos = len(c.s)
+	} else {
+		c.atPos = j + k
+	}
+	return c.atPos
+}
+
+// nextSpace returns the first ASCII whitespace at or after j, or len(s).
+func (c *scanCache) nextSpace(j int) int {
+	if c.spValid && j >= c.spFrom && j <= c.spPos {
+		return c.spPos
+	}
+	k := j
+	for k < len(c.s) && !is(c.s[k], clSpace) {
+		k++
+	}
+	c.spFrom, c.spPos, c.spValid = j, k, true
+	return k
 }

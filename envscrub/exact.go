@@ -16,14 +16,9 @@ import (
 // 64 Ki-bit filter, and verifies candidates from a gram index.
 type exactSet struct {
 	secrets []string
-	filter  []uint64             // 1<<16 bits over gramHash
-	index   map[uint32][]gramHit // gram -> (secret, offset) pairs
-	recur   bool                 // a secret holds '*' or '.': masks may re-create it
-}
-
-type gramHit struct {
-	secret int32
-	offset int32
+	filter  []uint64           // 1<<16 bits over gramHash
+	index   map[uint32][]int32 // gram -> distinct secrets holding it
+	recur   bool               // a secret holds '*', '.' or '[': a mask may spell it again
 }
 
 const (
@@ -33,7 +28,7 @@ const (
 
 func newExactSet(values []string) *exactSet {
 	seen := map[string]bool{}
-	e := &exactSet{filter: make([]uint64, 1<<16/64), index: map[uint32][]gramHit{}}
+	e := &exactSet{filter: make([]uint64, 1<<16/64), index: map[uint32][]int32{}}
 	for _, v := range values {
 		if len(v) < MinSecretLen || seen[v] {
 			continue
@@ -41,8 +36,6 @@ func newExactSet(values []string) *exactSet {
 		seen[v] = true
 		e.secrets = append(e.secrets, v)
 	}
-	// Longest first, so that where secrets overlap the union is masked.
-	sort.Slice(e.secrets, func(i, j int) bool { return len(e.secrets[i]) > len(e.secrets[j]) })
 	for si, v := range e.secrets {
 		if strings.ContainsAny(v, "*.[") { // the characters of "***", "...", "[REDACTED PRIVATE KEY]"
 			e.recur = true
@@ -51,7 +44,9 @@ func newExactSet(values []string) *exactSet {
 			g := gramAt(v, off)
 			h := gramHash(g)
 			e.filter[h>>6] |= 1 << (h & 63)
-			e.index[g] = append(e.index[g], gramHit{int32(si), int32(off)})
+			if l := e.index[g]; len(l) == 0 || l[len(l)-1] != int32(si) {
+				e.index[g] = append(l, int32(si))
+			}
 		}
 	}
 	return e
@@ -81,21 +76,38 @@ func (e *exactSet) mask(s string) string {
 	}
 }
 
+// maskOnce masks the occurrences present in s. A sampled gram that a
+// secret holds means an occurrence of it may start in [p+4-len, p]; those
+// starts are enumerated with strings.Index, and each start position is
+// examined at most once per secret (next[]), so a secret whose grams are
+// everywhere in the text (aaaaaaaa in aaaa...) stays linear per sample.
 func (e *exactSet) maskOnce(s string) string {
 	type span struct{ start, end int }
-	var spans []span
+	var (
+		spans []span
+		next  []int // per secret: first start position not yet examined
+	)
 	for p := 0; p+gramLen <= len(s); p += gramStep {
 		g := gramAt(s, p)
 		h := gramHash(g)
 		if e.filter[h>>6]&(1<<(h&63)) == 0 {
 			continue
 		}
-		for _, hit := range e.index[g] {
-			v := e.secrets[hit.secret]
-			o := p - int(hit.offset)
-			if o >= 0 && o+len(v) <= len(s) && s[o:o+len(v)] == v {
-				spans = append(spans, span{o, o + len(v)})
+		for _, si := range e.index[g] {
+			if next == nil {
+				next = make([]int, len(e.secrets))
 			}
+			v := e.secrets[si]
+			lo := max(p+gramLen-len(v), next[si], 0)
+			for lo <= p {
+				k := strings.Index(s[lo:min(len(s), p+len(v))], v)
+				if k < 0 {
+					break
+				}
+				spans = append(spans, span{lo + k, lo + k + len(v)})
+				lo += k + 1
+			}
+			next[si] = p + 1
 		}
 	}
 	if len(spans) == 0 {

@@ -79,7 +79,7 @@ func (f *Filter) Clean(text string) string {
 	if !utf8.ValidString(text) {
 		text = strings.ToValidUTF8(text, "\uFFFD")
 	}
-	text = StripANSI(text)
+	text = stripANSI(text)
 	text = f.exact.mask(text)
 	if !f.p.patterns {
 		return text

@@ -149,7 +149,7 @@ func (s *Scrubber) Build(mode string, passthrough []string) (env []string, scrub
 		v := s.judge(name, pass)
 		if !v.kept() {
 			dropped[v] = append(dropped[v], name)
-			s.remember(secrets, v, value)
+			remember(secrets, v, name, value)
 			continue
 		}
 		if s.fold(name) == "PYTHONPATH" {
@@ -159,11 +159,11 @@ func (s *Scrubber) Build(mode string, passthrough []string) (env []string, scrub
 			}
 		}
 		entry := name + "=" + value
-		if i, dup := kept[name]; dup {
+		if i, dup := kept[s.fold(name)]; dup {
 			env[i] = entry
 			continue
 		}
-		kept[name] = len(env)
+		kept[s.fold(name)] = len(env)
 		env = append(env, entry)
 	}
 	s.logDropped(mode, dropped)
@@ -178,6 +178,8 @@ func (s *Scrubber) Build(mode string, passthrough []string) (env []string, scrub
 func (s *Scrubber) judge(name string, pass map[string]bool) verdict {
 	upper := strings.ToUpper(name)
 	switch {
+	case strings.HasPrefix(upper, reservedPrefix):
+		return dropOther // the daemon's own settings: dropped, not secrets
 	case s.refusedBy(upper) != "":
 		return dropRefused
 	case pass[s.fold(name)]:
@@ -193,12 +195,19 @@ func (s *Scrubber) judge(name string, pass map[string]bool) verdict {
 	}
 }
 
-// remember records what output masking must know of a dropped value.
-func (s *Scrubber) remember(secrets map[string]bool, v verdict, value string) {
-	if v == dropSecret || v == dropRefused {
-		if len(value) >= MinSecretLen {
-			secrets[value] = true
-		}
+// remember records what output masking must know of a dropped value: the
+// whole value when the name is secret by rule 2 or refused, and any
+// credential inside a URL-shaped value. A refused name that is not secret
+// by name (OPENAI_BASE_URL) keeps its whole value only when it is not a
+// URL or path: masking "https://api.openai.com/v1" everywhere would
+// corrupt output while the credential inside it is remembered anyway.
+func remember(secrets map[string]bool, v verdict, name, value string) {
+	whole := v == dropSecret || v == dropRefused
+	if v == dropRefused && !IsSecretName(name) && (strings.Contains(value, "://") || strings.HasPrefix(value, "/")) {
+		whole = false
+	}
+	if whole && len(value) >= MinSecretLen {
+		secrets[value] = true
 	}
 	for _, c := range urlCredentials(value) {
 		if len(c) >= MinSecretLen {

@@ -369,3 +369,34 @@ func TestPassthroughFlag(t *testing.T) {
 		}
 	}
 }
+
+func TestReservedAndRefusedURLValues(t *testing.T) {
+	s := newTestScrubber(t, Config{},
+		"KERNPOOL_SOCKET=/run/kernpool/kernpool.sock",
+		"OPENAI_BASE_URL=https://relay:relaySecret99@api.example.com/v1",
+		"ANTHROPIC_BASE_URL=https://api.anthropic.com",
+	)
+	env, scrubbed, err := s.Build("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(env) != 0 {
+		t.Errorf("env = %q", env)
+	}
+	if !slices.Equal(scrubbed, []string{"relaySecret99"}) {
+		t.Errorf("scrubbed = %q, want only the URL's password", scrubbed)
+	}
+}
+
+func TestWindowsCaseInsensitiveNames(t *testing.T) {
+	s := newTestScrubber(t, Config{Windows: true, Passthrough: []string{"MY_TOOL_HOME"}},
+		"Path=C:\\Windows", "PATH=C:\\Other", "my_tool_home=C:\\t", "SystemRoot=C:\\Windows", "ComSpec=cmd.exe")
+	env, _, err := s.Build("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`PATH=C:\Other`, `my_tool_home=C:\t`, `SystemRoot=C:\Windows`, "ComSpec=cmd.exe"}
+	if !slices.Equal(env, want) {
+		t.Errorf("env = %q, want %q", env, want)
+	}
+}

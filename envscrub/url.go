@@ -18,14 +18,15 @@ var dsnSchemes = map[string]bool{
 var bareTokenSchemes = [...]string{"https", "http", "wss", "ws", "sftp", "ftps", "ftp", "git", "ssh"}
 
 // urlMatch handles the "://" at i.
-func urlMatch(s string, i, floor int) (edit, int, bool) {
+func urlMatch(sc *scanCache, i, floor int) (edit, int, bool) {
+	s := sc.s
 	k := i
 	for k > floor && is(s[k-1], clSchemeChr) {
 		k--
 	}
 	scheme := strings.ToLower(s[k:i])
 	if isDSNScheme(scheme) {
-		return dsnPassword(s, i)
+		return dsnPassword(sc, i)
 	}
 	for _, b := range bareTokenSchemes {
 		if strings.HasSuffix(scheme, b) {
@@ -50,7 +51,8 @@ func isDSNScheme(scheme string) bool {
 // dsnPassword: scheme://[^:\s]*:([^@\s]+)@ -> password masked as ***. An
 // empty user is allowed (redis://:password@host, which the reference
 // leaks); a {...} password is an f-string template, not a credential.
-func dsnPassword(s string, i int) (edit, int, bool) {
+func dsnPassword(sc *scanCache, i int) (edit, int, bool) {
+	s := sc.s
 	j := i + 3
 	u := j
 	for u < len(s) && s[u] != ':' && !is(s[u], clSpace) {
@@ -60,10 +62,7 @@ func dsnPassword(s string, i int) (edit, int, bool) {
 		return edit{}, 0, false
 	}
 	ps := u + 1
-	pe := ps
-	for pe < len(s) && s[pe] != '@' && !is(s[pe], clSpace) {
-		pe++
-	}
+	pe := min(sc.nextAt(ps), sc.nextSpace(ps))
 	if pe == ps || pe >= len(s) || s[pe] != '@' {
 		return edit{}, 0, false
 	}
