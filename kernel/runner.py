@@ -7,10 +7,9 @@ marker b"\\n" + SENTINEL + b" E " + execution_count + b"\\n".
 
 Start-up cost matters (a kernel is spawned per key), so this file imports
 only modules the interpreter already loaded at start (os, sys, io, _thread,
-_json, _ast) and loads json, traceback and asyncio only when a cell needs
+_json) and loads json, traceback and asyncio only when a cell needs
 them.
 """
-import _ast
 import _json
 import _thread
 import io
@@ -88,6 +87,12 @@ def _start():
         os.closerange(3, max(os.sysconf("SC_OPEN_MAX"), 4096))
     except (OSError, ValueError):
         os.closerange(3, 4096)
+    # Requests arrive on a private non-inheritable fd; fd 0 becomes /dev/null
+    # so neither input() nor a subprocess can read (steal) protocol lines.
+    protocol_in = os.dup(0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
     rlimits = env.get("KERNPOOL_RLIMITS", "")
     if rlimits:
         _apply_rlimits(rlimits)
@@ -104,7 +109,7 @@ def _start():
     kill_path = env.get("KERNPOOL_CGROUP_KILL", "")
     for name in _RUNNER_ONLY:
         env.pop(name, None)
-    return sentinel.encode("utf-8"), kill_path
+    return sentinel.encode("utf-8"), kill_path, protocol_in
 
 
 def _host_gone(kill_path):
@@ -157,12 +162,12 @@ def _start_watchdog(kill_path):
         os._exit(0)
 
 
-def _stdin_reader(put, kill_path):
-    # Reads fd 0 directly: sys.stdin belongs to cells (an empty stream).
+def _stdin_reader(fd, put, kill_path):
+    # Reads the protocol fd directly; fd 0 is /dev/null for cells.
     buf = bytearray()
     try:
         while True:
-            chunk = os.read(0, 65536)
+            chunk = os.read(fd, 65536)
             if not chunk:
                 break
             buf += chunk
@@ -205,6 +210,11 @@ def _parse_request(line):
     return rid, code
 
 
+# The AST node classes, taken from a tiny parse: importing _ast costs more.
+_INTERACTIVE = type(compile("0", "<kernpool>", "single", _PYCF_ONLY_AST))
+_EXPR = type(compile("0", "<kernpool>", "single", _PYCF_ONLY_AST).body[0])
+
+
 class _Cells:
     """The persistent namespace and the cell counter."""
 
@@ -239,8 +249,8 @@ class _Cells:
         try:
             tree = compile(source, filename, "exec", _PYCF_ONLY_AST | _PYCF_ALLOW_TOP_LEVEL_AWAIT)
             last = None
-            if tree.body and isinstance(tree.body[-1], _ast.Expr):
-                last = _ast.Interactive(body=[tree.body.pop()])
+            if tree.body and type(tree.body[-1]) is _EXPR:
+                last = _INTERACTIVE(body=[tree.body.pop()])
             body = compile(tree, filename, "exec", _PYCF_ALLOW_TOP_LEVEL_AWAIT)
             tail = compile(last, filename, "single", _PYCF_ALLOW_TOP_LEVEL_AWAIT) if last else None
             self._run(body)
@@ -303,16 +313,15 @@ class _Runner:
     def __init__(self, sentinel):
         self.sentinel = sentinel
         self.cells = _Cells()
-        self.null_in = io.StringIO()
 
     def cell(self, rid, source):
         out, err = io.StringIO(), io.StringIO()
-        saved = sys.stdout, sys.stderr, sys.stdin
-        sys.stdout, sys.stderr, sys.stdin = out, err, self.null_in
+        saved = sys.stdout, sys.stderr
+        sys.stdout, sys.stderr = out, err
         try:
             status, trace, code = self.cells.run(source)
         finally:
-            sys.stdout, sys.stderr, sys.stdin = saved
+            sys.stdout, sys.stderr = saved
         _publish_sources(self.cells.sources)
         self.reply(rid, status, out.getvalue(), err.getvalue(), trace, code)
         return status, code
@@ -372,11 +381,11 @@ def _write_all(fd, data):
 
 
 def main():
-    sentinel, kill_path = _start()
+    sentinel, kill_path, protocol_in = _start()
     _start_watchdog(kill_path)
     from _queue import SimpleQueue
     requests = SimpleQueue()
-    _thread.start_new_thread(_stdin_reader, (requests.put, kill_path))
+    _thread.start_new_thread(_stdin_reader, (protocol_in, requests.put, kill_path))
     runner = _Runner(sentinel)
     while True:
         line = requests.get().strip()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -106,9 +107,21 @@ func TestHostileKernelsCannotHangExec(t *testing.T) {
 	})
 	t.Run("stops reading stdin", func(t *testing.T) {
 		k := startKernel(t, baseSpec(t), "")
-		// fd 0 now is a pipe nobody writes: once the runner's reader returns
-		// from its current read it never reads the host's pipe again.
-		mustExec(t, k, "import os\nr, w = os.pipe()\nos.dup2(r, 0)")
+		// The runner's request fd now is a pipe nobody writes: once its
+		// reader returns from its current read it never reads the host's
+		// pipe again.
+		var st syscall.Stat_t
+		rc, err := k.stdin.SyscallConn() // not Fd(): that would make the pipe blocking
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cerr := rc.Control(func(fd uintptr) { err = syscall.Fstat(int(fd), &st) }); cerr != nil || err != nil {
+			t.Fatal(cerr, err)
+		}
+		mustExec(t, k, "import os\nr, w = os.pipe()\n"+
+			"for fd in os.listdir('/proc/self/fd'):\n"+
+			"    if os.path.exists('/proc/self/fd/' + fd) and os.readlink('/proc/self/fd/' + fd) == 'pipe:["+strconv.FormatUint(st.Ino, 10)+"]':\n"+
+			"        os.dup2(r, int(fd))")
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		defer cancel()
 		execErr(t, k, ctx, "x = '"+strings.Repeat("a", 4<<20)+"'", ErrTimeout)
