@@ -28,6 +28,28 @@
 // (Sandbox.Kill), drains and closes the pipes, calls Sandbox.Release once
 // (OOM verdict), removes the staging dir and closes Done. Every teardown
 // path (Kill, timeout, cancel, protocol error, sys.exit, death) goes through
-// it. The runner kills its own process group when its stdin ends (the host
-// died), and the host sets Pdeathsig on Linux.
+// it.
+//
+// # Dying with the host
+//
+// Three layers make a kernel die with its host, even a SIGKILLed one:
+// the runner's request reader kills the runner's process group (and writes
+// cgroup.kill when the sandbox gave one) when its request pipe ends; the
+// host sets Pdeathsig SIGKILL (Linux), which also covers a cell holding the
+// GIL in C code, and starts each kernel from a goroutine locked to its own
+// OS thread for the kernel's lifetime, because Pdeathsig follows the forking
+// thread and Go ends threads whose locked goroutine exits; and, since
+// Pdeathsig kills only the runner, a watchdog process forked by the runner
+// before any user code waits on a pidfd of the runner and then kills the
+// group (and cgroup), so the cell's children die too. The watchdog is a
+// child of the runner: a cell that waits for all of its children with
+// os.wait() in a loop would wait for it as well.
+//
+// # File descriptors
+//
+// The child gets fds 0-2 only; the runner closes any other inherited fd
+// before user code (a daemon's parent may leak some), then moves the request
+// pipe to a private non-inheritable fd and points fd 0 at /dev/null, so
+// neither input() nor a subprocess can read (steal) requests. fd 1 and 2
+// stay the host's pipes: a subprocess's output reaches the cell's reply.
 package kernel

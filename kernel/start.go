@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
@@ -193,8 +194,13 @@ func childEnv(env, setupEnv []string, id, staging, sentinel string) []string {
 			out = append(out, kv)
 		}
 	}
-	for name, value := range own {
-		out = append(out, name+"="+value)
+	names := make([]string, 0, len(own))
+	for name := range own {
+		names = append(names, name)
+	}
+	sort.Strings(names) // a stable environment is easier to debug
+	for _, name := range names {
+		out = append(out, name+"="+own[name])
 	}
 	return out
 }
