@@ -202,3 +202,38 @@ func TestBusy(t *testing.T) {
 }
 
 type errBox struct{ err error }
+
+func TestOddCellsKeepTheKernel(t *testing.T) {
+	k := startKernel(t, baseSpec(t), "")
+	cases := []struct {
+		name, code, status, stdout string
+	}{
+		{"empty", "", "ok", ""},
+		{"only a comment", "# nothing", "ok", ""},
+		{"NUL byte", "x = 1\x00", "error", ""},
+		{"invalid UTF-8", "print('\xff')", "ok", "\ufffd\n"},
+		{"lone surrogate", "print('\\ud800')", "ok", "\ufffd\n"},
+		{"raw invalid UTF-8 on fd 1", "import os; os.write(1, b'\\xff\\n'); None", "ok", "\xff\n"},
+		{"control characters", "print('\\x01\\x1b[31m\\u2028')", "ok", "\x01\x1b[31m\u2028\n"},
+		{"input() sees EOF", "try:\n    input()\nexcept EOFError:\n    print('eof')", "ok", "eof\n"},
+		{"KeyboardInterrupt", "raise KeyboardInterrupt", "error", ""},
+		{"huge line", "s = '" + strings.Repeat("z", 3<<20) + "'\nlen(s)", "ok", "3145728\n"},
+	}
+	for i, c := range cases {
+		r := mustExec(t, k, c.code)
+		if r.Status != c.status || r.Stdout != c.stdout || r.ExecutionCount != i+1 {
+			t.Errorf("%s: status %q stdout %q count %d; want %q %q %d (traceback %s)",
+				c.name, r.Status, r.Stdout, r.ExecutionCount, c.status, c.stdout, i+1, r.Traceback)
+		}
+	}
+}
+
+func TestExecWithDoneContextKillsKernel(t *testing.T) {
+	k := startKernel(t, baseSpec(t), "")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := k.Exec(ctx, Cell{Code: "1"}); !errors.Is(err, ErrCanceled) {
+		t.Fatalf("exec with a canceled context: %v", err)
+	}
+	<-k.Done()
+}
