@@ -1,13 +1,20 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"runtime"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/kernpool/kernpool/envscrub"
+	"github.com/kernpool/kernpool/isolate"
+	"github.com/kernpool/kernpool/kernel"
 	"github.com/kernpool/kernpool/pool"
+	"github.com/kernpool/kernpool/rpcsock"
 )
 
 // This file is the ONLY place that wires the concrete isolation,
@@ -27,29 +34,198 @@ type seams struct {
 	Tools pool.ToolServerFactory
 	// Isolation describes the confinement for /v1/health and doctor.
 	Isolation string
+	// Check refuses an interpreter or cwd a kernel's uid cannot use.
+	Check func(interpreter, cwd string) error
 	// Close releases what the seams hold (cgroup parent, ...), after the
 	// pool closed. Never nil; idempotent.
 	Close func() error
 }
 
-// buildSeams builds the concrete seams from the config.
-//
-// TODO(coordinator): wire
-//   - isolate.New(isolate.Config{CgroupParent: cfg.Cgroup.Parent, CgroupEnabled: cfg.Cgroup.Enabled,
-//     Profiles: <cfg.Profiles as isolate.Profile with specs.LinuxResources>, Ceiling: cfg.Ceiling,
-//     UIDRange: cfg.Users.UIDFirst..UIDLast, PerOwnerUID: cfg.Users.PerOwner,
-//     RunAsUser: cfg.Users.Enabled && root, StateDir: cfg.StateDir, Logger: log})
-//     => Sandboxes (+ Close, + Isolation from its detected mode);
-//   - envscrub.New(envscrub.Config{Passthrough: cfg.Env.Passthrough, ModePassthrough: <profile passthrough>,
-//     Refuse: cfg.Env.Refuse, Logger: log}) => Env;
-//     envscrub.NewPipeline(envscrub.OutputConfig{RedactPatterns: cfg.Output.RedactPatterns, InlineCap: ...}) => Output;
-//   - rpcsock => Tools.
-//
-// and assert at compile time that the concrete types satisfy the seams.
+// buildSeams builds the concrete seams from the config: isolate for
+// sandboxes (cgroup, uid, namespaces, or the process-group fallback),
+// envscrub for the child environment and the output pipeline, rpcsock for
+// tool calls. The isolator sweeps what a dead daemon left, so serve calls
+// this only after it holds the state-dir lock.
 func buildSeams(cfg *Config, log hclog.Logger) (seams, error) {
-	_ = cfg
-	_ = log
-	return seams{Isolation: "process-group", Close: func() error { return nil }}, nil
+	iso, err := isolate.New(isolateConfig(cfg, log))
+	if err != nil {
+		return seams{}, err
+	}
+	rep := iso.Report()
+	if w := rep.Warning(); w != "" {
+		// The one start-up warning: exactly what kernels lose here.
+		log.Warn("reduced kernel isolation", "detail", w)
+	}
+	scrub, err := envscrub.New(envscrub.Config{
+		Passthrough:     cfg.Env.Passthrough,
+		ModePassthrough: profilePassthrough(cfg),
+		Refuse:          cfg.Env.Refuse,
+		Logger:          log.Named("envscrub"),
+	})
+	if err != nil {
+		_ = iso.Close()
+		return seams{}, err
+	}
+	pipe := envscrub.NewPipeline(envscrub.OutputConfig{
+		DisablePatternRedaction: !cfg.Output.RedactPatterns,
+		InlineCap:               cfg.Output.InlineCap,
+		StderrCap:               cfg.Output.StderrCap,
+		SpillCap:                cfg.Output.SpillCap,
+	})
+	return seams{
+		Sandboxes: sandboxFactory{iso},
+		Env:       scrub,
+		Output:    outputFactory{pipe},
+		Tools:     toolFactory{log: log.Named("rpcsock")},
+		Isolation: isolationSummary(rep),
+		Check:     iso.CheckAccess,
+		Close:     iso.Close,
+	}, nil
+}
+
+// isolateConfig maps the daemon config onto isolate's.
+func isolateConfig(cfg *Config, log hclog.Logger) isolate.Config {
+	ic := isolate.DefaultConfig(cfg.StateDir)
+	ic.CgroupParent = cfg.Cgroup.Parent
+	ic.CgroupEnabled = cfg.Cgroup.Enabled
+	ic.UIDRange = [2]int{cfg.Users.UIDFirst, cfg.Users.UIDLast}
+	ic.PerOwnerUID = cfg.Users.PerOwner
+	ic.RunAsUser = cfg.Users.Enabled && os.Geteuid() == 0
+	ic.Ceiling = isolate.Limits{MemoryMax: cfg.Ceiling.MemoryMax, PidsMax: cfg.Ceiling.PidsMax, CPUMax: cfg.Ceiling.CPUMax}
+	ic.Profiles = make(map[string]isolate.Profile, len(cfg.Profiles))
+	for name, p := range cfg.Profiles {
+		ic.Profiles[name] = isolate.Profile{
+			Resources:    profileResources(p),
+			NoNetwork:    !p.Network,
+			PIDNamespace: p.PIDNamespace,
+			PrivateTmp:   p.PrivateTmp,
+		}
+	}
+	ic.Logger = log.Named("isolate")
+	return ic
+}
+
+// profileResources expresses a profile's limits as runtime-spec resources.
+func profileResources(p Profile) *specs.LinuxResources {
+	r := isolate.LimitsResources(isolate.Limits{MemoryMax: p.MemoryMax, PidsMax: p.PidsMax, CPUMax: p.CPUMax})
+	if p.MemoryMax > 0 && p.MemorySwapMax > 0 {
+		if r.Memory == nil {
+			r.Memory = &specs.LinuxMemory{}
+		}
+		total := p.MemoryMax + p.MemorySwapMax // runtime-spec's Swap is memory+swap
+		r.Memory.Swap = &total
+	}
+	if p.CPUWeight > 0 {
+		if r.CPU == nil {
+			r.CPU = &specs.LinuxCPU{}
+		}
+		shares := cpuWeightToShares(p.CPUWeight)
+		r.CPU.Shares = &shares
+	}
+	return r
+}
+
+// cpuWeightToShares maps a cgroup-v2 weight (1-10000, default 100) to v1
+// shares (2-262144, default 1024), the inverse of the kernel's and runc's
+// shares-to-weight conversion.
+func cpuWeightToShares(w uint64) uint64 {
+	if w == 0 {
+		return 0
+	}
+	return 2 + (w-1)*262142/9999
+}
+
+func profilePassthrough(cfg *Config) map[string][]string {
+	out := make(map[string][]string, len(cfg.Profiles))
+	for name, p := range cfg.Profiles {
+		if len(p.Passthrough) > 0 {
+			out[name] = p.Passthrough
+		}
+	}
+	return out
+}
+
+// isolationSummary is the one-line isolation description /v1/health shows.
+func isolationSummary(r isolate.Report) string {
+	parts := []string{}
+	if r.CgroupActive {
+		parts = append(parts, "cgroup ("+r.CgroupMode+": "+strings.Join(r.Controllers, ",")+")")
+	} else {
+		parts = append(parts, "process-group")
+	}
+	if r.RunAsUser {
+		parts = append(parts, fmt.Sprintf("uids %d-%d", r.UIDFirst, r.UIDLast))
+	}
+	if r.NoNewPrivs {
+		parts = append(parts, "no_new_privs")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Compile-time proof that the concrete packages satisfy the pool's seams.
+var (
+	_ pool.SandboxFactory      = sandboxFactory{}
+	_ pool.EnvBuilder          = (*envscrub.Scrubber)(nil)
+	_ pool.OutputFilterFactory = outputFactory{}
+	_ pool.ToolServerFactory   = toolFactory{}
+	_ kernel.Sandbox           = (*isolate.Sandbox)(nil)
+)
+
+// sandboxFactory adapts isolate.Isolator (which does not import pool).
+type sandboxFactory struct{ iso *isolate.Isolator }
+
+func (f sandboxFactory) NewSandbox(id, owner, mode string, l pool.Limits) (kernel.Sandbox, error) {
+	sb, err := f.iso.NewSandbox(id, owner, mode, isolate.Limits{MemoryMax: l.MemoryMax, PidsMax: l.PidsMax, CPUMax: l.CPUMax})
+	if err != nil {
+		return nil, err
+	}
+	return sb, nil
+}
+
+// outputFactory adapts envscrub.Pipeline.
+type outputFactory struct{ p *envscrub.Pipeline }
+
+func (f outputFactory) ForKernel(secrets []string) pool.OutputFilter {
+	return outputFilter{f.p.ForKernel(secrets)}
+}
+
+type outputFilter struct{ f *envscrub.Filter }
+
+func (o outputFilter) Clean(text string) string { return o.f.Clean(text) }
+
+func (o outputFilter) Finish(stdout, stderr, spillDir string, cell int) (pool.CellOutput, error) {
+	out, err := o.f.Finish(stdout, stderr, spillDir, cell)
+	return pool.CellOutput{
+		Stdout: out.Stdout, Stderr: out.Stderr,
+		StdoutTruncated: out.StdoutTruncated, StdoutBytesTotal: out.StdoutBytesTotal,
+		StderrTruncated: out.StderrTruncated, StderrBytesTotal: out.StderrBytesTotal,
+		SpillPath: out.SpillPath, Warning: out.Warning,
+	}, err
+}
+
+// toolFactory adapts rpcsock.
+type toolFactory struct{ log hclog.Logger }
+
+func (f toolFactory) Listen(staging string, uid int, tools []string) (pool.ToolServer, error) {
+	s, err := rpcsock.Listen(rpcsock.Config{Dir: staging, UID: uid, Tools: tools, Logger: f.log})
+	if err != nil {
+		return nil, err
+	}
+	return toolServer{s}, nil
+}
+
+func (toolFactory) Stub(tools []string) []byte { return rpcsock.Stub(tools) }
+
+type toolServer struct{ *rpcsock.Server }
+
+func (s toolServer) BeginCell(h pool.ToolHandler, budget int) func() int {
+	var rh rpcsock.Handler
+	if h != nil {
+		rh = rpcsock.HandlerFunc(func(ctx context.Context, c rpcsock.Call) (string, error) {
+			return h.HandleTool(ctx, pool.ToolCall{ID: c.ID, Tool: c.Tool, Args: c.Args})
+		})
+	}
+	return s.Server.BeginCell(rh, budget)
 }
 
 // doctorReport describes the configuration and what the host offers.
