@@ -97,13 +97,31 @@ func (p *Pool) executeOn(ctx context.Context, s *slot, rq normalized, start time
 // down and the cell reported as interrupted; when the caller's ctx ended
 // during the spawn the cell is reported as interrupted too.
 func (p *Pool) spawnInto(ctx context.Context, s *slot, rq normalized, start time.Time, stateReset bool) (*live, *Result, error) {
-	lv, err := p.spawn(ctx, rq)
+	// Register the spawn under the lock, so Close (which sets closing under
+	// the same lock before it waits) never misses one.
+	p.mu.Lock()
+	if p.closing {
+		p.mu.Unlock()
+		return nil, nil, fmt.Errorf("pool: execute: %w", ErrClosed)
+	}
+	p.spawns.Add(1)
+	p.mu.Unlock()
+	defer p.spawns.Done()
+	// Close's kill phase cancels spawns still starting up.
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(p.killCtx, cancel)
+	defer stop()
+	lv, err := p.spawn(sctx, rq)
 	if err != nil {
 		p.mu.Lock()
 		p.stats.SpawnFailures++
 		p.mu.Unlock()
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil:
 			return nil, interruptedResult(rq, start, "", "canceled by the caller", nil, false, stateReset), nil
+		case p.killCtx.Err() != nil:
+			return nil, nil, fmt.Errorf("pool: execute: %w", ErrClosed)
 		}
 		return nil, nil, fmt.Errorf("pool: execute: %w", err)
 	}

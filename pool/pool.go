@@ -28,6 +28,13 @@ type Pool struct {
 	drained chan struct{}
 	stats   PoolStats
 
+	// spawns counts kernel starts in flight; Close waits for them so that
+	// no kernel outlives it.
+	spawns sync.WaitGroup
+	// killCtx is canceled by Close's kill phase: it aborts spawns.
+	killCtx context.Context
+	killAll context.CancelFunc
+
 	stopOnce   sync.Once
 	stop       chan struct{} // closed by Close: ends the reaper
 	reaperDone chan struct{}
@@ -47,6 +54,7 @@ func New(cfg Config) (*Pool, error) {
 		stop:       make(chan struct{}),
 		reaperDone: make(chan struct{}),
 	}
+	p.killCtx, p.killAll = context.WithCancel(context.Background())
 	go p.reaper()
 	return p, nil
 }
@@ -182,6 +190,7 @@ func (p *Pool) Close(ctx context.Context) error {
 			cut = fmt.Errorf("pool: close: drain cut short, running cells were killed: %w", ctx.Err())
 		}
 	}
+	p.killAll()
 	p.mu.Lock()
 	var gone []doomed
 	for _, s := range p.slots {
@@ -193,6 +202,9 @@ func (p *Pool) Close(ctx context.Context) error {
 	}
 	p.mu.Unlock()
 	p.teardownAll(gone)
+	// A spawn that was starting finds its slot removed and tears its
+	// kernel down itself before it is Done.
+	p.spawns.Wait()
 	<-p.reaperDone
 	if len(gone) > 0 {
 		p.log.Info("pool closed", "kernels_killed", len(gone))

@@ -1,9 +1,11 @@
 package pool
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -14,8 +16,11 @@ import (
 // groupSandbox is a minimal real sandbox (own process group, killpg) that
 // records how the pool and the kernel drive it.
 type groupSandbox struct {
-	failPrepare bool
-	oom         bool // Release reports an OOM kill at 64MiB
+	// gate, when set, holds Prepare until it is closed; entered is closed
+	// when Prepare starts waiting.
+	gate, entered chan struct{}
+	failPrepare   bool
+	oom           bool // Release reports an OOM kill at 64MiB
 
 	mu                    sync.Mutex
 	pid                   int
@@ -25,6 +30,10 @@ type groupSandbox struct {
 }
 
 func (s *groupSandbox) Prepare(cmd *exec.Cmd, _ string) error {
+	if s.gate != nil {
+		close(s.entered)
+		<-s.gate
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.prepared++
@@ -81,6 +90,8 @@ type sandboxFactory struct {
 	failPrepare bool
 	failNew     bool
 	oom         bool
+	gate        chan struct{}
+	entered     chan struct{}
 }
 
 func (f *sandboxFactory) NewSandbox(id, owner, mode string, limits Limits) (kernel.Sandbox, error) {
@@ -89,7 +100,7 @@ func (f *sandboxFactory) NewSandbox(id, owner, mode string, limits Limits) (kern
 	if f.failNew {
 		return nil, fmt.Errorf("no uid left")
 	}
-	s := &groupSandbox{failPrepare: f.failPrepare, oom: f.oom, id: id, owner: owner, mode: mode, limits: limits}
+	s := &groupSandbox{gate: f.gate, entered: f.entered, failPrepare: f.failPrepare, oom: f.oom, id: id, owner: owner, mode: mode, limits: limits}
 	f.made = append(f.made, s)
 	return s, nil
 }
@@ -163,4 +174,48 @@ func TestOOMVerdictIsReported(t *testing.T) {
 		t.Fatalf("stats = %+v", st)
 	}
 	assertStagingGone(t, p, res.Kernel.ID)
+}
+
+func TestCloseWaitsForSpawnsInFlight(t *testing.T) {
+	f := &sandboxFactory{gate: make(chan struct{}), entered: make(chan struct{})}
+	p := newTestPool(t, func(c *Config) { c.Sandboxes = f })
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := p.Execute(t.Context(), Request{Code: "pass"})
+		done <- outcome{res, err}
+	}()
+	<-f.entered // the spawn is inside kernel.Start, held in Prepare
+	expired, cancel := context.WithCancel(t.Context())
+	cancel() // no drain grace: Close goes straight to its kill phase
+	closed := make(chan error, 1)
+	go func() { closed <- p.Close(expired) }()
+	waitFor(t, "Close's kill phase", func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.closing && len(p.slots) == 0
+	})
+	if _, err := p.Execute(t.Context(), Request{Owner: "late", Code: "pass"}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Execute during Close = %v, want ErrClosed", err)
+	}
+	close(f.gate)
+	if err := <-closed; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Close = %v, want the drain cut short", err)
+	}
+	// Close has returned: the kernel that was starting must have started
+	// (Close waited for the spawn) and be gone already.
+	sb := f.made[0]
+	sb.mu.Lock()
+	pid := sb.pid
+	sb.mu.Unlock()
+	if pid == 0 {
+		t.Fatal("Close returned before the spawn in flight finished")
+	}
+	assertDead(t, pid)
+	if n := sb.releases(); n != 1 {
+		t.Fatalf("sandbox released %d times", n)
+	}
+	o := <-done
+	if o.err != nil || o.res.Status != StatusInterrupted || !strings.Contains(o.res.Output, "pool closed") {
+		t.Fatalf("cell of the interrupted spawn = %+v, %v", o.res, o.err)
+	}
 }
