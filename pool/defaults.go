@@ -2,13 +2,8 @@ package pool
 
 import (
 	"context"
-	"errors"
 	"strings"
 )
-
-// errNoToolHandler is what a cell's tool call gets when its request
-// carried no ToolHandler.
-var errNoToolHandler = errors.New("tool calls are not available for this request: it has no tool handler")
 
 // refuseTools answers every tool call with an error.
 type refuseTools struct{}
@@ -32,33 +27,11 @@ func (identityFilter) Finish(stdout, stderr, _ string, _ int) (CellOutput, error
 	}, nil
 }
 
-// minimalEnvNames are the daemon variables a kernel inherits when the pool
-// has no EnvBuilder. None of them carries a credential.
-var minimalEnvNames = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TERM", "TZ", "SHELL"}
-
-// windowsEnvNames are needed for a Python child to start on Windows
-// (without them it fails with WinError 10106); compared upper-cased.
-var windowsEnvNames = []string{
-	"SYSTEMROOT", "SYSTEMDRIVE", "WINDIR", "COMSPEC", "PATHEXT", "OS", "PROCESSOR_ARCHITECTURE",
-	"NUMBER_OF_PROCESSORS", "PUBLIC", "ALLUSERSPROFILE", "PROGRAMDATA", "PROGRAMFILES",
-	"PROGRAMFILES(X86)", "PROGRAMW6432", "APPDATA", "LOCALAPPDATA", "USERPROFILE", "USERDOMAIN",
-	"USERNAME", "HOMEDRIVE", "HOMEPATH", "COMPUTERNAME",
-}
-
-// minimalEnv filters environ (os.Environ's form) down to the names above
-// plus LC_*; on Windows names compare case-insensitively and the Windows
+// minimalEnv filters environ (os.Environ's form) down to minimalName's
+// names; on Windows names compare case-insensitively and the Windows
 // essentials are kept too.
 func minimalEnv(environ []string, goos string) []string {
 	windows := goos == "windows"
-	keep := make(map[string]bool, len(minimalEnvNames)+len(windowsEnvNames))
-	for _, n := range minimalEnvNames {
-		keep[n] = true
-	}
-	if windows {
-		for _, n := range windowsEnvNames {
-			keep[n] = true
-		}
-	}
 	var out []string
 	for _, kv := range environ {
 		name, _, ok := strings.Cut(kv, "=")
@@ -69,9 +42,32 @@ func minimalEnv(environ []string, goos string) []string {
 		if windows {
 			cmp = strings.ToUpper(name)
 		}
-		if keep[cmp] || strings.HasPrefix(cmp, "LC_") {
+		if minimalName(cmp) || windows && windowsName(cmp) {
 			out = append(out, kv)
 		}
 	}
 	return out
+}
+
+// minimalName reports the daemon variables a kernel inherits when the pool
+// has no EnvBuilder. None of them carries a credential.
+func minimalName(name string) bool {
+	switch name {
+	case "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TERM", "TZ", "SHELL":
+		return true
+	}
+	return strings.HasPrefix(name, "LC_")
+}
+
+// windowsName reports the variables a Python child needs to start on
+// Windows (without them it fails with WinError 10106); name is upper-cased.
+func windowsName(name string) bool {
+	switch name {
+	case "SYSTEMROOT", "SYSTEMDRIVE", "WINDIR", "COMSPEC", "PATHEXT", "OS", "PROCESSOR_ARCHITECTURE",
+		"NUMBER_OF_PROCESSORS", "PUBLIC", "ALLUSERSPROFILE", "PROGRAMDATA", "PROGRAMFILES",
+		"PROGRAMFILES(X86)", "PROGRAMW6432", "APPDATA", "LOCALAPPDATA", "USERPROFILE", "USERDOMAIN",
+		"USERNAME", "HOMEDRIVE", "HOMEPATH", "COMPUTERNAME":
+		return true
+	}
+	return false
 }

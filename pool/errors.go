@@ -19,4 +19,8 @@ var (
 	// ErrSpawn: a new kernel could not be started (interpreter, sandbox,
 	// environment or tool listener failure).
 	ErrSpawn = errors.New("pool: kernel spawn failed")
+
+	// errNoToolHandler answers the tool calls of a cell whose request
+	// carried no ToolHandler.
+	errNoToolHandler = errors.New("tool calls are not available for this request: it has no tool handler")
 )
