@@ -30,27 +30,29 @@ func StripANSI(s string) string {
 
 // stripANSI is StripANSI on text already known to be valid UTF-8.
 func stripANSI(s string) string {
-	first := firstEscape(s)
-	if first < 0 {
+	st := ansiState{s: s}
+	i := st.nextEscape(0)
+	if i < 0 {
 		return s
 	}
 	var b strings.Builder
 	b.Grow(len(s))
-	st := ansiState{s: s}
-	last, i := 0, first
+	last := 0
 	for i >= 0 {
 		b.WriteString(s[last:i])
 		last = st.sequenceEnd(i)
-		i = nextEscape(s, last)
+		i = st.nextEscape(last)
 	}
 	b.WriteString(s[last:])
 	return b.String()
 }
 
-// firstEscape finds the first ESC byte or C1 code point (UTF-8 C2 80..9F).
-func firstEscape(s string) int {
-	esc := strings.IndexByte(s, 0x1b)
-	c1 := indexC1(s, esc)
+// nextEscape finds the first ESC byte or C1 code point (UTF-8 C2 80..9F)
+// at or after from, remembering the next ESC and the next C1 so that a
+// text of many C1s and no ESC is not rescanned for ESC each time.
+func (st *ansiState) nextEscape(from int) int {
+	esc := cachedIndex(st.s, from, "\x1b", &st.noESC, &st.escAt, &st.escFrom)
+	c1 := st.nextC1(from)
 	switch {
 	case esc < 0:
 		return c1
@@ -61,19 +63,26 @@ func firstEscape(s string) int {
 	}
 }
 
-func nextEscape(s string, from int) int {
-	i := firstEscape(s[from:])
-	if i < 0 {
+// nextC1 finds the first C1 code point at or after from (cached as above).
+func (st *ansiState) nextC1(from int) int {
+	if st.noC1 {
 		return -1
 	}
-	return from + i
+	if st.c1Valid && from >= st.c1From && from <= st.c1At {
+		return st.c1At
+	}
+	i := indexC1(st.s[from:])
+	st.c1From, st.c1Valid = from, true
+	if i < 0 {
+		st.noC1 = true
+		return -1
+	}
+	st.c1At = from + i
+	return st.c1At
 }
 
-// indexC1 finds the first C1 code point before limit (limit < 0: anywhere).
-func indexC1(s string, limit int) int {
-	if limit >= 0 {
-		s = s[:limit]
-	}
+// indexC1 finds the first C1 code point in s.
+func indexC1(s string) int {
 	off := 0
 	for {
 		i := strings.IndexByte(s[off:], 0xc2)
@@ -96,6 +105,9 @@ type ansiState struct {
 	noBEL, noST, noC1ST  bool
 	belAt, stAt, c1STAt  int
 	belFrom, stFrom, c1F int
+	noESC, noC1, c1Valid bool
+	escAt, escFrom       int
+	c1At, c1From         int
 }
 
 // sequenceEnd returns the end of the sequence starting at i (an ESC byte
@@ -206,7 +218,8 @@ func cachedIndex(s string, j int, sub string, none *bool, at, from *int) int {
 	if *none {
 		return -1
 	}
-	if *from != 0 && j >= *from && *at >= j {
+	// *from holds the start of the last search plus one (0: none yet).
+	if *from != 0 && j >= *from-1 && *at >= j {
 		return *at
 	}
 	i := strings.Index(s[j:], sub)

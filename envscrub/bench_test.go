@@ -94,3 +94,56 @@ func benchSecrets() []string {
 	}
 	return s
 }
+
+// adversarialInputs are outputs a hostile cell could print to burn the
+// daemon's CPU if any pass were quadratic.
+func adversarialInputs(n int) map[string]string {
+	rep := func(unit string) string { return strings.Repeat(unit, n/len(unit)+1)[:n] }
+	return map[string]string{
+		"dsn-no-at":       rep("postgres://u:"),
+		"osc-unterm":      rep("\x1b]x"),
+		"dcs-unterm":      rep("\x1bPx"),
+		"c1-osc-unterm":   rep("\u009dx"),
+		"pem-no-end":      rep("-----BEGIN RSA PRIVATE KEY-----\n"),
+		"pem-bad-ends":    "-----BEGIN RSA PRIVATE KEY-----\n" + rep("-----END X-----\n"),
+		"assign-quotes":   rep("API_KEY='x "),
+		"colons":          rep("a:"),
+		"digits-colons":   rep("123456789:"),
+		"headers":         rep("x-api-key:"),
+		"auth-spaces":     "Authorization:" + rep(" "),
+		"quoted-keys":     rep(`"API_KEY": "`),
+		"token-prefixes":  rep("sk-a"),
+		"fernet":          rep("gAAAAA="),
+		"hex-dots":        rep("0123456789abcdef."),
+		"akia":            rep("AKIA"),
+		"jwt-starts":      rep("eyJ"),
+		"escapes":         rep(`\nghp_`),
+		"repeated-secret": rep("a"),
+	}
+}
+
+func BenchmarkAdversarial256KiB(b *testing.B) {
+	f := NewPipeline(OutputConfig{}).ForKernel([]string{strings.Repeat("a", 200), "hunter2hunter2"})
+	for name, text := range adversarialInputs(256 << 10) {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			for i := 0; i < b.N; i++ {
+				_ = f.Clean(text)
+			}
+		})
+	}
+}
+
+// The adversarial inputs also satisfy the fuzz properties.
+func TestAdversarialInputs(t *testing.T) {
+	f := NewPipeline(OutputConfig{}).ForKernel([]string{strings.Repeat("a", 200), "hunter2hunter2"})
+	for name, text := range adversarialInputs(8 << 10) {
+		out := f.Clean(text)
+		if f.Clean(out) != out {
+			t.Errorf("%s: not idempotent", name)
+		}
+		if strings.Contains(out, strings.Repeat("a", 200)) {
+			t.Errorf("%s: secret survives", name)
+		}
+	}
+}

@@ -58,7 +58,7 @@ func FuzzStripANSI(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		out := StripANSI(s)
-		if strings.IndexByte(out, 0x1b) >= 0 || indexC1(out, -1) >= 0 {
+		if strings.IndexByte(out, 0x1b) >= 0 || indexC1(out) >= 0 {
 			t.Fatalf("escape left: %q -> %q", s, out)
 		}
 		if utf8.ValidString(s) && len(out) > len(s) {
