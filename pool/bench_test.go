@@ -65,3 +65,24 @@ func BenchmarkKernelExecWarm(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRegistryPath is the pool's own CPU work per call without the
+// kernel round trip: validation, slot entry and exit, semaphore.
+func BenchmarkRegistryPath(b *testing.B) {
+	p := newTestPool(b)
+	req := Request{Owner: "bench", Code: "x=1"}
+	b.ReportAllocs()
+	for b.Loop() {
+		rq, err := p.normalize(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s, _, err := p.enter(rq.key, rq.tools)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.sem <- struct{}{}
+		<-s.sem
+		p.leave(s)
+	}
+}
