@@ -119,3 +119,5 @@ func atoi(t testing.TB, s string) int {
 	}
 	return n
 }
+
+func itoa(n int) string { return strconv.Itoa(n) }

@@ -90,6 +90,9 @@ def _start():
     # Requests arrive on a private non-inheritable fd; fd 0 becomes /dev/null
     # so neither input() nor a subprocess can read (steal) protocol lines.
     protocol_in = os.dup(0)
+    # Frames and stderr markers go out on private dups of fd 1 and 2, so a
+    # cell that closes or redirects its fd 1/2 cannot derail the protocol.
+    protocol_fds = (protocol_in, os.dup(1), os.dup(2))
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
@@ -109,7 +112,7 @@ def _start():
     kill_path = env.get("KERNPOOL_CGROUP_KILL", "")
     for name in _RUNNER_ONLY:
         env.pop(name, None)
-    return sentinel.encode("utf-8"), kill_path, protocol_in
+    return sentinel.encode("utf-8"), kill_path, protocol_fds
 
 
 def _host_gone(kill_path):
@@ -310,8 +313,10 @@ def _flush_std():
 
 
 class _Runner:
-    def __init__(self, sentinel):
+    def __init__(self, sentinel, frame_fd, mark_fd):
         self.sentinel = sentinel
+        self.frame_fd = frame_fd
+        self.mark_fd = mark_fd
         self.cells = _Cells()
 
     def cell(self, rid, source):
@@ -335,7 +340,7 @@ class _Runner:
         _flush_std()
         stderr_closed = False
         try:
-            os.write(2, b"\n" + self.sentinel + b" E " + str(n).encode() + b"\n")
+            os.write(self.mark_fd, b"\n" + self.sentinel + b" E " + str(n).encode() + b"\n")
         except OSError:
             stderr_closed = True
         body = b"".join((
@@ -348,9 +353,9 @@ class _Runner:
             b',"stderr_closed":', b"true" if stderr_closed else b"false", b"}",
         ))
         head = b"\n" + self.sentinel + b" " + str(len(body)).encode() + b"\n"
-        written = os.writev(1, (head, body))
+        written = os.writev(self.frame_fd, (head, body))
         if written < len(head) + len(body):
-            _write_all(1, (head + body)[written:])
+            _write_all(self.frame_fd, (head + body)[written:])
 
 
 # Control characters other than \t \n \r: rare in output, they send a
@@ -381,12 +386,12 @@ def _write_all(fd, data):
 
 
 def main():
-    sentinel, kill_path, protocol_in = _start()
+    sentinel, kill_path, (protocol_in, frame_fd, mark_fd) = _start()
     _start_watchdog(kill_path)
     from _queue import SimpleQueue
     requests = SimpleQueue()
     _thread.start_new_thread(_stdin_reader, (protocol_in, requests.put, kill_path))
-    runner = _Runner(sentinel)
+    runner = _Runner(sentinel, frame_fd, mark_fd)
     while True:
         line = requests.get().strip()
         if not line:

@@ -1,3 +1,5 @@
+//go:build unix
+
 package kernel
 
 import (
@@ -93,9 +95,33 @@ func TestForgedFrames(t *testing.T) {
 }
 
 func TestHostileKernelsCannotHangExec(t *testing.T) {
-	t.Run("closes stdout", func(t *testing.T) {
+	t.Run("closes and redirects fd 1 and 2", func(t *testing.T) {
 		k := startKernel(t, baseSpec(t), "")
-		execErr(t, k, context.Background(), "import os, time\nos.close(1)\ntime.sleep(60)", ErrProtocol)
+		r := mustExec(t, k, "import os\nos.close(1)\nos.dup2(os.open(os.devnull, os.O_WRONLY), 2)\nprint('py')")
+		if r.Status != "ok" || r.Stdout != "py\n" {
+			t.Fatalf("reply %+v", r)
+		}
+		mustExec(t, k, "1")
+	})
+	t.Run("closes every output fd", func(t *testing.T) {
+		k := startKernel(t, baseSpec(t), "")
+		// Every fd on the stdout pipe, the runner's private one included:
+		// stdout reaches EOF while the runner lives, which is killed after
+		// a grace period.
+		execErr(t, k, context.Background(), "import os, time\nout = os.readlink('/proc/self/fd/1')\n"+
+			"for fd in os.listdir('/proc/self/fd'):\n"+
+			"    if os.path.exists('/proc/self/fd/' + fd) and os.readlink('/proc/self/fd/' + fd) == out:\n"+
+			"        os.close(int(fd))\n"+
+			"time.sleep(60)", ErrProtocol)
+	})
+	t.Run("closes the runner's private fds", func(t *testing.T) {
+		k := startKernel(t, baseSpec(t), "")
+		// The reply cannot be written: the runner dies and says why.
+		_, err := k.Exec(context.Background(), Cell{Code: "import os\nos.closerange(3, 4096)"})
+		var death *DeathError
+		if !errors.As(err, &death) || !strings.Contains(death.Stderr, "Bad file descriptor") {
+			t.Fatalf("error %v (%+v), want a DeathError naming EBADF", err, death)
+		}
 	})
 	t.Run("floods stderr", func(t *testing.T) {
 		k := startKernel(t, baseSpec(t), "")
@@ -209,5 +235,3 @@ func TestKillDuringExec(t *testing.T) {
 		t.Fatalf("exec during kill: %v, want ErrClosed", err)
 	}
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }
