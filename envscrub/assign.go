@@ -27,14 +27,15 @@ func redactAssignments(s string) string {
 		if name == "" {
 			continue
 		}
-		if secret, _ := keyIsSecret(name); !secret {
+		secret, strong := keyIsSecret(name)
+		if !secret {
 			continue
 		}
 		vs, ve, consumed := assignedValue(s, i+1)
 		if ve <= vs {
 			continue
 		}
-		if shouldMaskValue(name, s[vs:ve]) {
+		if shouldMaskValue(name, strong, s[vs:ve]) {
 			edits = append(edits, edit{vs, ve, maskToken(s[vs:ve])})
 		}
 		// A secret key's value is consumed even when left unmasked, as
@@ -61,7 +62,7 @@ func nameBefore(s string, i, floor int) string {
 	if name == "" {
 		return ""
 	}
-	if k > 0 && (s[k-1] == '?' || s[k-1] == '&') && strings.ToUpper(name) != name {
+	if k > 0 && (s[k-1] == '?' || s[k-1] == '&') && hasLower(name) {
 		return ""
 	}
 	return name

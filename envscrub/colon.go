@@ -100,6 +100,9 @@ func secretHeader(s string, i, floor int) (edit, int, bool) {
 	for j > floor && is(s[j-1], clSpace) {
 		j--
 	}
+	if j == floor || (s[j-1]|0x20 != 'y' && s[j-1]|0x20 != 'n') {
+		return edit{}, 0, false // every header name ends in "key" or "token"
+	}
 	before := s[floor:j]
 	for _, n := range secretHeaderNames {
 		if foldSuffix(before, n) {
@@ -134,6 +137,9 @@ func quotedKey(s string, i, floor int) (edit, int, bool) {
 		return edit{}, 0, false
 	}
 	name := s[k : j-1]
+	if len(name) > 64 {
+		return edit{}, 0, false
+	}
 	vs := i + 1
 	for vs < len(s) && (s[vs] == ' ' || s[vs] == '\t') {
 		vs++
@@ -153,25 +159,28 @@ func quotedKey(s string, i, floor int) (edit, int, bool) {
 	if ve >= len(s) || s[ve] != vq || ve == vs {
 		return edit{}, 0, false
 	}
-	lower := strings.ToLower(name)
-	if lower == "authorization" || lower == "proxy-authorization" {
+	if equalFoldASCII(name, "authorization") || equalFoldASCII(name, "proxy-authorization") {
 		if sp := strings.IndexByte(s[vs:ve], ' '); sp > 0 {
 			vs += sp + 1
 		}
 		return maskEdit(s, vs, ve), ve + 1, true
 	}
-	if isSecretHeaderName(lower) || shouldMaskValue(name, s[vs:ve]) {
+	if isSecretHeaderName(name) {
 		return maskEdit(s, vs, ve), ve + 1, true
 	}
-	if secret, _ := keyIsSecret(name); secret {
-		return edit{}, ve + 1, true
+	secret, strong := keyIsSecret(name)
+	if !secret {
+		return edit{}, 0, false
 	}
-	return edit{}, 0, false
+	if shouldMaskValue(name, strong, s[vs:ve]) {
+		return maskEdit(s, vs, ve), ve + 1, true
+	}
+	return edit{}, ve + 1, true
 }
 
-func isSecretHeaderName(lower string) bool {
+func isSecretHeaderName(name string) bool {
 	for _, n := range secretHeaderNames {
-		if lower == n {
+		if equalFoldASCII(name, n) {
 			return true
 		}
 	}

@@ -16,54 +16,104 @@ var secretWordList = [...]string{
 	"AUTH", "DSN", "WEBHOOK", "CREDS", "BEARER", "APIKEY", "AUTHORIZATION",
 }
 
-// strongMarks make any value of the key secret. KEY and TOKEN alone are
-// ambiguous (MAX_TOKENS=100, SORT_KEY=name): such a key's value must also
-// look like a credential.
-var strongMarks = [...]string{
-	"SECRET", "PASSWORD", "CREDENTIAL", "PASSWD", "AUTH", "DSN", "WEBHOOK", "CREDS",
-	"BEARER", "APIKEY", "API_KEY", "API-KEY", "ACCESS_KEY", "PRIVATE_KEY",
-	"ACCESS_TOKEN", "REFRESH_TOKEN", "SESSION_TOKEN", "ID_TOKEN",
-}
-
 // keyIsSecret reports whether name holds a secret and whether any value of
-// it is secret (strong) or only an opaque-looking one. It does not
-// allocate: it runs for every name before an '=' or ':' of the output.
+// it is secret (strong) or only an opaque-looking one. KEY and TOKEN alone
+// are ambiguous (MAX_TOKENS=100, SORT_KEY=name): such a key's value must
+// also look like a credential; the other rule-2 substrings and the
+// compounds API_KEY, ACCESS_KEY, PRIVATE_KEY, ACCESS_TOKEN, REFRESH_TOKEN,
+// SESSION_TOKEN, ID_TOKEN are strong. It does not allocate: it runs for
+// every name before an '=' or ':' of the output.
 func keyIsSecret(name string) (secret, strong bool) {
-	if hasLower(name) {
-		if !hasSecretWord(name) {
-			return false, false
-		}
-		return true, containsAnyFold(name, strongMarks[:])
-	}
-	// No lowercase letter: the name is its own upper-cased form.
-	if secretSubstring(name) == "" {
+	if hasLower(name) && !hasSecretWord(name) {
 		return false, false
 	}
-	for _, m := range strongMarks {
-		if strings.Contains(name, m) {
-			return true, true
-		}
+	switch keyStrength(name) {
+	case keyStrong:
+		return true, true
+	case keyAmbiguous:
+		return true, false
 	}
-	return true, false
+	return false, false
 }
 
-func hasLower(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= 'a' && s[i] <= 'z' {
+const (
+	keyNone = iota
+	keyAmbiguous
+	keyStrong
+)
+
+// keyStrength scans name once, ignoring ASCII case.
+func keyStrength(name string) int {
+	found := keyNone
+	for i := 0; i < len(name); i++ {
+		rest := name[i:]
+		switch upperASCII(name[i]) {
+		case 'K':
+			if hasPrefixFold(rest, "KEY") {
+				if strongCompound(name[:i], "API_", "API-", "API", "ACCESS_", "PRIVATE_") {
+					return keyStrong
+				}
+				found = keyAmbiguous
+			}
+		case 'T':
+			if hasPrefixFold(rest, "TOKEN") {
+				if strongCompound(name[:i], "ACCESS_", "REFRESH_", "SESSION_", "ID_") {
+					return keyStrong
+				}
+				found = keyAmbiguous
+			}
+		case 'S':
+			if hasPrefixFold(rest, "SECRET") {
+				return keyStrong
+			}
+		case 'P':
+			if hasPrefixFold(rest, "PASSWORD") || hasPrefixFold(rest, "PASSWD") {
+				return keyStrong
+			}
+		case 'C':
+			if hasPrefixFold(rest, "CREDENTIAL") || hasPrefixFold(rest, "CREDS") {
+				return keyStrong
+			}
+		case 'A':
+			if hasPrefixFold(rest, "AUTH") || hasPrefixFold(rest, "APIKEY") {
+				return keyStrong
+			}
+		case 'D':
+			if hasPrefixFold(rest, "DSN") {
+				return keyStrong
+			}
+		case 'W':
+			if hasPrefixFold(rest, "WEBHOOK") {
+				return keyStrong
+			}
+		case 'B':
+			if hasPrefixFold(rest, "BEARER") {
+				return keyStrong
+			}
+		}
+	}
+	return found
+}
+
+// strongCompound reports whether before ends with one of the upper-case
+// suffixes, ignoring ASCII case.
+func strongCompound(before string, suffixes ...string) bool {
+	for _, suf := range suffixes {
+		if len(before) >= len(suf) && equalFoldUpper(before[len(before)-len(suf):], suf) {
 			return true
 		}
 	}
 	return false
 }
 
-// containsAnyFold reports whether s contains one of the upper-case ASCII
-// needles, ignoring ASCII case.
-func containsAnyFold(s string, needles []string) bool {
-	for _, n := range needles {
-		for i := 0; i+len(n) <= len(s); i++ {
-			if upperASCII(s[i]) == n[0] && equalFoldUpper(s[i:i+len(n)], n) {
-				return true
-			}
+func hasPrefixFold(s, upper string) bool {
+	return len(s) >= len(upper) && equalFoldUpper(s[:len(upper)], upper)
+}
+
+func hasLower(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 'a' && s[i] <= 'z' {
+			return true
 		}
 	}
 	return false
@@ -105,13 +155,10 @@ func hasSecretWord(name string) bool {
 	return false
 }
 
-// shouldMaskValue is the shared gate of the key/value passes.
-func shouldMaskValue(name, value string) bool {
+// shouldMaskValue is the shared gate of the key/value passes, for a name
+// keyIsSecret judged secret with the given strength.
+func shouldMaskValue(name string, strong bool, value string) bool {
 	if value == "" || isMask(value) || isReference(value) {
-		return false
-	}
-	secret, strong := keyIsSecret(name)
-	if !secret {
 		return false
 	}
 	if isPlainPath(value) && !isPasswordKey(name) {

@@ -258,7 +258,7 @@ const maxPrefixHead = 8
 // start.
 func tokenCandidates(s string) []int {
 	var starts []int
-	for _, sep := range [...]byte{'-', '_', '.'} {
+	for _, sep := range [...]byte{'-', '_'} {
 		for pos := 0; ; {
 			k := strings.IndexByte(s[pos:], sep)
 			if k < 0 {
@@ -278,9 +278,21 @@ func tokenCandidates(s string) []int {
 					starts = append(starts, c)
 				}
 			}
-			if sep == '.' && p >= 32 && is(s[p-1], clLowerHex) && hexRunBack(s, p) >= 32 {
-				starts = append(starts, p-32)
-			}
+		}
+	}
+	// '.' ends the head of "SG." only, and the 32 hex digits of a Zhipu key.
+	for pos := 0; ; {
+		k := strings.IndexByte(s[pos:], '.')
+		if k < 0 {
+			break
+		}
+		p := pos + k
+		pos = p + 1
+		if p >= 2 && s[p-2] == 'S' && s[p-1] == 'G' {
+			starts = append(starts, p-2)
+		}
+		if p >= 32 && is(s[p-1], clLowerHex) && hexRunBack(s, p) >= 32 {
+			starts = append(starts, p-32)
 		}
 	}
 	for _, lit := range [...]string{"AIza", "AKIA", "GR1348941", "AAAA"} {
