@@ -85,8 +85,12 @@ func BenchmarkStages1MiB(b *testing.B) {
 	for _, st := range stages {
 		b.Run(st.name, func(b *testing.B) {
 			b.SetBytes(int64(len(text)))
+			cpu0 := processCPU()
 			for i := 0; i < b.N; i++ {
 				_ = st.fn(text)
+			}
+			if cpu := processCPU() - cpu0; cpu > 0 {
+				b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 			}
 		})
 	}

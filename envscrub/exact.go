@@ -16,7 +16,7 @@ import (
 // 64 Ki-bit filter, and verifies candidates from a gram index.
 type exactSet struct {
 	secrets []string
-	filter  []uint64           // 1<<16 bits over gramHash
+	filter  *[1 << 10]uint64   // 1<<16 bits over gramHash
 	index   map[uint32][]int32 // gram -> distinct secrets holding it
 	recur   bool               // a secret holds '*', '.' or '[': a mask may spell it again
 }
@@ -28,7 +28,7 @@ const (
 
 func newExactSet(values []string) *exactSet {
 	seen := map[string]bool{}
-	e := &exactSet{filter: make([]uint64, 1<<16/64), index: map[uint32][]int32{}}
+	e := &exactSet{filter: new([1 << 10]uint64), index: map[uint32][]int32{}}
 	for _, v := range values {
 		if len(v) < MinSecretLen || seen[v] {
 			continue
@@ -53,9 +53,11 @@ func newExactSet(values []string) *exactSet {
 }
 
 func gramAt(s string, i int) uint32 {
+	_ = s[i+3] // one bounds check; the four loads combine into one
 	return uint32(s[i]) | uint32(s[i+1])<<8 | uint32(s[i+2])<<16 | uint32(s[i+3])<<24
 }
 
+// gramHash maps a gram to 16 bits (multiplicative hashing).
 func gramHash(g uint32) uint32 { return (g * 0x9E3779B1) >> 16 }
 
 // mask replaces every occurrence of every secret with "***". Overlapping
@@ -87,10 +89,11 @@ func (e *exactSet) maskOnce(s string) string {
 		spans []span
 		next  []int // per secret: first start position not yet examined
 	)
+	filter := e.filter
 	for p := 0; p+gramLen <= len(s); p += gramStep {
 		g := gramAt(s, p)
 		h := gramHash(g)
-		if e.filter[h>>6]&(1<<(h&63)) == 0 {
+		if filter[(h>>6)&(1<<10-1)]&(1<<(h&63)) == 0 {
 			continue
 		}
 		for _, si := range e.index[g] {

@@ -295,23 +295,30 @@ func tokenCandidates(s string) []int {
 			starts = append(starts, p-32)
 		}
 	}
-	for _, lit := range [...]string{"AIza", "AKIA", "GR1348941", "AAAA"} {
-		for pos := 0; ; {
-			k := strings.Index(s[pos:], lit)
-			if k < 0 {
-				break
-			}
-			p := pos + k
-			pos = p + 1
-			if lit == "AAAA" {
-				if p > 0 && s[p-1] == 'g' {
-					starts = append(starts, p-1)
-				}
-				pos = runOf(s, p, clUpperDig) // skip the rest of an A run
-				continue
-			}
-			starts = append(starts, p)
+	// The prefixes without a separator: AIza, AKIA, gAAAA (one search for
+	// 'A') and GR1348941.
+	for pos := 0; ; {
+		k := strings.IndexByte(s[pos:], 'A')
+		if k < 0 {
+			break
 		}
+		p := pos + k
+		pos = p + 1
+		rest := s[p:]
+		switch {
+		case strings.HasPrefix(rest, "AIza"), strings.HasPrefix(rest, "AKIA"):
+			starts = append(starts, p)
+		case p > 0 && s[p-1] == 'g' && strings.HasPrefix(rest, "AAAA"):
+			starts = append(starts, p-1)
+		}
+	}
+	for pos := 0; ; {
+		k := strings.Index(s[pos:], "GR1348941")
+		if k < 0 {
+			break
+		}
+		starts = append(starts, pos+k)
+		pos += k + 1
 	}
 	if len(starts) > 1 {
 		slices.Sort(starts)
