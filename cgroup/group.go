@@ -91,7 +91,7 @@ func (g *Group) WaitEmpty(timeout time.Duration) error {
 
 func waitEmpty(b groupBackend, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
-	delay := 200 * time.Microsecond
+	delay := 100 * time.Microsecond
 	for pass := 0; ; pass++ {
 		pids, err := b.procs()
 		if err != nil {
@@ -110,8 +110,10 @@ func waitEmpty(b groupBackend, timeout time.Duration) error {
 				return fmt.Errorf("wait empty: %w", err)
 			}
 		}
+		// Reading cgroup.procs is cheap; a short poll keeps teardown
+		// latency near the kernel's own exit time.
 		time.Sleep(delay)
-		if delay < 10*time.Millisecond {
+		if delay < time.Millisecond {
 			delay *= 2
 		}
 	}
