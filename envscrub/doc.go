@@ -44,4 +44,9 @@
 // Every pass is a hand-written scanner gated on a cheap literal check; Go's
 // RE2 has no look-around, so the reference's boundaries are emulated by
 // hand. Clean is idempotent: its output is a fixed point of Clean.
+//
+// The package imports nothing of kernpool. *Scrubber satisfies
+// pool.EnvBuilder as is; Output has pool.CellOutput's fields in order, so
+// the pool's adapter converts with pool.CellOutput(out). README.md lists
+// where kernpool deliberately differs from the reference.
 package envscrub
