@@ -5,6 +5,7 @@ package api_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -177,9 +178,8 @@ func TestClientDisconnectKillsKernel(t *testing.T) {
 		ks, _ := d.client.List(context.Background())
 		return len(ks) == 0
 	})
-	if !pidGone(pid) {
-		t.Fatalf("kernel pid %d (first cell said %q) survived the disconnect", pid, warm.Output)
-	}
+	// waitFor fails the test if the pid outlives its 10 s bound.
+	waitFor(t, fmt.Sprintf("kernel pid %d (first cell said %q) to die", pid, warm.Output), func() bool { return pidGone(pid) })
 	if next := d.exec(t, "gone", "print('fresh')"); next.Kernel.Reused {
 		t.Fatalf("next call reused a kernel that should be dead: %+v", next.Kernel)
 	}
