@@ -70,6 +70,7 @@ type cellState struct {
 	stdout    capBuf
 	stderr    capBuf
 	stderrLog ring
+	dropped   int // fd-level stdout bytes that arrived between cells
 
 	frames chan *wireReply // the active cell's reply (capacity 1)
 	marks  chan struct{}   // the active cell's stderr is complete (capacity 1)
@@ -128,8 +129,17 @@ func (c *cellState) rawStdout(p []byte, epoch uint64) {
 	c.mu.Lock()
 	if c.activeLocked(epoch) {
 		c.stdout.write(p)
+	} else {
+		c.dropped += len(p)
 	}
 	c.mu.Unlock()
+}
+
+// droppedStdout counts fd-level stdout bytes dropped between cells.
+func (c *cellState) droppedStdout() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.dropped
 }
 
 // rawStderr records fd-level stderr: always in the ring, and in the cell's
