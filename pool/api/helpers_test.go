@@ -98,10 +98,17 @@ func startDaemon(tb testing.TB, o daemonOpts) *daemon {
 	d.client = api.NewClient(d.socket)
 	tb.Cleanup(func() {
 		d.client.CloseIdleConnections()
-		_ = p.Close(context.Background())
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		// Every test ends its cells; one still running after 30 s is a bug
+		// (Close then kills it, and the test says so instead of hanging).
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		_ = srv.Shutdown(ctx)
+		if err := p.Close(ctx); err != nil {
+			tb.Errorf("pool.Close: %v (a cell was still running)", err)
+		}
+		if err := srv.Shutdown(ctx); err != nil {
+			tb.Errorf("HTTP shutdown: %v (a handler did not return)", err)
+			_ = srv.Close()
+		}
 		<-served
 	})
 	return d
