@@ -25,26 +25,25 @@ func StripANSI(s string) string {
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
-	return stripANSI(s)
+	return stripANSI(nil, s)
 }
 
 // stripANSI is StripANSI on text already known to be valid UTF-8.
-func stripANSI(s string) string {
+func stripANSI(rw *rewriter, s string) string {
 	st := ansiState{s: s}
 	i := st.nextEscape(0)
 	if i < 0 {
 		return s
 	}
-	var b strings.Builder
-	b.Grow(len(s))
+	b := rw.take(len(s))
 	last := 0
 	for i >= 0 {
-		b.WriteString(s[last:i])
+		b = append(b, s[last:i]...)
 		last = st.sequenceEnd(i)
 		i = st.nextEscape(last)
 	}
-	b.WriteString(s[last:])
-	return b.String()
+	b = append(b, s[last:]...)
+	return rw.commit(b)
 }
 
 // nextEscape finds the first ESC byte or C1 code point (UTF-8 C2 80..9F)

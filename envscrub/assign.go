@@ -6,7 +6,9 @@ import "strings"
 // quoted value allowed) when NAME holds a secret (keys.go). Values stop at
 // whitespace; a quoted value stops at its last closing quote in that run,
 // as the reference's backreference does. Comparisons (==) are skipped.
-func redactAssignments(s string) string {
+func redactAssignments(s string) string { return redactAssignmentsRW(nil, s) }
+
+func redactAssignmentsRW(rw *rewriter, s string) string {
 	if strings.IndexByte(s, '=') < 0 {
 		return s
 	}
@@ -42,7 +44,7 @@ func redactAssignments(s string) string {
 		// re.sub consumes a match whose callback keeps it.
 		pos, floor = consumed, consumed
 	}
-	return applyEdits(s, edits)
+	return rw.apply(s, edits)
 }
 
 // nameBefore returns the [A-Za-z0-9_] run ending at i (spaces/tabs before

@@ -7,7 +7,9 @@ import "strings"
 // headers, quoted secret keys ("API_KEY": "v", 'password': 'v') and
 // Telegram bot tokens. Each match consumes its span, and look-backs never
 // reach into a consumed span, as re.sub's non-overlapping matches.
-func redactColon(s string) string {
+func redactColon(s string) string { return redactColonRW(nil, s) }
+
+func redactColonRW(rw *rewriter, s string) string {
 	if strings.IndexByte(s, ':') < 0 {
 		return s
 	}
@@ -30,7 +32,7 @@ func redactColon(s string) string {
 		}
 		pos, floor = end, end
 	}
-	return applyEdits(s, edits)
+	return rw.apply(s, edits)
 }
 
 // colonMatch tries the colon patterns at the ':' at i. ok reports a match

@@ -9,22 +9,22 @@ import (
 // token) wherever they appear, with "***": a known secret gives away
 // nothing, not even its head.
 //
-// Search is one sampled pass, independent of the number of secrets: every
-// secret is at least MinSecretLen (8) bytes, so any occurrence covers a
-// text position p ≡ 0 (mod gramStep) whose 4-byte gram lies inside it. The
-// scan loads the gram at every gramStep-th position, rejects it with a
-// 64 Ki-bit filter, and verifies candidates from a gram index.
+// Search is one sampled pass, independent of the number of secrets: with
+// the shortest secret m bytes long (m >= MinSecretLen), any occurrence
+// covers a text position p ≡ 0 (mod m-3) whose 4-byte gram lies inside
+// it. The scan loads the gram at every (m-3)-th position, rejects it with a
+// 64 Ki-bit filter, and verifies candidates from a gram index; API keys of
+// 20+ bytes make that one load every 17 bytes.
 type exactSet struct {
 	secrets []string
 	filter  *[1 << 10]uint64   // 1<<16 bits over gramHash
 	index   map[uint32][]int32 // gram -> distinct secrets holding it
 	recur   bool               // a secret holds '*', '.' or '[': a mask may spell it again
+	step    int                // sampling step: shortest secret - gramLen + 1
 }
 
-const (
-	gramLen  = 4
-	gramStep = MinSecretLen - gramLen + 1
-)
+// gramLen is the sampled gram's length (one 32-bit load).
+const gramLen = 4
 
 func newExactSet(values []string) *exactSet {
 	seen := map[string]bool{}
@@ -37,6 +37,9 @@ func newExactSet(values []string) *exactSet {
 		e.secrets = append(e.secrets, v)
 	}
 	for si, v := range e.secrets {
+		if e.step == 0 || len(v)-gramLen+1 < e.step {
+			e.step = len(v) - gramLen + 1
+		}
 		if strings.ContainsAny(v, "*.[") { // the characters of "***", "...", "[REDACTED PRIVATE KEY]"
 			e.recur = true
 		}
@@ -65,12 +68,14 @@ func gramHash(g uint32) uint32 { return (g * 0x9E3779B1) >> 16 }
 // '[', a mask next to other text could spell a secret again, so the pass repeats
 // until nothing is found (each round shrinks the text: a secret of 8+
 // bytes becomes 3).
-func (e *exactSet) mask(s string) string {
+func (e *exactSet) mask(s string) string { return e.maskRW(nil, s) }
+
+func (e *exactSet) maskRW(rw *rewriter, s string) string {
 	if e == nil || len(e.secrets) == 0 {
 		return s
 	}
 	for {
-		out := e.maskOnce(s)
+		out := e.maskOnce(rw, s)
 		if out == s || !e.recur {
 			return out
 		}
@@ -83,14 +88,14 @@ func (e *exactSet) mask(s string) string {
 // starts are enumerated with strings.Index, and each start position is
 // examined at most once per secret (next[]), so a secret whose grams are
 // everywhere in the text (aaaaaaaa in aaaa...) stays linear per sample.
-func (e *exactSet) maskOnce(s string) string {
+func (e *exactSet) maskOnce(rw *rewriter, s string) string {
 	type span struct{ start, end int }
 	var (
 		spans []span
 		next  []int // per secret: first start position not yet examined
 	)
-	filter := e.filter
-	for p := 0; p+gramLen <= len(s); p += gramStep {
+	filter, step := e.filter, e.step
+	for p := 0; p+gramLen <= len(s); p += step {
 		g := gramAt(s, p)
 		h := gramHash(g)
 		if filter[(h>>6)&(1<<10-1)]&(1<<(h&63)) == 0 {
@@ -127,5 +132,5 @@ func (e *exactSet) maskOnce(s string) string {
 		}
 		edits = append(edits, edit{sp.start, sp.end, "***"})
 	}
-	return applyEdits(s, edits)
+	return rw.apply(s, edits)
 }

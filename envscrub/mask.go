@@ -3,6 +3,7 @@ package envscrub
 import (
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Byte classes used by the hand-written matchers (Go's RE2 has no
@@ -156,6 +157,63 @@ func isMask(v string) bool {
 type edit struct {
 	start, end int
 	repl       string
+}
+
+// rewriter gives the passes of one Clean call two reusable buffers, used
+// alternately: each pass reads the previous pass's output and writes the
+// next, so a 1 MiB output costs two allocations instead of one per pass
+// (allocation and GC of those copies were most of the pipeline's time).
+//
+// The strings it returns alias its buffers, so the invariant is: the text a
+// pass reads never lives in the buffer it writes (take always hands out the
+// buffer the last commit did not use), and a rewriter is used by one Clean
+// call only, whose final string then owns its buffer for good. A nil
+// *rewriter allocates fresh memory every time.
+type rewriter struct {
+	bufs [2][]byte
+	next int
+}
+
+// take returns an empty buffer of capacity n or more that does not hold
+// the text the current pass reads.
+func (rw *rewriter) take(n int) []byte {
+	if rw == nil {
+		return make([]byte, 0, n)
+	}
+	b := rw.bufs[rw.next]
+	if cap(b) < n {
+		b = make([]byte, 0, n+n/16)
+	}
+	return b[:0]
+}
+
+// commit turns b (from take) into the pass's output string.
+func (rw *rewriter) commit(b []byte) string {
+	if rw == nil {
+		return string(b)
+	}
+	rw.bufs[rw.next] = b
+	rw.next ^= 1
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// apply applies sorted, non-overlapping edits to s; none means s itself.
+func (rw *rewriter) apply(s string, edits []edit) string {
+	if len(edits) == 0 {
+		return s
+	}
+	b := rw.take(len(s) + 64)
+	last := 0
+	for _, e := range edits {
+		b = append(b, s[last:e.start]...)
+		b = append(b, e.repl...)
+		last = e.end
+	}
+	b = append(b, s[last:]...)
+	return rw.commit(b)
 }
 
 // applyEdits applies sorted, non-overlapping edits; none means s itself.

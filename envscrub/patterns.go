@@ -8,7 +8,9 @@ const pemMask = "[REDACTED PRIVATE KEY]"
 // (shortest body) with [REDACTED PRIVATE KEY]. Beyond the reference, a
 // block whose END line never comes (output clipped mid-key) is masked from
 // its BEGIN line through the last line of its base64 body.
-func redactPEM(s string) string {
+func redactPEM(s string) string { return redactPEMRW(nil, s) }
+
+func redactPEMRW(rw *rewriter, s string) string {
 	if !strings.Contains(s, "-----BEGIN") {
 		return s
 	}
@@ -36,7 +38,7 @@ func redactPEM(s string) string {
 		edits = append(edits, edit{b, end, pemMask})
 		pos = end
 	}
-	return applyEdits(s, edits)
+	return rw.apply(s, edits)
 }
 
 // pemLabel parses [A-Z ]*PRIVATE KEY----- at j and returns its end.
@@ -93,7 +95,9 @@ func base64BodyEnd(s string, j int) int {
 
 // redactJWT masks eyJ[A-Za-z0-9_-]{10,}(?:\.[A-Za-z0-9_=-]{4,}){0,2}
 // (no boundary, as in the reference).
-func redactJWT(s string) string {
+func redactJWT(s string) string { return redactJWTRW(nil, s) }
+
+func redactJWTRW(rw *rewriter, s string) string {
 	var edits []edit
 	// Search the rare 'J' and look back: "eyJ" via strings.Index stalls on
 	// every 'e' of prose.
@@ -121,5 +125,5 @@ func redactJWT(s string) string {
 		edits = append(edits, edit{b, end, maskToken(s[b:end])})
 		pos = end + 2
 	}
-	return applyEdits(s, edits)
+	return rw.apply(s, edits)
 }

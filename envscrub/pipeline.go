@@ -79,8 +79,9 @@ func (f *Filter) Clean(text string) string {
 	if !utf8.ValidString(text) {
 		text = strings.ToValidUTF8(text, "\uFFFD")
 	}
-	text = stripANSI(text)
-	text = f.exact.mask(text)
+	rw := &rewriter{}
+	text = stripANSI(rw, text)
+	text = f.exact.maskRW(rw, text)
 	if !f.p.patterns {
 		return text
 	}
@@ -90,11 +91,11 @@ func (f *Filter) Clean(text string) string {
 	// secrets are masked once more and the patterns rerun on what changed
 	// (bounded: every round shrinks the text).
 	for round := 0; ; round++ {
-		text = redactPatterns(text)
+		text = redactPatterns(rw, text)
 		if f.exact == nil || !f.exact.recur || round == 3 {
 			return text
 		}
-		again := f.exact.mask(text)
+		again := f.exact.maskRW(rw, text)
 		if again == text {
 			return text
 		}
@@ -103,11 +104,11 @@ func (f *Filter) Clean(text string) string {
 }
 
 // redactPatterns applies the pattern passes in the reference's order.
-func redactPatterns(s string) string {
-	s = redactPrefixTokens(s)
-	s = redactAssignments(s)
-	s = redactColon(s)
-	s = redactPEM(s)
-	s = redactJWT(s)
+func redactPatterns(rw *rewriter, s string) string {
+	s = redactPrefixTokensRW(rw, s)
+	s = redactAssignmentsRW(rw, s)
+	s = redactColonRW(rw, s)
+	s = redactPEMRW(rw, s)
+	s = redactJWTRW(rw, s)
 	return s
 }

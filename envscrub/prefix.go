@@ -219,7 +219,9 @@ func isHex(s string) bool {
 // a Zhipu key by the '.' after its 32 hex digits. Candidates are then
 // matched in text order exactly as a left-to-right scan would
 // (prefix_ref_test.go cross-checks it against that scan).
-func redactPrefixTokens(s string) string {
+func redactPrefixTokens(s string) string { return redactPrefixTokensRW(nil, s) }
+
+func redactPrefixTokensRW(rw *rewriter, s string) string {
 	starts := tokenCandidates(s)
 	if len(starts) == 0 {
 		return s
@@ -247,7 +249,7 @@ func redactPrefixTokens(s string) string {
 		edits = append(edits, edit{i, end, maskToken(s[i:end])})
 		next = end
 	}
-	return applyEdits(s, edits)
+	return rw.apply(s, edits)
 }
 
 // maxPrefixHead is the longest alphanumeric run before a prefix's first

@@ -29,3 +29,27 @@ func refPrefixTokens(s string) string {
 	}
 	return applyEdits(s, edits)
 }
+
+// cleanNoReuse is Clean with a fresh allocation for every pass (nil
+// rewriter): the buffer-reusing Clean must produce the same text.
+func cleanNoReuse(f *Filter, text string) string {
+	if text == "" {
+		return text
+	}
+	text = StripANSI(text)
+	text = f.exact.mask(text)
+	if !f.p.patterns {
+		return text
+	}
+	for round := 0; ; round++ {
+		text = redactPatterns(nil, text)
+		if !f.exact.recur || round == 3 {
+			return text
+		}
+		again := f.exact.mask(text)
+		if again == text {
+			return text
+		}
+		text = again
+	}
+}

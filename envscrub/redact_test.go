@@ -242,3 +242,18 @@ func TestMaskToken(t *testing.T) {
 		}
 	}
 }
+
+// One text that makes every pass rewrite: the buffer-reusing Clean equals
+// the allocate-per-pass one.
+func TestCleanEveryPassRewrites(t *testing.T) {
+	f := NewPipeline(OutputConfig{}).ForKernel([]string{"exactSecretValue1"})
+	in := "\x1b[31mexactSecretValue1\x1b[0m ghp_" + body30 + " DB_PASSWORD=x x-api-key: k\n" +
+		"-----BEGIN PRIVATE KEY-----\nMC4C\n-----END PRIVATE KEY-----\neyJhbGciOiJIUzI1NiJ9 postgres://u:p@h"
+	want := "*** ghp_ab...0123 DB_PASSWORD=*** x-api-key: ***\n[REDACTED PRIVATE KEY]\neyJhbG...NiJ9 postgres://u:***@h"
+	if got := f.Clean(in); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	if got := cleanNoReuse(f, in); got != want {
+		t.Errorf("no-reuse got %q", got)
+	}
+}
