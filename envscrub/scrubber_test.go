@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/hashicorp/go-hclog"
 )
 
 // newTestScrubber builds a Scrubber over a fixed parent environment.
@@ -398,5 +400,27 @@ func TestWindowsCaseInsensitiveNames(t *testing.T) {
 	want := []string{`PATH=C:\Other`, `my_tool_home=C:\t`, `SystemRoot=C:\Windows`, "ComSpec=cmd.exe"}
 	if !slices.Equal(env, want) {
 		t.Errorf("env = %q, want %q", env, want)
+	}
+}
+
+// Dropped names are logged at debug, grouped by rule; values never.
+func TestDroppedNamesLoggedNotValues(t *testing.T) {
+	var buf strings.Builder
+	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: &buf})
+	s := newTestScrubber(t, Config{Logger: log},
+		"MY_SERVICE_TOKEN=ghp_valueMustNotBeLogged0123", "OPENAI_API_KEY=sk-alsoNotLogged0123456789", "EDITOR=vimNotLogged", "LANG=C")
+	if _, _, err := s.Build("web", nil); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{"envscrub", "dropped environment variables", "MY_SERVICE_TOKEN", "OPENAI_API_KEY", "EDITOR", "rule=secret-name", "rule=refused", "mode=web"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %q:\n%s", want, out)
+		}
+	}
+	for _, value := range []string{"ghp_valueMustNotBeLogged0123", "sk-alsoNotLogged0123456789", "vimNotLogged"} {
+		if strings.Contains(out, value) {
+			t.Errorf("log holds a value: %s", out)
+		}
 	}
 }
