@@ -135,6 +135,8 @@ const (
 	// rpc_token), never through os.environ.
 	EnvRPCEndpoint = "KERNPOOL_RPC_ENDPOINT"
 	EnvRPCToken    = "KERNPOOL_RPC_TOKEN"
+	// EnvKernelID names the kernel to its cells (it stays in os.environ).
+	EnvKernelID = "KERNPOOL_KERNEL_ID"
 )
 
 // Spec says how to start one kernel. The pool builds it.
@@ -158,7 +160,8 @@ type Spec struct {
 	// Sandbox.Prepare (which chowns the tree): the pool opens the kernel's
 	// tool socket there. Its env entries are appended to the child's.
 	Setup func(staging string) (env []string, err error)
-	// Sandbox confines the kernel; nil means a plain process group.
+	// Sandbox confines the kernel; nil means a plain process group. Start
+	// owns it: on any error from Start it has been killed and released.
 	Sandbox Sandbox
 	// MaxFrameBytes caps one reply frame (default 64 MiB), checked from the
 	// header before the body is read.
@@ -178,7 +181,9 @@ type Cell struct {
 }
 
 // Reply is a settled cell as the runner reported it plus the fd-level bytes
-// the host attributed to it. Nothing here is redacted yet.
+// the host attributed to it. Nothing here is redacted yet. When Exec fails
+// (timeout, cancel, death) it may still return a Reply with an empty Status
+// holding the fd-level output the cell wrote before it was killed.
 type Reply struct {
 	// Status is the runner's verdict: "ok", "error" (exception) or "exit" (sys.exit).
 	Status string
@@ -186,7 +191,8 @@ type Reply struct {
 	Stdout string
 	// Stderr is the Python-level stderr followed by fd-level stderr bytes.
 	Stderr string
-	// StdoutClipped: the runner clipped Python-level stdout at its 1,000,000-char cap.
+	// StdoutClipped: the runner clipped Python-level stdout at its
+	// 1,000,000-char cap, or fd-level stdout went over Spec.RawStdoutCap.
 	StdoutClipped bool
 	// StdoutBytesTotal is the size before any clipping, when known.
 	StdoutBytesTotal int

@@ -42,7 +42,16 @@ func (k *Kernel) Exec(ctx context.Context, cell Cell) (*Reply, error) {
 	rep, err := k.run(ctx, req)
 	stdout, stderr, stdoutTotal := k.cell.end()
 	if err != nil {
-		return nil, err
+		if stdout == "" && stderr == "" {
+			return nil, err
+		}
+		// A killed cell keeps the fd-level output it already wrote
+		// (Python-level prints die with the interpreter).
+		return &Reply{
+			Stdout: stdout, Stderr: stderr,
+			StdoutClipped: stdoutTotal > len(stdout), StdoutBytesTotal: stdoutTotal,
+			Duration: time.Since(started),
+		}, err
 	}
 	reply := &Reply{
 		Status:           rep.Status,

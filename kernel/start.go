@@ -25,9 +25,6 @@ const (
 // runnerFile is the runner's name inside the staging dir.
 const runnerFile = "runner.py"
 
-// EnvKernelID names the kernel to its cells (it stays in os.environ).
-const EnvKernelID = "KERNPOOL_KERNEL_ID"
-
 var validID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 
 // Start creates the kernel's staging dir, spawns the runner in its sandbox
