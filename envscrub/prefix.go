@@ -282,21 +282,17 @@ func tokenCandidates(s string) []int {
 			}
 		}
 	}
-	// '.' ends the head of "SG." only, and the 32 hex digits of a Zhipu key.
+	// '.' ends the head of "SG." only; searching "SG." and sampling hex runs
+	// for Zhipu keys beats visiting every '.' of prose.
 	for pos := 0; ; {
-		k := strings.IndexByte(s[pos:], '.')
+		k := strings.Index(s[pos:], "SG.")
 		if k < 0 {
 			break
 		}
-		p := pos + k
-		pos = p + 1
-		if p >= 2 && s[p-2] == 'S' && s[p-1] == 'G' {
-			starts = append(starts, p-2)
-		}
-		if p >= 32 && is(s[p-1], clLowerHex) && hexRunBack(s, p) >= 32 {
-			starts = append(starts, p-32)
-		}
+		starts = append(starts, pos+k)
+		pos += k + 1
 	}
+	starts = zhipuCandidates(s, starts)
 	// The prefixes without a separator: AIza, AKIA, gAAAA (one search for
 	// 'A') and GR1348941.
 	for pos := 0; ; {
@@ -325,6 +321,24 @@ func tokenCandidates(s string) []int {
 	if len(starts) > 1 {
 		slices.Sort(starts)
 		starts = slices.Compact(starts)
+	}
+	return starts
+}
+
+// zhipuCandidates appends the start of every 32-digit lowercase hex run
+// that ends in '.'. Such a run holds a position p ≡ 0 (mod 16), so only
+// every 16th byte is tested; a hex sample is followed to its run's end,
+// and sampling resumes after it (linear even on a hex blob).
+func zhipuCandidates(s string, starts []int) []int {
+	for p := 0; p < len(s); p += 16 {
+		if !is(s[p], clLowerHex) {
+			continue
+		}
+		e := runOf(s, p, clLowerHex)
+		if e < len(s) && s[e] == '.' && hexRunBack(s, e) >= 32 {
+			starts = append(starts, e-32)
+		}
+		p = e / 16 * 16 // the next sample is the first one past e
 	}
 	return starts
 }

@@ -257,3 +257,14 @@ func TestCleanEveryPassRewrites(t *testing.T) {
 		t.Errorf("no-reuse got %q", got)
 	}
 }
+
+func TestZhipuCandidatesOnHexBlob(t *testing.T) {
+	key := strings.Repeat("0123456789abcdef", 2) + ".AbCdEfGhIjKlMnOpQr"
+	for _, pad := range []int{0, 1, 15, 16, 17, 31} {
+		in := strings.Repeat(" ", pad) + key + " " + strings.Repeat("deadbeef", 100) + ". " + key
+		want := strings.Repeat(" ", pad) + maskToken(key) + " " + strings.Repeat("deadbeef", 100) + ". " + maskToken(key)
+		if got := redactPrefixTokens(in); got != want {
+			t.Errorf("pad %d: got %q", pad, got)
+		}
+	}
+}
