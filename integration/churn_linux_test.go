@@ -70,8 +70,25 @@ func teardowns() []teardown {
 			return want("timeout")(exec1(d, o, "import time\ntime.sleep(60)", "1s", false))
 		}},
 		{"sys_exit", func(d *Daemon, o string) error { return ended(exec1(d, o, "import sys\nsys.exit(3)", "30s", false)) }},
+		// A kernel that dies mid-cell is an error (exit -1), not "ended"
+		// (the reference sets ended only for sys.exit); the next call
+		// must get a fresh kernel.
 		{"self_kill", func(d *Daemon, o string) error {
-			return ended(exec1(d, o, "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", "30s", false))
+			res, err := exec1(d, o, "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", "30s", false)
+			if err := want("error")(res, err); err != nil {
+				return err
+			}
+			if res.ExitCode != -1 {
+				return fmt.Errorf("death mid-cell: exit_code %d, want -1", res.ExitCode)
+			}
+			next, err := exec1(d, o, "print(1)", "30s", false)
+			if err := want("success")(next, err); err != nil {
+				return err
+			}
+			if next.Kernel.Reused || next.Kernel.ID == res.Kernel.ID {
+				return fmt.Errorf("the cell after a death reused kernel %s", next.Kernel.ID)
+			}
+			return shutdown(d, o)
 		}},
 		{"exception_then_shutdown", func(d *Daemon, o string) error {
 			if err := want("error")(exec1(d, o, "1/0", "30s", false)); err != nil {

@@ -26,7 +26,7 @@ func secretEnv() []string {
 		"OPENAI_API_KEY=" + openAIKey, "GH_TOKEN=" + ghToken, "DATABASE_URL=" + databaseURL,
 		"SLACK_WEBHOOK=" + webhook, "SENTRY_DSN=https://abc123def456@o1.ingest.sentry.io/1",
 		"MY_SERVICE_PASSWORD=" + servicePass, "BYPASS_CACHE=1", "COMPASS_DIR=/opt/compass",
-		"LC_ALL=C.UTF-8", "XDG_CONFIG_HOME=/tmp/xdg", "KERNPOOL_IT_PASSTHRU=visible",
+		"LC_ALL=C.UTF-8", "XDG_CONFIG_HOME=/tmp/xdg", "ITEST_PASSTHRU=visible",
 	}
 }
 
@@ -35,7 +35,7 @@ func secretEnv() []string {
 func TestEnvScrubEndToEnd(t *testing.T) {
 	requireRoot(t)
 	o := capped()
-	o.Env, o.Passthrough = secretEnv(), []string{"KERNPOOL_IT_PASSTHRU"}
+	o.Env, o.Passthrough = secretEnv(), []string{"ITEST_PASSTHRU"}
 	d := StartDaemon(t, o)
 	res := d.Run(t, "env", "import os, json\nprint(json.dumps(sorted(os.environ)))")
 	var names []string
@@ -53,7 +53,7 @@ func TestEnvScrubEndToEnd(t *testing.T) {
 			t.Errorf("%s reached the cell's os.environ", n)
 		}
 	}
-	for _, n := range []string{"PATH", "HOME", "LANG", "LC_ALL", "XDG_CONFIG_HOME", "KERNPOOL_IT_PASSTHRU", "TMPDIR"} {
+	for _, n := range []string{"PATH", "HOME", "LANG", "LC_ALL", "XDG_CONFIG_HOME", "ITEST_PASSTHRU", "TMPDIR"} {
 		if !have[n] {
 			t.Errorf("%s is missing from the cell's environment (have %v)", n, names)
 		}
