@@ -355,3 +355,41 @@ func busyPid(t *testing.T, d *testDaemon, owner string) int {
 	}
 	return 0
 }
+
+func TestServeRefusesUnreachableStateDir(t *testing.T) {
+	requirePython(t)
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: only then do kernels run as other uids")
+	}
+	dir, err := os.MkdirTemp("", "kpx") // 0700: kernel uids cannot pass
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	r := cli(t, "", "serve", "--socket", dir+"/kp.sock", "--state-dir", dir+"/state", "--interpreter", python)
+	if r.code != 1 || !strings.Contains(r.stderr, "staging dirs") || !strings.Contains(r.stderr, dir) {
+		t.Fatalf("serve with a state dir behind a 0700 dir: %+v", r)
+	}
+	if _, err := os.Lstat(dir + "/kp.sock"); !os.IsNotExist(err) {
+		t.Errorf("a refused start left its socket: %v", err)
+	}
+}
+
+func TestExecRefusesUnusableCwd(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: only then do kernels run as other uids")
+	}
+	d := startServe(t)
+	private, err := os.MkdirTemp("", "kpcwd") // 0700, root's
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(private)
+	r := cli(t, "", "exec", "--socket", d.socket, "--cwd", private, "1")
+	if r.code != 2 || !strings.Contains(r.stderr, private) {
+		t.Fatalf("exec with a cwd kernels cannot enter: %+v", r)
+	}
+	if r := cli(t, "", "exec", "--socket", d.socket, "--cwd", "/", "import os; print(os.getcwd())"); r.code != 0 || r.stdout != "/\n" {
+		t.Fatalf("exec with cwd /: %+v", r)
+	}
+}

@@ -74,6 +74,11 @@ func startServe(t *testing.T, extra ...string) *testDaemon {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	// Kernels run as unprivileged uids when the test runs as root: they
+	// must traverse the test dir to their staging dirs.
+	if err := os.Chmod(dir, 0o711); err != nil {
+		t.Fatal(err)
+	}
 	d := &testDaemon{socket: filepath.Join(dir, "run", "kp.sock"), state: filepath.Join(dir, "state"),
 		logs: &syncBuffer{}, exited: make(chan error, 1)}
 	args := append([]string{"serve", "--socket", d.socket, "--state-dir", d.state,

@@ -100,12 +100,16 @@ func serve(ctx context.Context, cfg *Config, log hclog.Logger) error {
 			log.Error("releasing isolation failed", "error", err)
 		}
 	}()
+	if err := checkKernelAccess(sm, interp, cfg.StateDir); err != nil {
+		return err
+	}
 	p, err := pool.New(poolConfig(cfg, interp, sm, log))
 	if err != nil {
 		return fmt.Errorf("start pool: %w", err)
 	}
 	handler := api.NewServer(p, api.ServerConfig{
 		Version: version, Isolation: sm.Isolation, ToolCallTimeout: cfg.ToolCallTimeout, Logger: log,
+		CheckAccess: requestChecker(sm, interp),
 	})
 	srv := newHTTPServer(handler, log)
 	served := make(chan error, 1)
@@ -131,6 +135,37 @@ func serve(ctx context.Context, cfg *Config, log hclog.Logger) error {
 		return fmt.Errorf("serve: %w", serveErr)
 	}
 	return nil
+}
+
+// checkKernelAccess refuses to start when a kernel's uid could not run
+// the default interpreter or reach its staging dir under the state dir
+// (every ancestor needs search permission), rather than failing each
+// spawn later with a bare "permission denied".
+func checkKernelAccess(sm seams, interp, stateDir string) error {
+	if sm.Check == nil {
+		return nil
+	}
+	if err := sm.Check(interp, ""); err != nil {
+		return fmt.Errorf("kernels cannot run the default interpreter: %w", err)
+	}
+	if err := sm.Check(interp, stateDir); err != nil {
+		return fmt.Errorf("kernels cannot reach their staging dirs in the state dir (every parent needs o+x): %w", err)
+	}
+	return nil
+}
+
+// requestChecker vets a request's interpreter and cwd as checkKernelAccess
+// vetted the defaults; nil when the wiring has no check.
+func requestChecker(sm seams, defaultInterp string) func(interp, cwd string) error {
+	if sm.Check == nil {
+		return nil
+	}
+	return func(interp, cwd string) error {
+		if interp == "" {
+			interp = defaultInterp
+		}
+		return sm.Check(interp, cwd)
+	}
 }
 
 func poolConfig(cfg *Config, interp string, sm seams, log hclog.Logger) pool.Config {

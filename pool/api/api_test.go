@@ -207,3 +207,27 @@ func TestOwnerNamesAreEscaped(t *testing.T) {
 		t.Fatalf("ShutdownOwner(%q) = %d, %v; want 1 (kernel %s)", owner, n, err, res.Kernel.ID)
 	}
 }
+
+func TestCheckAccessVetsRequestPaths(t *testing.T) {
+	var calls []string
+	check := func(interp, cwd string) error {
+		calls = append(calls, interp+"|"+cwd)
+		if cwd == "/root" {
+			return errors.New("cwd /root: not searchable by the kernel's uid")
+		}
+		return nil
+	}
+	d := startDaemon(t, daemonOpts{server: func(c *api.ServerConfig) { c.CheckAccess = check }})
+	d.exec(t, "", "1") // defaults only: not checked
+	_, err := d.client.Execute(context.Background(), pool.Request{Cwd: "/root", Code: "1"})
+	var apiErr *api.APIError
+	if !errors.Is(err, pool.ErrBadRequest) || !errors.As(err, &apiErr) || !strings.Contains(apiErr.Message, "/root") {
+		t.Fatalf("unusable cwd = %v, want a 400 naming it", err)
+	}
+	if res, err := d.client.Execute(context.Background(), pool.Request{Cwd: "/", Code: "import os; print(os.getcwd())"}); err != nil || res.Output != "/\n" {
+		t.Fatalf("usable cwd = %+v, %v", res, err)
+	}
+	if want := []string{"|/root", "|/"}; strings.Join(calls, ",") != strings.Join(want, ",") {
+		t.Fatalf("CheckAccess calls %q, want %q", calls, want)
+	}
+}

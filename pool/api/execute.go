@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -28,6 +29,10 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 	}
 	preq := req.Request
 	preq.Timeout = time.Duration(req.Timeout)
+	if err := s.checkAccess(preq); err != nil {
+		writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
+		return
+	}
 	var st *stream
 	if req.Stream {
 		st = &stream{w: w, rc: http.NewResponseController(w), srv: s, done: make(chan struct{})}
@@ -52,6 +57,24 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, res)
 }
+
+// checkAccess applies ServerConfig.CheckAccess to a request that names
+// its own interpreter or cwd. Relative paths are left to the pool, whose
+// error says so.
+func (s *Server) checkAccess(req pool.Request) error {
+	if s.cfg.CheckAccess == nil || (req.Interpreter == "" && req.Cwd == "") {
+		return nil
+	}
+	if relative(req.Interpreter) || relative(req.Cwd) {
+		return nil
+	}
+	if err := s.cfg.CheckAccess(req.Interpreter, req.Cwd); err != nil {
+		return fmt.Errorf("%w: %v", pool.ErrBadRequest, err)
+	}
+	return nil
+}
+
+func relative(path string) bool { return path != "" && !filepath.IsAbs(path) }
 
 func kernelID(res *pool.Result) string {
 	if res == nil {

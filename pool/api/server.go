@@ -37,6 +37,11 @@ type ServerConfig struct {
 	MaxBodyBytes int64
 	// Logger receives the API's logs (Named "api"); nil discards them.
 	Logger hclog.Logger
+	// CheckAccess, when set, vets a request's own interpreter or cwd
+	// before the pool sees it (can a kernel's uid use them?); an error is
+	// a 400 naming the path. It gets "" for a field the request left to
+	// the daemon's default; requests that name neither skip it.
+	CheckAccess func(interpreter, cwd string) error
 }
 
 // Server is the API's http.Handler over one pool.
