@@ -2,6 +2,7 @@ package envscrub
 
 import (
 	"strings"
+	"sync"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -172,7 +173,12 @@ type edit struct {
 type rewriter struct {
 	bufs [2][]byte
 	next int
+	pool *sync.Pool // of *[]byte scratch buffers, owned by the Pipeline
 }
+
+// maxPooledBuf bounds the buffers kept for reuse, so one huge output does
+// not pin its memory for the daemon's life.
+const maxPooledBuf = 16 << 20
 
 // take returns an empty buffer of capacity n or more that does not hold
 // the text the current pass reads.
@@ -181,10 +187,36 @@ func (rw *rewriter) take(n int) []byte {
 		return make([]byte, 0, n)
 	}
 	b := rw.bufs[rw.next]
+	if b == nil && rw.pool != nil {
+		if pb, ok := rw.pool.Get().(*[]byte); ok {
+			b = *pb
+		}
+	}
 	if cap(b) < n {
 		b = make([]byte, 0, n+n/16)
 	}
 	return b[:0]
+}
+
+// release returns to the pool every buffer that result does not live in;
+// result's buffer now belongs to the caller.
+func (rw *rewriter) release(result string) {
+	if rw == nil || rw.pool == nil {
+		return
+	}
+	for i, b := range rw.bufs {
+		if b == nil || cap(b) > maxPooledBuf {
+			continue
+		}
+		start := uintptr(unsafe.Pointer(unsafe.SliceData(b[:cap(b)])))
+		at := uintptr(unsafe.Pointer(unsafe.StringData(result)))
+		if len(result) > 0 && at >= start && at < start+uintptr(cap(b)) {
+			continue
+		}
+		b = b[:0]
+		rw.pool.Put(&b)
+		rw.bufs[i] = nil
+	}
 }
 
 // commit turns b (from take) into the pass's output string.

@@ -2,6 +2,7 @@ package envscrub
 
 import (
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -34,6 +35,7 @@ type OutputConfig struct {
 type Pipeline struct {
 	patterns                  bool
 	inline, stderrCap, spillC int
+	bufs                      sync.Pool // scratch buffers of Clean (rewriter)
 }
 
 // NewPipeline returns the output pipeline for cfg.
@@ -79,7 +81,8 @@ func (f *Filter) Clean(text string) string {
 	if !utf8.ValidString(text) {
 		text = strings.ToValidUTF8(text, "\uFFFD")
 	}
-	rw := &rewriter{}
+	rw := &rewriter{pool: &f.p.bufs}
+	defer func() { rw.release(text) }()
 	text = stripANSI(rw, text)
 	text = f.exact.maskRW(rw, text)
 	if !f.p.patterns {

@@ -1,7 +1,9 @@
 package envscrub
 
 import (
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -265,6 +267,37 @@ func TestZhipuCandidatesOnHexBlob(t *testing.T) {
 		want := strings.Repeat(" ", pad) + maskToken(key) + " " + strings.Repeat("deadbeef", 100) + ". " + maskToken(key)
 		if got := redactPrefixTokens(in); got != want {
 			t.Errorf("pad %d: got %q", pad, got)
+		}
+	}
+}
+
+// Clean results alias reused scratch buffers only until returned: results
+// kept across later (and concurrent) Clean calls must not change.
+func TestCleanResultsStayIntact(t *testing.T) {
+	f := NewPipeline(OutputConfig{}).ForKernel([]string{"exactSecretValue1"})
+	inputs := make([]string, 64)
+	for i := range inputs {
+		inputs[i] = fmt.Sprintf("\x1b[3%dm%d exactSecretValue1 ghp_%s%02d DB_PASSWORD=p%d\x1b[0m\n", i%8, i, body30, i, i) +
+			strings.Repeat(fmt.Sprintf("line %d of filler text\n", i), i*40)
+	}
+	results := make([]string, len(inputs))
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; i < len(inputs); i += 4 {
+				results[i] = f.Clean(inputs[i])
+			}
+		}(w)
+	}
+	wg.Wait()
+	for i := range inputs {
+		_ = f.Clean(inputs[(i+7)%len(inputs)]) // churn the pool
+	}
+	for i, in := range inputs {
+		if want := cleanNoReuse(f, in); results[i] != want {
+			t.Fatalf("result %d changed after later Clean calls", i)
 		}
 	}
 }
