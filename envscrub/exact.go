@@ -95,6 +95,9 @@ func (e *exactSet) maskOnce(rw *rewriter, s string) string {
 		next  []int // per secret: first start position not yet examined
 	)
 	filter, step := e.filter, e.step
+	if step <= 0 {
+		return s // no secrets
+	}
 	for p := 0; p+gramLen <= len(s); p += step {
 		g := gramAt(s, p)
 		h := gramHash(g)
