@@ -366,7 +366,8 @@ func TestServeRefusesUnreachableStateDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	r := cli(t, "", "serve", "--socket", dir+"/kp.sock", "--state-dir", dir+"/state", "--interpreter", python)
+	r := cli(t, "", "serve", "--config", privateCgroupConfig(t, dir), "--socket", dir+"/kp.sock",
+		"--state-dir", dir+"/state", "--interpreter", python)
 	if r.code != 1 || !strings.Contains(r.stderr, "staging dirs") || !strings.Contains(r.stderr, dir) {
 		t.Fatalf("serve with a state dir behind a 0700 dir: %+v", r)
 	}

@@ -81,7 +81,7 @@ func startServe(t *testing.T, extra ...string) *testDaemon {
 	}
 	d := &testDaemon{socket: filepath.Join(dir, "run", "kp.sock"), state: filepath.Join(dir, "state"),
 		logs: &syncBuffer{}, exited: make(chan error, 1)}
-	args := append([]string{"serve", "--socket", d.socket, "--state-dir", d.state,
+	args := append([]string{"serve", "--config", privateCgroupConfig(t, dir), "--socket", d.socket, "--state-dir", d.state,
 		"--interpreter", python, "--log-level", "debug"}, extra...)
 	d.cmd = exec.Command(binPath, args...)
 	d.cmd.Stdout, d.cmd.Stderr = d.logs, d.logs
@@ -108,6 +108,19 @@ func startServe(t *testing.T, extra ...string) *testDaemon {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// privateCgroupConfig writes a config file into dir giving the daemon a
+// cgroup parent of its own: a daemon sweeps its parent's leftovers at
+// start, which must never reach another daemon's kernels on this host.
+func privateCgroupConfig(t *testing.T, dir string) string {
+	t.Helper()
+	conf := filepath.Join(dir, "kernpool.hcl")
+	src := fmt.Sprintf("cgroup {\n  parent = \"kernpool-clitest-%d-%s\"\n}\n", os.Getpid(), filepath.Base(dir))
+	if err := os.WriteFile(conf, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return conf
 }
 
 // stop SIGTERMs the daemon and waits; idempotent.
