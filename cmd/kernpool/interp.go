@@ -86,3 +86,42 @@ func probeShim(ctx context.Context, shim string) (string, error) {
 	}
 	return real, nil
 }
+
+// usableInterpreter returns interp if check accepts it. Otherwise, when
+// the interpreter was not configured explicitly, it tries every other
+// python3 on PATH (shims resolved) and returns the first that check
+// accepts: a root daemon whose first python3 is a pyenv shim into /root
+// (0700) then falls back to the system python3 its kernel uids can run.
+// The error is check's verdict on the first candidate.
+func usableInterpreter(ctx context.Context, interp string, configured bool, check func(string) error, log hclog.Logger) (string, error) {
+	if check == nil {
+		return interp, nil
+	}
+	first := check(interp)
+	if first == nil || configured {
+		return interp, first
+	}
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		if dir == "" || !filepath.IsAbs(dir) {
+			continue // never run a python3 from a relative PATH entry
+		}
+		cand := filepath.Join(dir, "python3")
+		if fi, err := os.Stat(cand); err != nil || fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
+			continue
+		}
+		real := cand
+		if isScript(cand) {
+			var err error
+			if real, err = probeShim(ctx, cand); err != nil {
+				continue
+			}
+		}
+		if real == interp || check(real) != nil {
+			continue
+		}
+		log.Warn("kernels cannot use the first python3 on PATH; using the next usable one",
+			"unusable", interp, "reason", first, "path", real)
+		return real, nil
+	}
+	return interp, first
+}

@@ -100,7 +100,7 @@ func serve(ctx context.Context, cfg *Config, log hclog.Logger) error {
 			log.Error("releasing isolation failed", "error", err)
 		}
 	}()
-	if err := checkKernelAccess(sm, interp, cfg.StateDir); err != nil {
+	if interp, err = checkKernelAccess(ctx, sm, interp, cfg, log); err != nil {
 		return err
 	}
 	p, err := pool.New(poolConfig(cfg, interp, sm, log))
@@ -140,18 +140,21 @@ func serve(ctx context.Context, cfg *Config, log hclog.Logger) error {
 // checkKernelAccess refuses to start when a kernel's uid could not run
 // the default interpreter or reach its staging dir under the state dir
 // (every ancestor needs search permission), rather than failing each
-// spawn later with a bare "permission denied".
-func checkKernelAccess(sm seams, interp, stateDir string) error {
+// spawn later with a bare "permission denied". An interpreter found on
+// PATH (not configured) may be replaced by the next usable python3.
+func checkKernelAccess(ctx context.Context, sm seams, interp string, cfg *Config, log hclog.Logger) (string, error) {
 	if sm.Check == nil {
-		return nil
+		return interp, nil
 	}
-	if err := sm.Check(interp, ""); err != nil {
-		return fmt.Errorf("kernels cannot run the default interpreter: %w", err)
+	check := func(path string) error { return sm.Check(path, "") }
+	interp, err := usableInterpreter(ctx, interp, cfg.Interpreter != "", check, log)
+	if err != nil {
+		return "", fmt.Errorf("kernels cannot run the default interpreter: %w", err)
 	}
-	if err := sm.Check(interp, stateDir); err != nil {
-		return fmt.Errorf("kernels cannot reach their staging dirs in the state dir (every parent needs o+x): %w", err)
+	if err := sm.Check(interp, cfg.StateDir); err != nil {
+		return "", fmt.Errorf("kernels cannot reach their staging dirs in the state dir (every parent needs o+x): %w", err)
 	}
-	return nil
+	return interp, nil
 }
 
 // requestChecker vets a request's interpreter and cwd as checkKernelAccess
