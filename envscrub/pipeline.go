@@ -61,8 +61,41 @@ func NewPipeline(cfg OutputConfig) *Pipeline {
 // ForKernel returns the filter of one kernel. secrets are the exact values
 // (scrubbed environment values, the RPC token) always masked, even with
 // pattern redaction off; values shorter than MinSecretLen are ignored.
+// A secret holding a quote, backslash or control character is also masked
+// in its JSON- and Python-escaped spellings (json.dumps, repr), since a
+// cell printing a structure shows it that way.
 func (p *Pipeline) ForKernel(secrets []string) *Filter {
-	return &Filter{p: p, exact: newExactSet(secrets)}
+	all := make([]string, 0, len(secrets))
+	for _, v := range secrets {
+		all = append(all, v)
+		if strings.ContainsAny(v, "\\\"'\n\r\t") {
+			all = append(all, escapeSecret(v, '"'), escapeSecret(v, '\''))
+		}
+	}
+	return &Filter{p: p, exact: newExactSet(all)}
+}
+
+// escapeSecret spells v as inside a quote-delimited JSON or Python string.
+func escapeSecret(v string, quote byte) string {
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; c {
+		case '\\':
+			b.WriteString(`\\`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\t':
+			b.WriteString(`\t`)
+		case quote:
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 // Filter cleans one kernel's output. Safe for concurrent use.

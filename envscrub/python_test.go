@@ -165,3 +165,32 @@ import subprocess; subprocess.run(["/bin/echo", half[7:]])
 		}
 	}
 }
+
+// A secret with quotes and a backslash printed through json.dumps and repr
+// is masked in its escaped spellings too.
+func TestPythonEscapedSecret(t *testing.T) {
+	secret := `pa"ss'w\ord-9x`
+	s := newTestScrubber(t, Config{}, "PATH=/usr/bin:/bin", "MY_DB_PASSWORD="+secret)
+	env, scrubbed, err := s.Build("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "secret.txt")
+	if err := os.WriteFile(file, []byte(secret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code := "import json, sys\nv = open(sys.argv[1]).read()\nprint(json.dumps({'v': v}))\nprint(repr(v))\nprint(repr([v]))\nprint(v)"
+	cmd := exec.Command(requirePython(t), "-c", code, file)
+	cmd.Env = env
+	raw, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := NewPipeline(OutputConfig{DisablePatternRedaction: true}).ForKernel(scrubbed).Clean(string(raw))
+	for _, frag := range []string{"pa", "ss", "ord-9x"} {
+		if strings.Contains(got, frag) {
+			t.Errorf("fragment %q of the secret survives:\n%s\n(raw:\n%s)", frag, got, raw)
+		}
+	}
+}

@@ -48,7 +48,9 @@ func New(cfg Config) (*Scrubber, error) {
 	if s.log == nil {
 		s.log = hclog.NewNullLogger()
 	}
-	s.log = s.log.Named("envscrub")
+	if !strings.HasSuffix(s.log.Name(), "envscrub") {
+		s.log = s.log.Named("envscrub")
+	}
 	patterns := cfg.Refuse
 	if patterns == nil {
 		patterns = DefaultRefuse
