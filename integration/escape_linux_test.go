@@ -75,20 +75,25 @@ for s in sent:
 print("after")
 `
 
-// muteStdin points every fd of the kernel that reads the daemon's request
-// pipe at a private pipe nobody writes: a read already blocked gets one
-// more chunk, then the kernel reads nothing more from the daemon.
+// muteStdin points every read end of a pipe the kernel holds (the daemon's
+// request pipe among them; fd 0 itself is /dev/null for cells) at a private
+// pipe nobody writes: a read already blocked gets one more chunk, then the
+// kernel reads nothing more from the daemon.
 const muteStdin = `
 import os
-target = os.readlink('/proc/self/fd/0')
 r, w = os.pipe()
 n = 0
 for fd in map(int, os.listdir('/proc/self/fd')):
+    if fd in (r, w):
+        continue
     try:
-        if fd not in (r, w) and os.readlink('/proc/self/fd/%d' % fd) == target:
-            os.dup2(r, fd); n += 1
-    except OSError:
-        pass
+        target = os.readlink('/proc/self/fd/%d' % fd)
+        flags = [l for l in open('/proc/self/fdinfo/%d' % fd) if l.startswith('flags:')][0].split()[1]
+    except (OSError, IndexError):
+        continue
+    if target.startswith('pipe:') and int(flags, 8) & 3 == os.O_RDONLY:
+        os.dup2(r, fd)
+        n += 1
 print('muted', n)
 `
 
@@ -254,8 +259,8 @@ func TestStopsReadingStdin(t *testing.T) {
 	requireRoot(t)
 	d := StartDaemon(t, capped())
 	res := d.Run(t, "mute", muteStdin)
-	if res.Status != "success" {
-		t.Fatalf("muting cell: %+v", res)
+	if res.Status != "success" || !strings.HasPrefix(res.Output, "muted") || strings.HasPrefix(res.Output, "muted 0") {
+		t.Fatalf("muting cell found no pipe to mute: %+v", res)
 	}
 	big := "x = '" + strings.Repeat("a", 2<<20) + "'\nprint(len(x))"
 	res = d.RunReq(t, ExecReq{Owner: "mute", Code: big, Timeout: "5s"})
