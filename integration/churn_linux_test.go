@@ -164,12 +164,15 @@ func TestChurn(t *testing.T) {
 	close(work)
 	wg.Wait()
 	t.Logf("%d lifecycles in %v, %d failed", n, time.Since(start).Round(time.Millisecond), len(fails))
-	for i, f := range fails {
-		if i == 20 {
-			t.Errorf("... and %d more", len(fails)-20)
-			break
+	// One line per teardown kind: how many failed, and the first error.
+	byKind := map[string][]error{}
+	for _, f := range fails {
+		byKind[f.kind] = append(byKind[f.kind], f.err)
+	}
+	for _, td := range tds {
+		if errs := byKind[td.name]; len(errs) > 0 {
+			t.Errorf("teardown %s: %d lifecycles failed; first: %v", td.name, len(errs), errs[0])
 		}
-		t.Errorf("lifecycle %s: %v", f.kind, f.err)
 	}
 	for i := 0; i < n; i++ {
 		_ = d.API().Shutdown(context.Background(), fmt.Sprintf("churn-%d", i))

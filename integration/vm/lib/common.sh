@@ -18,14 +18,15 @@ now_s() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$(now_s)" 'BEGIN{printf "%.1f", b-a}'; }
 
 # need_packages installs the Debian packages that provide the given commands
-# when one is missing. Arguments are "command:package" pairs. apt-get update
+# when one is missing. Arguments are "command:package" pairs; a command
+# given as an absolute path is checked for existence. apt-get update
 # runs at most once per invocation.
 APT_UPDATED=0
 need_packages() {
 	local pair cmd pkg missing=()
 	for pair in "$@"; do
 		cmd=${pair%%:*} pkg=${pair#*:}
-		if ! command -v "$cmd" >/dev/null 2>&1 && [ ! -x "$cmd" ]; then
+		if ! command -v "$cmd" >/dev/null 2>&1 && [ ! -e "$cmd" ]; then
 			missing+=("$pkg")
 		fi
 	done
