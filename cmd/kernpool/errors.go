@@ -6,10 +6,6 @@ import "errors"
 var (
 	// ErrConfig: the config file or a flag value is invalid.
 	ErrConfig = errors.New("invalid configuration")
-	// ErrUsage: the command line is wrong (unknown flag, missing argument).
-	ErrUsage = errors.New("usage")
-	// ErrUnsupported: the platform lacks a facility the command needs.
-	ErrUnsupported = errors.New("unsupported on this platform")
-	// ErrAlreadyServing: another daemon answers on the socket.
+	// ErrAlreadyServing: another daemon holds the state dir.
 	ErrAlreadyServing = errors.New("another kernpool is serving")
 )
