@@ -123,12 +123,13 @@ func runDoctor(ctx context.Context, e *env, args []string) int {
 	if err != nil {
 		return usageError(e, fs, "%v", err)
 	}
-	fmt.Fprint(e.stdout, doctorReport(cfg))
-	if path, err := resolveInterpreter(ctx, cfg.Interpreter, hclog.NewNullLogger()); err != nil {
+	path, err := resolveInterpreter(ctx, cfg.Interpreter, hclog.NewNullLogger())
+	if err != nil {
 		fmt.Fprintf(e.stdout, "interpreter:  NOT FOUND: %v\n", err)
 	} else {
 		fmt.Fprintf(e.stdout, "interpreter:  resolves to %s\n", path)
 	}
+	fmt.Fprint(e.stdout, doctorReport(ctx, cfg, path))
 	client := api.NewClient(cfg.Socket)
 	defer client.CloseIdleConnections()
 	if h, err := client.Health(ctx); err == nil {

@@ -195,12 +195,7 @@ func (o outputFilter) Clean(text string) string { return o.f.Clean(text) }
 
 func (o outputFilter) Finish(stdout, stderr, spillDir string, cell int) (pool.CellOutput, error) {
 	out, err := o.f.Finish(stdout, stderr, spillDir, cell)
-	return pool.CellOutput{
-		Stdout: out.Stdout, Stderr: out.Stderr,
-		StdoutTruncated: out.StdoutTruncated, StdoutBytesTotal: out.StdoutBytesTotal,
-		StderrTruncated: out.StderrTruncated, StderrBytesTotal: out.StderrBytesTotal,
-		SpillPath: out.SpillPath, Warning: out.Warning,
-	}, err
+	return pool.CellOutput(out), err // identical fields by design
 }
 
 // toolFactory adapts rpcsock.
@@ -228,18 +223,19 @@ func (s toolServer) BeginCell(h pool.ToolHandler, budget int) func() int {
 	return s.Server.BeginCell(rh, budget)
 }
 
-// doctorReport describes the configuration and what the host offers.
-func doctorReport(cfg *Config) string {
+// doctorReport describes the configuration and what the host offers;
+// interp is the resolved default interpreter ("" if none was found).
+func doctorReport(ctx context.Context, cfg *Config, interp string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "kernpool %s (%s/%s, %s)\n", version, runtime.GOOS, runtime.GOARCH, runtime.Version())
 	fmt.Fprintf(&b, "uid:          %d (gid %d)\n", os.Getuid(), os.Getgid())
 	fmt.Fprintf(&b, "socket:       %s\n", cfg.Socket)
 	fmt.Fprintf(&b, "state dir:    %s\n", cfg.StateDir)
-	interp := cfg.Interpreter
-	if interp == "" {
-		interp = "(python3 on PATH, resolved at start)"
+	configured := cfg.Interpreter
+	if configured == "" {
+		configured = "(python3 on PATH, resolved at start)"
 	}
-	fmt.Fprintf(&b, "interpreter:  %s\n", interp)
+	fmt.Fprintf(&b, "configured:   interpreter %s\n", configured)
 	fmt.Fprintf(&b, "timeouts:     idle %s, cell %s (max %s), tool call %s, drain %s\n",
 		cfg.IdleTimeout, cfg.CellTimeout, cfg.MaxCellTimeout, cfg.ToolCallTimeout, cfg.DrainGrace)
 	fmt.Fprintf(&b, "kernels:      max %d, tool calls per cell %d\n", cfg.MaxKernels, cfg.MaxToolCalls)
@@ -251,6 +247,38 @@ func doctorReport(cfg *Config) string {
 		fmt.Fprintf(&b, "profile %-6q memory %s, swap %s, pids %d, cpu %g, weight %d, network %t\n",
 			name, formatLimit(p.MemoryMax), formatSwap(p.MemorySwapMax), p.PidsMax, p.CPUMax, p.CPUWeight, p.Network)
 	}
-	fmt.Fprintf(&b, "isolation:    not wired yet (cgroup, uid and namespace checks come with isolate)\n")
+	b.WriteString(isolationReport(ctx, cfg, interp))
 	return b.String()
+}
+
+// isolationReport is doctor's isolation section. Building an isolator
+// creates the pool parent and sweeps a dead instance's leftovers, so
+// doctor does it only while it holds the state-dir lock: with a daemon
+// running, that daemon's kernels are never touched and its own health
+// report (printed by doctor) says what it has.
+func isolationReport(ctx context.Context, cfg *Config, interp string) string {
+	if err := os.MkdirAll(cfg.StateDir, 0o711); err != nil {
+		return fmt.Sprintf("isolation:    cannot prepare the state dir to probe: %v\n", err)
+	}
+	unlock, err := lockStateDir(cfg.StateDir)
+	if err != nil {
+		return fmt.Sprintf("isolation:    not probed: %v (see the daemon line below)\n", err)
+	}
+	defer unlock()
+	iso, err := isolate.New(isolateConfig(cfg, hclog.NewNullLogger()))
+	if err != nil {
+		return fmt.Sprintf("isolation:    FAILS: %v\n", err)
+	}
+	defer iso.Close()
+	out := iso.Report().String()
+	if interp != "" {
+		check := func(path string) error { return iso.CheckAccess(path, "") }
+		usable, err := usableInterpreter(ctx, interp, cfg.Interpreter != "", check, hclog.NewNullLogger())
+		if err != nil {
+			out += fmt.Sprintf("kernel python:     UNUSABLE by kernel uids: %v\n", err)
+		} else {
+			out += fmt.Sprintf("kernel python:     %s\n", usable)
+		}
+	}
+	return out
 }
