@@ -60,7 +60,7 @@ func buildSeams(cfg *Config, log hclog.Logger) (seams, error) {
 		Passthrough:     cfg.Env.Passthrough,
 		ModePassthrough: profilePassthrough(cfg),
 		Refuse:          cfg.Env.Refuse,
-		Logger:          log.Named("envscrub"),
+		Logger:          log,
 	})
 	if err != nil {
 		_ = iso.Close()
@@ -76,7 +76,7 @@ func buildSeams(cfg *Config, log hclog.Logger) (seams, error) {
 		Sandboxes: sandboxFactory{iso},
 		Env:       scrub,
 		Output:    outputFactory{pipe},
-		Tools:     toolFactory{log: log.Named("rpcsock")},
+		Tools:     toolFactory{log: log},
 		Isolation: isolationSummary(rep),
 		Check:     iso.CheckAccess,
 		Close:     iso.Close,
@@ -101,7 +101,7 @@ func isolateConfig(cfg *Config, log hclog.Logger) isolate.Config {
 			PrivateTmp:   p.PrivateTmp,
 		}
 	}
-	ic.Logger = log.Named("isolate")
+	ic.Logger = log
 	return ic
 }
 
