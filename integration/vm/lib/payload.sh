@@ -59,9 +59,9 @@ write_guest_config() {
 	{
 		echo "export KERNPOOL_BIN=/payload/bin/kernpool"
 		echo "export KERNPOOL_IN_VM=1"
-		echo "export KERNPOOL_CHURN=${KERNPOOL_CHURN:-100}"
-		echo "export KERNPOOL_LOAD_OWNERS=${KERNPOOL_LOAD_OWNERS:-40}"
-		echo "export KERNPOOL_LOAD_CELLS=${KERNPOOL_LOAD_CELLS:-5}"
+		echo "export KERNPOOL_CHURN=${KERNPOOL_CHURN:-500}"
+		echo "export KERNPOOL_LOAD_OWNERS=${KERNPOOL_LOAD_OWNERS:-100}"
+		echo "export KERNPOOL_LOAD_CELLS=${KERNPOOL_LOAD_CELLS:-10}"
 		for v in KERNPOOL_VM_RUN KERNPOOL_VM_TEST_TIMEOUT KERNPOOL_VM_CGROUP_LAYOUT; do
 			if [ -n "${!v:-}" ]; then printf 'export %s=%q\n' "$v" "${!v}"; fi
 		done
