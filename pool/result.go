@@ -12,9 +12,12 @@ import (
 	"github.com/kernpool/kernpool/kernel"
 )
 
+// StderrSeparator joins a failed or noisy cell's stdout and its stderr
+// (and traceback) in Result.Output, as the reference does (parity §3).
+const StderrSeparator = "\n--- stderr ---\n"
+
 // Texts of the Result, worded as the reference words them (parity §3).
 const (
-	stderrSeparator   = "\n--- stderr ---\n"
 	msgInterrupted    = "Interrupted; the session kernel was killed and its state was lost."
 	msgWaitAbandoned  = "Interrupted while waiting for the session kernel; the cell did not run and the kernel's state is intact."
 	msgException      = "Cell raised an exception."
@@ -60,7 +63,7 @@ func (p *Pool) settled(c cellState) *Result {
 		res.Error = cmpOr(trace, msgException)
 		res.Output = out.Stdout
 		if out.Stderr != "" || trace != "" {
-			res.Output = out.Stdout + stderrSeparator + out.Stderr + trace
+			res.Output = out.Stdout + StderrSeparator + out.Stderr + trace
 		}
 	case "exit":
 		// sys.exit() ends the kernel; the caller tears it down.
@@ -212,7 +215,7 @@ func withStderr(stdout, stderr string) string {
 	if stderr == "" {
 		return stdout
 	}
-	return stdout + stderrSeparator + stderr
+	return stdout + StderrSeparator + stderr
 }
 
 // formatTimeout writes whole seconds as the reference does ("30s") and

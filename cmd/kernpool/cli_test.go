@@ -44,7 +44,8 @@ func TestExecExitCodes(t *testing.T) {
 		stderr string // substring
 	}{
 		{"success", []string{"exec", "--socket", d.socket, "print('ok')"}, 0, "ok", ""},
-		{"cell error", []string{"exec", "--socket", d.socket, "1/0"}, 1, "ZeroDivisionError", ""},
+		{"cell error", []string{"exec", "--socket", d.socket, "1/0"}, 1, "", "ZeroDivisionError"},
+		{"stdout and traceback apart", []string{"exec", "--socket", d.socket, "print('before'); 1/0"}, 1, "before\n", "ZeroDivisionError"},
 		{"bad flag", []string{"exec", "--socket", d.socket, "--frobnicate", "1"}, 2, "", "frobnicate"},
 		{"bad timeout flag", []string{"exec", "--socket", d.socket, "--timeout", "soon", "1"}, 2, "", "timeout"},
 		{"two code args", []string{"exec", "--socket", d.socket, "1", "2"}, 2, "", "one CODE"},

@@ -122,13 +122,16 @@ func printResult(e *env, res *pool.Result, asJSON bool) int {
 		}
 		return code
 	}
-	out := res.Output
-	// A success prints exactly what the cell wrote; a failure's appended
-	// message gets its line ended, so the shell prompt starts afresh.
+	// As a terminal would: the cell's stdout on stdout, its stderr and
+	// traceback (after the result's "--- stderr ---" separator) on stderr.
+	out, errText, _ := strings.Cut(res.Output, pool.StderrSeparator)
+	// A failure's appended message gets its line ended, so the shell
+	// prompt starts afresh; a success prints exactly what the cell wrote.
 	if res.Status != pool.StatusSuccess && out != "" && !strings.HasSuffix(out, "\n") {
 		out += "\n"
 	}
 	_, _ = io.WriteString(e.stdout, out)
+	_, _ = io.WriteString(e.stderr, errText)
 	if res.Status != pool.StatusSuccess && res.Error != "" && !strings.Contains(res.Output, res.Error) {
 		fmt.Fprintln(e.stderr, strings.TrimRight(res.Error, "\n"))
 	}
