@@ -277,3 +277,33 @@ func inProcs(dir string, pid int) bool {
 	}
 	return false
 }
+
+// A second daemon with its own state dir must not adopt (and sweep) the
+// parent of a running one; the refusal names the owner's state dir.
+func TestParentOfAnotherPoolIsRefusedByName(t *testing.T) {
+	requireCgroups(t)
+	name := testParent(t)
+	first := t.TempDir()
+	m, err := New(Config{Parent: "/" + name, Marker: first, StateDir: first})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	defer m.Close()
+	g, err := m.NewGroup("k0123456789abcdef", nil)
+	if err != nil {
+		t.Fatalf("NewGroup: %v", err)
+	}
+	defer g.Remove(time.Second)
+	second := t.TempDir()
+	m2, err := New(Config{Parent: "/" + name, Marker: second, StateDir: second})
+	if err == nil {
+		m2.Close()
+		t.Fatal("a second pool adopted a live pool's parent")
+	}
+	if !errors.Is(err, ErrForeign) || !strings.Contains(err.Error(), first) {
+		t.Fatalf("err = %v, want ErrForeign naming %s", err, first)
+	}
+	if _, err := g.Procs(); err != nil {
+		t.Fatalf("the first pool's group was touched: %v", err)
+	}
+}

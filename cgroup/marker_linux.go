@@ -56,6 +56,16 @@ func isMarked(dir, marker, stateDir string) (bool, error) {
 	}
 }
 
+// markOwner returns the state dir another pool marked dir with, or "".
+func markOwner(dir string) string {
+	buf := make([]byte, 4096)
+	n, err := unix.Getxattr(dir, MarkerXattr, buf)
+	if err != nil {
+		return ""
+	}
+	return string(buf[:n])
+}
+
 func listedInMarkerFile(dir, stateDir string) (bool, error) {
 	f, err := os.Open(filepath.Join(stateDir, MarkerFile))
 	if errors.Is(err, os.ErrNotExist) {
@@ -83,6 +93,9 @@ func ensureParentDir(dir, marker, stateDir string) (created bool, err error) {
 			return false, err
 		}
 		if !ok {
+			if owner := markOwner(dir); owner != "" {
+				return false, fmt.Errorf("%s: %w: it belongs to the kernpool daemon with state dir %s (give each daemon its own cgroup parent)", dir, ErrForeign, owner)
+			}
 			return false, fmt.Errorf("%s: %w (remove it or choose another parent)", dir, ErrForeign)
 		}
 		return false, nil
