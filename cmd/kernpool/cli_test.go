@@ -155,10 +155,6 @@ func TestPsShutdownKill(t *testing.T) {
 
 func TestToolHandler(t *testing.T) {
 	d := startServe(t)
-	probe := cli(t, "", "exec", "--socket", d.socket, "--tools", "echo", "1")
-	if probe.code != 0 {
-		t.Skipf("the daemon has no tool RPC wired yet (cmd/kernpool/wire.go): %s", strings.TrimSpace(probe.stderr))
-	}
 	code := `import kernpool_tools as t
 r = t.echo(text="hi")
 print(r["tool"], r["args"]["text"], r["id"] != "")
@@ -173,6 +169,28 @@ except t.ToolError as e:
 	r := cli(t, "", "exec", "--socket", d.socket, "--tools", "echo,fail", "--tool-handler", handler, code)
 	if r.code != 0 || !strings.Contains(r.stdout, "echo hi True\n") || !strings.Contains(r.stdout, "error: tool fail failed: it broke") {
 		t.Fatalf("tool handler round trip: %+v", r)
+	}
+}
+
+// A slow handler is waited for; one that never answers costs the cell a
+// ToolError after the daemon's --tool-call-timeout, not a hang, and the
+// kernel keeps working.
+func TestToolHandlerSlowAndSilent(t *testing.T) {
+	d := startServe(t, "--tool-call-timeout", "1s")
+	handler := `c=$(cat); case "$c" in *'"tool":"slow"'*) sleep 0.5; printf slow-ok;; *) sleep 30;; esac`
+	code := `import kernpool_tools as t
+print(t.slow())
+try:
+    t.silent()
+    print("silent answered")
+except t.ToolError as e:
+    print("error:", e)
+print(t.slow())
+`
+	r := cli(t, "", "exec", "--socket", d.socket, "--tools", "slow,silent", "--tool-handler", handler, "--timeout", "60s", code)
+	want := "slow-ok\nerror: Tool call silent timed out after 1s\nslow-ok\n"
+	if r.code != 0 || r.stdout != want {
+		t.Fatalf("slow and silent handlers: %+v\nwant stdout %q", r, want)
 	}
 }
 

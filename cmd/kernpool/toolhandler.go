@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
+	"time"
 
 	"github.com/kernpool/kernpool/pool"
 )
@@ -15,6 +16,9 @@ import (
 // maxToolOutput bounds what a tool-handler command may return (the API
 // refuses bodies over 16 MiB).
 const maxToolOutput = 8 << 20
+
+// handlerWaitDelay bounds the wait for a canceled handler's pipes.
+const handlerWaitDelay = time.Second
 
 // shellToolHandler runs `sh -c cmd` (cmd /C on Windows) for each tool
 // call, with the call as JSON ({"id","tool","args"}) on stdin. Its stdout
@@ -25,7 +29,10 @@ func shellToolHandler(cmdline string) pool.ToolHandler {
 		if err != nil {
 			return "", fmt.Errorf("encode tool call: %w", err)
 		}
-		cmd := exec.CommandContext(ctx, shellName, shellFlag, cmdline)
+		cmd := handlerCommand(ctx, cmdline)
+		// A grandchild that keeps the output pipes open must not hold the
+		// call after it was canceled.
+		cmd.WaitDelay = handlerWaitDelay
 		var out, errb limitedBuffer
 		out.limit, errb.limit = maxToolOutput, 64<<10
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(in), &out, &errb
