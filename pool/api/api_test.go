@@ -15,6 +15,7 @@ import (
 )
 
 func TestExecuteKeepsStateAndLists(t *testing.T) {
+	ctx := testCtx(t)
 	d := startDaemon(t, daemonOpts{})
 	first := d.exec(t, "alice", "x = 1")
 	if first.Status != pool.StatusSuccess || first.Kernel.Reused {
@@ -27,7 +28,7 @@ func TestExecuteKeepsStateAndLists(t *testing.T) {
 	if second.Kernel.ID != first.Kernel.ID {
 		t.Fatalf("kernel changed: %s then %s", first.Kernel.ID, second.Kernel.ID)
 	}
-	kernels, err := d.client.List(context.Background())
+	kernels, err := d.client.List(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +47,7 @@ func TestCellErrorIsAResult(t *testing.T) {
 
 func TestKillAndShutdownOwner(t *testing.T) {
 	d := startDaemon(t, daemonOpts{})
-	ctx := context.Background()
+	ctx := testCtx(t)
 	a := d.exec(t, "a", "1")
 	b := d.exec(t, "b", "1")
 	c := d.exec(t, "c", "1")
@@ -91,9 +92,10 @@ func TestKillAndShutdownOwner(t *testing.T) {
 }
 
 func TestHealth(t *testing.T) {
+	ctx := testCtx(t)
 	d := startDaemon(t, daemonOpts{server: func(c *api.ServerConfig) { c.Isolation = "test-isolation" }})
 	d.exec(t, "", "1")
-	h, err := d.client.Health(context.Background())
+	h, err := d.client.Health(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,28 +108,30 @@ func TestHealth(t *testing.T) {
 }
 
 func TestDrainingRefusesNewCells(t *testing.T) {
+	ctx := testCtx(t)
 	d := startDaemon(t, daemonOpts{})
 	d.server.SetDraining()
-	_, err := d.client.Execute(context.Background(), pool.Request{Code: "1"})
+	_, err := d.client.Execute(ctx, pool.Request{Code: "1"})
 	var apiErr *api.APIError
 	if !errors.Is(err, pool.ErrClosed) || !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("Execute while draining = %v, want 503 closed", err)
 	}
-	h, err := d.client.Health(context.Background())
+	h, err := d.client.Health(ctx)
 	if err != nil || h.Status != "draining" {
 		t.Fatalf("health while draining = %+v, %v", h, err)
 	}
-	if _, err := d.client.List(context.Background()); err != nil {
+	if _, err := d.client.List(ctx); err != nil {
 		t.Fatalf("List while draining: %v", err)
 	}
 }
 
 func TestClosedPoolIs503(t *testing.T) {
+	ctx := testCtx(t)
 	d := startDaemon(t, daemonOpts{})
-	if err := d.pool.Close(context.Background()); err != nil {
+	if err := d.pool.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	_, err := d.client.Execute(context.Background(), pool.Request{Code: "1"})
+	_, err := d.client.Execute(ctx, pool.Request{Code: "1"})
 	if !errors.Is(err, pool.ErrClosed) {
 		t.Fatalf("Execute on a closed pool = %v, want pool.ErrClosed", err)
 	}
@@ -135,15 +139,16 @@ func TestClosedPoolIs503(t *testing.T) {
 
 func TestCapacityIs503WithRetryAfter(t *testing.T) {
 	d := startDaemon(t, daemonOpts{pool: func(c *pool.Config) { c.MaxKernels = 1 }})
-	ctx, cancel := context.WithCancel(context.Background())
+	bound := testCtx(t)
+	ctx, cancel := context.WithCancel(bound)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		_, _ = d.client.Execute(ctx, pool.Request{Owner: "busy", Code: "import time; time.sleep(30)"})
 	}()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() { cancel(); recv(t, "the busy cell's Execute to return once canceled", done) })
 	waitFor(t, "the busy kernel", func() bool {
-		ks, _ := d.client.List(context.Background())
+		ks, _ := d.client.List(bound)
 		return len(ks) == 1 && ks[0].Busy
 	})
 	status, hdr, body := d.raw(t, http.MethodPost, "/v1/execute", `{"owner":"other","code":"1"}`)
@@ -155,7 +160,8 @@ func TestCapacityIs503WithRetryAfter(t *testing.T) {
 func TestClientDisconnectKillsKernel(t *testing.T) {
 	d := startDaemon(t, daemonOpts{})
 	warm := d.exec(t, "gone", "import os; print(os.getpid())")
-	ctx, cancel := context.WithCancel(context.Background())
+	bound := testCtx(t)
+	ctx, cancel := context.WithCancel(bound)
 	errc := make(chan error, 1)
 	go func() {
 		_, err := d.client.Execute(ctx, pool.Request{Owner: "gone", Code: "import time; time.sleep(60)"})
@@ -163,7 +169,7 @@ func TestClientDisconnectKillsKernel(t *testing.T) {
 	}()
 	var pid int
 	waitFor(t, "the cell to run", func() bool {
-		ks, _ := d.client.List(context.Background())
+		ks, _ := d.client.List(bound)
 		if len(ks) == 1 && ks[0].Busy {
 			pid = ks[0].Pid
 			return true
@@ -171,11 +177,11 @@ func TestClientDisconnectKillsKernel(t *testing.T) {
 		return false
 	})
 	cancel()
-	if err := <-errc; !errors.Is(err, context.Canceled) {
+	if err := recv(t, "the canceled Execute to return", errc); !errors.Is(err, context.Canceled) {
 		t.Fatalf("canceled Execute = %v, want context.Canceled", err)
 	}
 	waitFor(t, "the kernel to be torn down", func() bool {
-		ks, _ := d.client.List(context.Background())
+		ks, _ := d.client.List(bound)
 		return len(ks) == 0
 	})
 	// waitFor fails the test if the pid outlives its 10 s bound.
@@ -186,29 +192,32 @@ func TestClientDisconnectKillsKernel(t *testing.T) {
 }
 
 func TestClientWithoutDaemon(t *testing.T) {
+	ctx := testCtx(t)
 	c := api.NewClient(shortTempDir(t) + "/absent.sock")
 	defer c.CloseIdleConnections()
-	_, err := c.Execute(context.Background(), pool.Request{Code: "1"})
+	_, err := c.Execute(ctx, pool.Request{Code: "1"})
 	if !errors.Is(err, api.ErrUnavailable) {
 		t.Fatalf("Execute without daemon = %v, want ErrUnavailable", err)
 	}
 }
 
 func TestOwnerNamesAreEscaped(t *testing.T) {
+	ctx := testCtx(t)
 	d := startDaemon(t, daemonOpts{})
 	owner := "team/a b?#%"
 	res := d.exec(t, owner, "1")
-	ks, err := d.client.List(context.Background())
+	ks, err := d.client.List(ctx)
 	if err != nil || len(ks) != 1 || ks[0].Owner != owner {
 		t.Fatalf("List = %+v, %v; want one kernel of %q", ks, err, owner)
 	}
-	n, err := d.client.ShutdownOwner(context.Background(), owner)
+	n, err := d.client.ShutdownOwner(ctx, owner)
 	if err != nil || n != 1 {
 		t.Fatalf("ShutdownOwner(%q) = %d, %v; want 1 (kernel %s)", owner, n, err, res.Kernel.ID)
 	}
 }
 
 func TestCheckAccessVetsRequestPaths(t *testing.T) {
+	ctx := testCtx(t)
 	var calls []string
 	check := func(interp, cwd string) error {
 		calls = append(calls, interp+"|"+cwd)
@@ -219,12 +228,12 @@ func TestCheckAccessVetsRequestPaths(t *testing.T) {
 	}
 	d := startDaemon(t, daemonOpts{server: func(c *api.ServerConfig) { c.CheckAccess = check }})
 	d.exec(t, "", "1") // defaults only: not checked
-	_, err := d.client.Execute(context.Background(), pool.Request{Cwd: "/root", Code: "1"})
+	_, err := d.client.Execute(ctx, pool.Request{Cwd: "/root", Code: "1"})
 	var apiErr *api.APIError
 	if !errors.Is(err, pool.ErrBadRequest) || !errors.As(err, &apiErr) || !strings.Contains(apiErr.Message, "/root") {
 		t.Fatalf("unusable cwd = %v, want a 400 naming it", err)
 	}
-	if res, err := d.client.Execute(context.Background(), pool.Request{Cwd: "/", Code: "import os; print(os.getcwd())"}); err != nil || res.Output != "/\n" {
+	if res, err := d.client.Execute(ctx, pool.Request{Cwd: "/", Code: "import os; print(os.getcwd())"}); err != nil || res.Output != "/\n" {
 		t.Fatalf("usable cwd = %+v, %v", res, err)
 	}
 	if want := []string{"|/root", "|/"}; strings.Join(calls, ",") != strings.Join(want, ",") {

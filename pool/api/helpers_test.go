@@ -85,7 +85,7 @@ func startDaemon(tb testing.TB, o daemonOpts) *daemon {
 	}
 	ln, err := api.Listen(d.socket, nil)
 	if err != nil {
-		_ = p.Close(context.Background())
+		_ = p.Close(testCtx(tb))
 		tb.Fatalf("Listen: %v", err)
 	}
 	d.pool, d.server = p, api.NewServer(p, scfg)
@@ -109,7 +109,7 @@ func startDaemon(tb testing.TB, o daemonOpts) *daemon {
 			tb.Errorf("HTTP shutdown: %v (a handler did not return)", err)
 			_ = srv.Close()
 		}
-		<-served
+		recv(tb, "the HTTP server's Serve to return", served)
 	})
 	return d
 }
@@ -118,7 +118,7 @@ func startDaemon(tb testing.TB, o daemonOpts) *daemon {
 // the decoded error body (if any).
 func (d *daemon) raw(tb testing.TB, method, path, body string) (int, http.Header, api.ErrorBody) {
 	tb.Helper()
-	c := &http.Client{Transport: &http.Transport{
+	c := &http.Client{Timeout: hangBound, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", d.socket)
 		},
@@ -153,7 +153,7 @@ func (d *daemon) raw(tb testing.TB, method, path, body string) (int, http.Header
 // exec runs code for owner and fails the test on an API error.
 func (d *daemon) exec(tb testing.TB, owner, code string) *pool.Result {
 	tb.Helper()
-	res, err := d.client.Execute(context.Background(), pool.Request{Owner: owner, Code: code})
+	res, err := d.client.Execute(testCtx(tb), pool.Request{Owner: owner, Code: code})
 	if err != nil {
 		tb.Fatalf("Execute(%q): %v", code, err)
 	}
@@ -164,6 +164,41 @@ func (d *daemon) exec(tb testing.TB, owner, code string) *pool.Result {
 func pidGone(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return errors.Is(err, syscall.ESRCH)
+}
+
+// hangBound bounds every wait of a test, so that a hang fails the test
+// with a message naming the wait instead of stalling the binary until
+// -test.timeout with a goroutine dump. It detects hangs only, it asserts no
+// speed: a healthy wait here takes milliseconds even on loaded cores.
+const hangBound = 60 * time.Second
+
+// testCtx returns a context that ends hangBound from now; the test fails
+// with a clear message if any wait under it ran into that bound.
+func testCtx(tb testing.TB) context.Context {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), hangBound)
+	tb.Cleanup(func() {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			tb.Errorf("a wait of this test ran into the %s hang bound: what it waited for never came", hangBound)
+		}
+		cancel()
+	})
+	return ctx
+}
+
+// recv receives one value from ch, failing the test if none comes within
+// hangBound.
+func recv[T any](tb testing.TB, what string, ch <-chan T) T {
+	tb.Helper()
+	timer := time.NewTimer(hangBound)
+	defer timer.Stop()
+	select {
+	case v := <-ch:
+		return v
+	case <-timer.C:
+		tb.Fatalf("hang: waited %s for %s", hangBound, what)
+		panic("unreachable")
+	}
 }
 
 // waitFor polls cond (tests only; the product never polls) up to 10 s.

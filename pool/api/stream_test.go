@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,6 +16,7 @@ import (
 )
 
 func TestStreamToolCallRoundTrip(t *testing.T) {
+	ctx := testCtx(t)
 	d := startDaemon(t, daemonOpts{})
 	var seen atomic.Int32
 	h := pool.ToolHandlerFunc(func(_ context.Context, call pool.ToolCall) (string, error) {
@@ -37,7 +37,7 @@ try:
 except t.ToolError as e:
     print("error:", e)
 `
-	res, err := d.client.ExecuteStream(context.Background(), pool.Request{Tools: []string{"echo", "fail"}, Code: code}, h)
+	res, err := d.client.ExecuteStream(ctx, pool.Request{Tools: []string{"echo", "fail"}, Code: code}, h)
 	if err != nil {
 		t.Fatalf("ExecuteStream: %v", err)
 	}
@@ -47,25 +47,27 @@ except t.ToolError as e:
 	if res.ToolCallsMade != 2 || seen.Load() != 2 {
 		t.Fatalf("tool_calls_made %d, handler saw %d; want 2", res.ToolCallsMade, seen.Load())
 	}
-	if h, _ := d.client.Health(context.Background()); h.PendingToolCalls != 0 {
+	if h, _ := d.client.Health(ctx); h.PendingToolCalls != 0 {
 		t.Fatalf("pending tool calls after the cell: %d", h.PendingToolCalls)
 	}
 }
 
 func TestStreamWithoutToolCallsAndErrors(t *testing.T) {
+	ctx := testCtx(t)
 	d := startDaemon(t, daemonOpts{})
-	res, err := d.client.ExecuteStream(context.Background(), pool.Request{Code: "print(6*7)"}, nil)
+	res, err := d.client.ExecuteStream(ctx, pool.Request{Code: "print(6*7)"}, nil)
 	if err != nil || res.Output != "42\n" {
 		t.Fatalf("stream without tools = %+v, %v", res, err)
 	}
 	// A pool error before any event keeps its HTTP status.
-	_, err = d.client.ExecuteStream(context.Background(), pool.Request{Code: "1", Interpreter: "rel/python"}, nil)
+	_, err = d.client.ExecuteStream(ctx, pool.Request{Code: "1", Interpreter: "rel/python"}, nil)
 	if !errors.Is(err, pool.ErrBadRequest) {
 		t.Fatalf("bad stream request = %v, want pool.ErrBadRequest", err)
 	}
 }
 
 func TestToolCallsNeedStreaming(t *testing.T) {
+	ctx := testCtx(t)
 	d := startDaemon(t, daemonOpts{})
 	code := `import kernpool_tools as t
 try:
@@ -73,7 +75,7 @@ try:
 except t.ToolError as e:
     print(e)
 `
-	res, err := d.client.Execute(context.Background(), pool.Request{Tools: []string{"echo"}, Code: code})
+	res, err := d.client.Execute(ctx, pool.Request{Tools: []string{"echo"}, Code: code})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,6 +85,7 @@ except t.ToolError as e:
 }
 
 func TestToolCallTimeout(t *testing.T) {
+	ctx := testCtx(t)
 	d := startDaemon(t, daemonOpts{server: func(c *api.ServerConfig) { c.ToolCallTimeout = 200 * time.Millisecond }})
 	h := pool.ToolHandlerFunc(func(ctx context.Context, _ pool.ToolCall) (string, error) {
 		<-ctx.Done() // never answers in time
@@ -94,7 +97,7 @@ try:
 except t.ToolError as e:
     print(e)
 `
-	res, err := d.client.ExecuteStream(context.Background(), pool.Request{Tools: []string{"slow"}, Code: code}, h)
+	res, err := d.client.ExecuteStream(ctx, pool.Request{Tools: []string{"slow"}, Code: code}, h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,27 +107,36 @@ except t.ToolError as e:
 }
 
 func TestToolAnswerByRawClient(t *testing.T) {
+	ctx := testCtx(t)
 	d := startDaemon(t, daemonOpts{})
 	// A hand-written client: answer the call through AnswerToolCall, then
 	// check that a second answer to the same id is refused.
-	answered := make(chan string, 1)
-	h := pool.ToolHandlerFunc(func(ctx context.Context, call pool.ToolCall) (string, error) {
+	type manual struct {
+		id  string
+		err error
+	}
+	answered := make(chan manual, 1)
+	h := pool.ToolHandlerFunc(func(hctx context.Context, call pool.ToolCall) (string, error) {
+		// Post on the test's ctx, not hctx: the answer ends the cell, and the
+		// client cancels hctx as soon as the result event arrives, which may
+		// be before this POST's own response is read.
 		result := "manual"
-		if err := d.client.AnswerToolCall(ctx, call.ID, api.ToolAnswer{Result: &result}); err != nil {
-			return "", fmt.Errorf("manual answer: %w", err)
-		}
-		answered <- call.ID
-		<-ctx.Done() // the automatic answer of the client must now be refused
-		return "", ctx.Err()
+		err := d.client.AnswerToolCall(ctx, call.ID, api.ToolAnswer{Result: &result})
+		answered <- manual{call.ID, err}
+		<-hctx.Done() // the cell's end; the manual answer alone decides the call
+		return "", hctx.Err()
 	})
-	res, err := d.client.ExecuteStream(context.Background(), pool.Request{Tools: []string{"echo"},
+	res, err := d.client.ExecuteStream(ctx, pool.Request{Tools: []string{"echo"},
 		Code: "import kernpool_tools as t\nprint(t.echo())"}, h)
 	if err != nil || res.Output != "manual\n" {
 		t.Fatalf("result %+v, %v", res, err)
 	}
-	id := <-answered
+	m := recv(t, "the handler's manual answer", answered)
+	if m.err != nil {
+		t.Fatalf("manual answer: %v", m.err)
+	}
 	again := "late"
-	err = d.client.AnswerToolCall(context.Background(), id, api.ToolAnswer{Result: &again})
+	err = d.client.AnswerToolCall(ctx, m.id, api.ToolAnswer{Result: &again})
 	if !errors.Is(err, pool.ErrNotFound) {
 		t.Fatalf("second answer = %v, want not found", err)
 	}
