@@ -101,7 +101,13 @@ func teardowns() []teardown {
 			if err := want("success")(res, err); err != nil {
 				return err
 			}
-			return d.API().Kill(context.Background(), res.Kernel.ID)
+			err = d.API().Kill(context.Background(), res.Kernel.ID)
+			// Under a cap of 4 with 4 workers (and a 2 s idle timeout) the
+			// kernel may be evicted or reaped first: gone is what we want.
+			if ae, ok := err.(*APIError); ok && ae.Status == 404 {
+				return nil
+			}
+			return err
 		}},
 		{"lru_eviction", func(d *Daemon, o string) error { return want("success")(exec1(d, o, "print(1)", "30s", false)) }},
 		{"idle_reap", func(d *Daemon, o string) error { return want("success")(exec1(d, o, "y = 2", "30s", false)) }},

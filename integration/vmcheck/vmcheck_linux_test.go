@@ -91,15 +91,29 @@ func keyed(t *testing.T, path, key string) int64 {
 	return -1
 }
 
-// pool makes the delegation layout kernpool needs inside the caller's own
-// group, as under systemd Delegate=yes: the caller's group holds the caller,
-// so it first moves itself into a "supervisor" leaf, then enables the
-// controllers for its children and creates a pool parent beside the leaf.
-// Cleanup kills the pool tree, undoes all of it and removes what it made.
+// pool returns a marked pool parent with the memory and pids controllers
+// enabled, removed (after a cgroup.kill) at cleanup. When this process is
+// alone in its group (the VM runner's delegated service group) it builds the
+// layout kernpool needs under systemd Delegate=yes: it moves itself into a
+// "supervisor" leaf, enables the controllers for its children and creates
+// the pool beside the leaf. When others share its group (an ssh session
+// under Vagrant) it creates the pool under the root group instead.
 func pool(t *testing.T) string {
 	t.Helper()
 	own := ownGroup(t)
 	tag := fmt.Sprintf("%s-%d", marker, os.Getpid())
+	if procsOf(own) != strconv.Itoa(os.Getpid()) {
+		parent := filepath.Join(cgRoot, tag+"-pool")
+		if err := os.Mkdir(parent, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = os.WriteFile(filepath.Join(parent, "cgroup.kill"), []byte("1"), 0o644)
+			removeTree(t, parent)
+		})
+		write(t, filepath.Join(parent, "cgroup.subtree_control"), "+memory +pids")
+		return parent
+	}
 	sup := filepath.Join(own, tag+"-supervisor")
 	parent := filepath.Join(own, tag+"-pool")
 	if err := os.Mkdir(sup, 0o755); err != nil {
