@@ -70,7 +70,7 @@ func TestExceptionKeepsKernel(t *testing.T) {
 	if res.ExitCode != 1 || !strings.Contains(res.Error, "ZeroDivisionError") {
 		t.Fatalf("exception result = %+v", res)
 	}
-	if !strings.HasPrefix(res.Output, "before\n"+stderrSeparator+"warn\n") || !strings.HasSuffix(res.Output, res.Error) {
+	if !strings.HasPrefix(res.Output, "before\n"+StderrSeparator+"warn\n") || !strings.HasSuffix(res.Output, res.Error) {
 		t.Fatalf("output = %q, want stdout + separator + stderr + traceback", res.Output)
 	}
 	again := run(t, p, Request{Code: "print(keep)"})
@@ -83,7 +83,7 @@ func TestStderrOnlyCell(t *testing.T) {
 	p := newTestPool(t)
 	res := run(t, p, Request{Code: "import sys; print('out'); print('err', file=sys.stderr)"})
 	wantStatus(t, res, StatusSuccess)
-	if res.Output != "out\n"+stderrSeparator+"err\n" {
+	if res.Output != "out\n"+StderrSeparator+"err\n" {
 		t.Fatalf("output = %q", res.Output)
 	}
 }
