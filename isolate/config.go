@@ -38,6 +38,10 @@ type Config struct {
 	// hashed into the range, next free on collision) instead of one uid
 	// per live kernel.
 	PerOwnerUID bool
+	// UIDLockDir holds one lock file per leased kernel uid, shared by every
+	// kernpool daemon on the host so that no two leases of one uid ever
+	// overlap (default DefaultUIDLockDir).
+	UIDLockDir string
 	// RunAsUser runs kernels as uids from UIDRange; needs root.
 	// DefaultConfig sets it when the daemon is root.
 	RunAsUser bool
@@ -85,6 +89,9 @@ type Rlimit struct {
 	// Soft and Hard are the limits.
 	Soft, Hard uint64
 }
+
+// DefaultUIDLockDir is where daemons lock the kernel uids they lease.
+const DefaultUIDLockDir = "/run/kernpool/uids"
 
 // DefaultConfig is the recommended configuration: cgroups on, a default
 // profile of 1 GiB / 512 pids / no CPU cap, uids 60000-60999 when root, no

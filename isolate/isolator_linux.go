@@ -96,7 +96,14 @@ func (i *Isolator) setupUIDs(root bool) error {
 	if hits := rangeEntries(first, last); len(hits) > 0 {
 		return fmt.Errorf("%w: uid range %d-%d overlaps %s: choose a range with no users or groups", ErrBadConfig, first, last, strings.Join(hits, ", "))
 	}
-	i.uids = newUIDPool(first, last, i.cfg.PerOwnerUID, nil)
+	lockDir := i.cfg.UIDLockDir
+	if lockDir == "" {
+		lockDir = DefaultUIDLockDir
+	}
+	if err := os.MkdirAll(lockDir, 0o700); err != nil {
+		return fmt.Errorf("uid lock dir: %w", err)
+	}
+	i.uids = newUIDPool(first, last, i.cfg.PerOwnerUID, lockDir, nil)
 	i.report.RunAsUser, i.report.UIDFirst, i.report.UIDLast, i.report.PerOwnerUID = true, first, last, i.cfg.PerOwnerUID
 	return nil
 }

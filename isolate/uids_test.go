@@ -6,7 +6,7 @@ import (
 )
 
 func TestUIDPoolPerKernel(t *testing.T) {
-	p := newUIDPool(100, 102, false, map[int]bool{101: true})
+	p := newUIDPool(100, 102, false, "", map[int]bool{101: true})
 	a, err := p.acquire("alice")
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +29,7 @@ func TestUIDPoolPerKernel(t *testing.T) {
 }
 
 func TestUIDPoolPerOwner(t *testing.T) {
-	p := newUIDPool(60000, 60009, true, nil)
+	p := newUIDPool(60000, 60009, true, "", nil)
 	a1, _ := p.acquire("alice")
 	a2, _ := p.acquire("alice")
 	b1, _ := p.acquire("bob")
@@ -56,10 +56,42 @@ func TestUIDPoolPerOwner(t *testing.T) {
 }
 
 func TestUIDPoolTaint(t *testing.T) {
-	p := newUIDPool(1, 1, false, nil)
+	p := newUIDPool(1, 1, false, "", nil)
 	u, _ := p.acquire("x")
 	p.taint(u)
 	if _, err := p.acquire("x"); !errors.Is(err, ErrNoUID) {
 		t.Fatalf("tainted uid reused: %v", err)
+	}
+}
+
+// Two pools sharing a lock dir (two daemons with one range) never lease
+// the same uid; a released uid becomes available to the other.
+func TestUIDLeasesAreExclusiveAcrossPools(t *testing.T) {
+	dir := t.TempDir()
+	a := newUIDPool(100, 101, false, dir, nil)
+	b := newUIDPool(100, 101, false, dir, nil)
+	ua, err := a.acquire("x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ub, err := b.acquire("y")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ua == ub {
+		t.Fatalf("both pools leased uid %d", ua)
+	}
+	if _, err := b.acquire("z"); !errors.Is(err, ErrNoUID) {
+		t.Fatalf("third lease of a 2-uid range: err = %v, want ErrNoUID", err)
+	}
+	a.release(ua)
+	got, err := b.acquire("z")
+	if err != nil || got != ua {
+		t.Fatalf("after release: uid %d, err %v; want %d", got, err, ua)
+	}
+	// A retired (tainted) uid stays locked: its processes may linger.
+	b.taint(got)
+	if u, err := a.acquire("w"); err == nil {
+		t.Fatalf("a pool leased uid %d while every uid is leased or retired elsewhere", u)
 	}
 }
