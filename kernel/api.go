@@ -115,9 +115,13 @@ type Sandbox interface {
 }
 
 // Environment variables the runner reads and deletes from os.environ
-// before the first cell, so no cell can see them.
+// before the first cell, so no cell can see them. The two secrets are the
+// exception: EnvSentinel and EnvRPCToken never reach the child's
+// environment (which /proc/self/environ would keep showing); Start strips
+// them from Spec.Env and Setup's env and sends them on the request pipe as
+// the runner's bootstrap line.
 const (
-	// EnvSentinel is the per-kernel frame sentinel.
+	// EnvSentinel names the per-kernel frame sentinel (bootstrap line only).
 	EnvSentinel = "KERNPOOL_SENTINEL"
 	// EnvCgroupProcs lists cgroup.procs files (os.PathListSeparator-separated)
 	// the runner writes "0" into before anything else: race-free placement
@@ -132,7 +136,8 @@ const (
 	EnvNoNewPrivs = "KERNPOOL_NO_NEW_PRIVS"
 	// EnvRPCEndpoint and EnvRPCToken reach kernpool_tools through the
 	// runner's private module _kernpool_runtime (attributes rpc_endpoint,
-	// rpc_token), never through os.environ.
+	// rpc_token), never through os.environ; the token travels on the
+	// bootstrap line.
 	EnvRPCEndpoint = "KERNPOOL_RPC_ENDPOINT"
 	EnvRPCToken    = "KERNPOOL_RPC_TOKEN"
 	// EnvKernelID names the kernel to its cells (it stays in os.environ).

@@ -11,7 +11,8 @@
 //	stdout: "\n" SENTINEL " " <len(body)> "\n" <body>
 //
 // body is a compact UTF-8 JSON object (see wireReply). The per-kernel random
-// SENTINEL never reaches cells (the runner deletes it from os.environ), so a
+// SENTINEL never reaches cells (it comes on the request pipe, never in the
+// environment, and stays in the runner's locals), so a
 // cell cannot forge frames by accident. Bytes outside frames are fd-level
 // output (a subprocess's): they belong to the running cell and are dropped
 // between cells. A marker not followed by "<digits>\n" is output. A frame

@@ -23,12 +23,16 @@ func TestRunnerOnlyEnvInvisible(t *testing.T) {
 		"print(rt.rpc_token, os.path.basename(rt.rpc_endpoint), rt.kernel_id == os.environ['KERNPOOL_KERNEL_ID'])\n"+
 		"print(kernpool_tools.VALUE, os.environ['PYTHONPATH'], os.environ['KEEP_ME'])\n"+
 		"print(resource.getrlimit(resource.RLIMIT_NOFILE), resource.getrlimit(resource.RLIMIT_CORE))\n"+
-		"print([l.split()[1] for l in open('/proc/self/status') if l.startswith('NoNewPrivs')])")
+		"print([l.split()[1] for l in open('/proc/self/status') if l.startswith('NoNewPrivs')])\n"+
+		// The exec-time environment block outlives os.environ edits.
+		"raw = open('/proc/self/environ', 'rb').read()\n"+
+		"print(b'tok-secret' in raw, b'KERNPOOL_SENTINEL' in raw, b'KERNPOOL_RPC_TOKEN' in raw)")
 	want := "['KERNPOOL_KERNEL_ID']\n" +
 		"tok-secret rpc.sock True\n" +
 		"tools " + k.StagingDir() + ":/opt/extra 1\n" +
 		"(512, 512) (0, 0)\n" +
-		"['1']\n"
+		"['1']\n" +
+		"False False False\n"
 	if r.Stdout != want {
 		t.Fatalf("stdout:\n%s\nwant:\n%s", r.Stdout, want)
 	}

@@ -101,18 +101,33 @@ def _start():
         _apply_rlimits(rlimits)
     if env.get("KERNPOOL_NO_NEW_PRIVS", "") == "1":
         _no_new_privs()
-    sentinel = env.get("KERNPOOL_SENTINEL", "")
-    if not sentinel:
-        _die(124, "KERNPOOL_SENTINEL is not set")
+    # The secrets come on the request pipe, never in the environment (which
+    # /proc/self/environ would keep showing after os.environ forgets it).
+    sentinel, token, pending = _read_bootstrap(protocol_in)
     runtime = type(sys)("_kernpool_runtime")
     runtime.rpc_endpoint = env.get("KERNPOOL_RPC_ENDPOINT", "")
-    runtime.rpc_token = env.get("KERNPOOL_RPC_TOKEN", "")
+    runtime.rpc_token = token
     runtime.kernel_id = env.get("KERNPOOL_KERNEL_ID", "")
     sys.modules["_kernpool_runtime"] = runtime
     kill_path = env.get("KERNPOOL_CGROUP_KILL", "")
     for name in _RUNNER_ONLY:
         env.pop(name, None)
-    return sentinel.encode("utf-8"), kill_path, protocol_fds
+    return sentinel.encode("utf-8"), kill_path, protocol_fds, pending
+
+
+def _read_bootstrap(fd):
+    """Read "KERNPOOL1 <sentinel> <token or ->" and what came after it."""
+    buf = b""
+    while b"\n" not in buf:
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            _die(124, "the host sent no bootstrap line")
+        buf += chunk
+    line, _, pending = buf.partition(b"\n")
+    parts = line.decode("ascii", "replace").split(" ")
+    if len(parts) != 3 or parts[0] != "KERNPOOL1" or not parts[1]:
+        _die(124, "malformed bootstrap line")
+    return parts[1], ("" if parts[2] == "-" else parts[2]), pending
 
 
 def _host_gone(kill_path):
@@ -165,15 +180,17 @@ def _start_watchdog(kill_path):
         os._exit(0)
 
 
-def _stdin_reader(fd, put, kill_path):
-    # Reads the protocol fd directly; fd 0 is /dev/null for cells.
-    buf = bytearray()
+def _stdin_reader(fd, put, kill_path, pending=b""):
+    # Reads the protocol fd directly; fd 0 is /dev/null for cells. pending
+    # holds what arrived with the bootstrap line.
+    buf = bytearray(pending)
     try:
         while True:
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                break
-            buf += chunk
+            if not buf or buf.find(b"\n") < 0:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    break
+                buf += chunk
             start = 0
             while True:
                 nl = buf.find(b"\n", start)
@@ -386,11 +403,11 @@ def _write_all(fd, data):
 
 
 def main():
-    sentinel, kill_path, (protocol_in, frame_fd, mark_fd) = _start()
+    sentinel, kill_path, (protocol_in, frame_fd, mark_fd), pending = _start()
     _start_watchdog(kill_path)
     from _queue import SimpleQueue
     requests = SimpleQueue()
-    _thread.start_new_thread(_stdin_reader, (protocol_in, requests.put, kill_path))
+    _thread.start_new_thread(_stdin_reader, (protocol_in, requests.put, kill_path, pending))
     runner = _Runner(sentinel, frame_fd, mark_fd)
     while True:
         line = requests.get().strip()

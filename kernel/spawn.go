@@ -32,7 +32,12 @@ func (k *Kernel) spawn(spec *Spec) (err error) {
 		}
 	}
 	cmd := exec.Command(spec.Interpreter, filepath.Join(k.staging, runnerFile))
-	cmd.Env = childEnv(spec.Env, setupEnv, k.id, k.staging, k.sentinel)
+	var token string
+	cmd.Env, token = childEnv(spec.Env, setupEnv, k.id, k.staging)
+	boot, err := bootstrapLine(k.sentinel, token)
+	if err != nil {
+		return err
+	}
 	cmd.Dir = spec.Cwd
 	if cmd.Dir == "" {
 		cmd.Dir = k.staging
@@ -42,6 +47,12 @@ func (k *Kernel) spawn(spec *Spec) (err error) {
 		return err
 	}
 	defer closeAll(child) // the child holds its own copies once started
+	// Written before the start: far below the pipe's buffer, so it cannot
+	// block, and it is the first line the runner reads.
+	if _, err := k.stdin.Write(boot); err != nil {
+		k.closePipes()
+		return fmt.Errorf("bootstrap: %w", err)
+	}
 	if err := k.sb.Prepare(cmd, k.staging); err != nil {
 		k.closePipes()
 		return fmt.Errorf("sandbox prepare: %w", err)

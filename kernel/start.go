@@ -167,10 +167,13 @@ func writeFile(path string, data []byte) error {
 }
 
 // childEnv is spec.Env plus the setup's entries and the kernel's own
-// variables, which replace any same-named entry.
-func childEnv(env, setupEnv []string, id, staging, sentinel string) []string {
+// variables, which replace any same-named entry. The secrets (the sentinel
+// and the RPC token) never enter it: an environment stays readable in
+// /proc/<pid>/environ after the runner deletes it from os.environ, so they
+// travel on the request pipe instead (bootstrapLine); token is the RPC
+// token found in env or setupEnv.
+func childEnv(env, setupEnv []string, id, staging string) (out []string, token string) {
 	own := map[string]string{
-		EnvSentinel:               sentinel,
 		EnvKernelID:               id,
 		"TMPDIR":                  filepath.Join(staging, "tmp"),
 		"TMP":                     filepath.Join(staging, "tmp"),
@@ -180,9 +183,16 @@ func childEnv(env, setupEnv []string, id, staging, sentinel string) []string {
 		"PYTHONUTF8":              "1",
 		"PYTHONPATH":              staging,
 	}
-	out := make([]string, 0, len(env)+len(setupEnv)+len(own))
+	out = make([]string, 0, len(env)+len(setupEnv)+len(own))
 	for _, kv := range append(append([]string(nil), env...), setupEnv...) {
 		name, value, _ := strings.Cut(kv, "=")
+		switch name {
+		case EnvRPCToken:
+			token = value
+			continue
+		case EnvSentinel:
+			continue
+		}
 		if name == "PYTHONPATH" && value != "" {
 			own[name] = staging + string(os.PathListSeparator) + value
 			continue
@@ -199,5 +209,20 @@ func childEnv(env, setupEnv []string, id, staging, sentinel string) []string {
 	for _, name := range names {
 		out = append(out, name+"="+own[name])
 	}
-	return out
+	return out, token
+}
+
+// bootstrapLine is the first line on the request pipe, read by the runner
+// before any user code: "KERNPOOL1 <sentinel> <token or ->". Both values
+// are URL-safe base64 (plus the sentinel's @@ and -), so no quoting.
+func bootstrapLine(sentinel, token string) ([]byte, error) {
+	if token == "" {
+		token = "-"
+	}
+	for _, v := range []string{sentinel, token} {
+		if v == "" || strings.ContainsAny(v, " \t\r\n") {
+			return nil, fmt.Errorf("bootstrap: value %q cannot travel on the bootstrap line", v)
+		}
+	}
+	return []byte("KERNPOOL1 " + sentinel + " " + token + "\n"), nil
 }
