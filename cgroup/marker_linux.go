@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"golang.org/x/sys/unix"
 )
 
@@ -165,4 +167,20 @@ func readKV(path, key string) (int64, bool, error) {
 		}
 	}
 	return 0, false, nil
+}
+
+// sweepOne kills what is left in a leftover kernel group of a marked
+// parent, waits until it is empty, removes it and records it in res.
+func sweepOne(g groupBackend, name string, log hclog.Logger, res *SweepResult) error {
+	n, _ := g.kill()
+	if err := waitEmpty(g, 2*time.Second); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if err := g.remove(); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	log.Info("swept leftover kernel group", "group", name, "killed", n)
+	res.Groups = append(res.Groups, name)
+	res.Killed += n
+	return nil
 }

@@ -219,19 +219,9 @@ func (p *v1Pool) sweep(log hclog.Logger) (SweepResult, error) {
 			errs = append(errs, err)
 			continue
 		}
-		g := p.group(name, cg)
-		n, _ := g.kill()
-		if err := waitEmpty(g, 2*time.Second); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", name, err))
-			continue
+		if err := sweepOne(p.group(name, cg), name, log, &res); err != nil {
+			errs = append(errs, err)
 		}
-		if err := g.remove(); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", name, err))
-			continue
-		}
-		log.Info("swept leftover kernel group", "group", name, "killed", n)
-		res.Groups = append(res.Groups, name)
-		res.Killed += n
 	}
 	return res, errors.Join(errs...)
 }

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/containerd/cgroups/v3/cgroup2"
 	"github.com/hashicorp/go-hclog"
@@ -243,18 +242,9 @@ func (p *v2Pool) sweep(log hclog.Logger) (SweepResult, error) {
 			continue
 		}
 		g := &v2Group{m: m, dir: filepath.Join(p.dir, name), hasKill: p.hasKill}
-		n, _ := g.kill()
-		if err := waitEmpty(g, 2*time.Second); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", name, err))
-			continue
+		if err := sweepOne(g, name, log, &res); err != nil {
+			errs = append(errs, err)
 		}
-		if err := g.remove(); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", name, err))
-			continue
-		}
-		log.Info("swept leftover kernel group", "group", name, "killed", n)
-		res.Groups = append(res.Groups, name)
-		res.Killed += n
 	}
 	return res, errors.Join(errs...)
 }
