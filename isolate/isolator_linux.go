@@ -227,17 +227,6 @@ func (i *Isolator) CheckAccess(interpreter, cwd string) error {
 	return nil
 }
 
-// Report says what isolation kernels get here.
-func (i *Isolator) Report() Report {
-	r := i.report
-	r.Lost = append([]string(nil), r.Lost...)
-	r.Advice = append([]string(nil), r.Advice...)
-	return r
-}
-
-// OOMKills counts kernels the memory limit killed since New.
-func (i *Isolator) OOMKills() int64 { return i.oomKills.Load() }
-
 // Close removes the pool parent group if no kernel group is left in it.
 // Sandboxes already made keep working. Idempotent.
 func (i *Isolator) Close() error {

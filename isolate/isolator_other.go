@@ -85,17 +85,6 @@ func (i *Isolator) CheckAccess(interpreter, cwd string) error {
 	return nil
 }
 
-// Report says what isolation kernels get here.
-func (i *Isolator) Report() Report {
-	r := i.report
-	r.Lost = append([]string(nil), r.Lost...)
-	r.Advice = append([]string(nil), r.Advice...)
-	return r
-}
-
-// OOMKills is always 0 here: no memory controller reports OOM kills.
-func (i *Isolator) OOMKills() int64 { return i.oomKills.Load() }
-
 // Close marks the isolator closed. Idempotent.
 func (i *Isolator) Close() error {
 	i.mu.Lock()

@@ -46,6 +46,18 @@ type Report struct {
 	Advice []string
 }
 
+// Report says what isolation kernels get here.
+func (i *Isolator) Report() Report {
+	r := i.report
+	r.Lost = append([]string(nil), r.Lost...)
+	r.Advice = append([]string(nil), r.Advice...)
+	return r
+}
+
+// OOMKills counts kernels the memory limit killed since New (always 0
+// where no memory controller reports OOM kills).
+func (i *Isolator) OOMKills() int64 { return i.oomKills.Load() }
+
 // String renders the report for `kernpool doctor`.
 func (r Report) String() string {
 	var b strings.Builder
