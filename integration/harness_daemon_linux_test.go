@@ -162,9 +162,10 @@ func baseEnv() []string {
 func (d *Daemon) Pid() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.cmd == nil || d.cmd.ProcessState != nil {
+	if d.cmd == nil {
 		return 0
 	}
+	// done closes after Wait returned; ProcessState is Wait's to write.
 	select {
 	case <-d.done:
 		return 0
