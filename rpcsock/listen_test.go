@@ -41,7 +41,7 @@ func TestSocketModes(t *testing.T) {
 
 func TestListenRefusesBadConfig(t *testing.T) {
 	requireUnixSockets(t)
-	base := t.TempDir()
+	base := testTempDir(t)
 	open := filepath.Join(base, "open")
 	if err := os.Mkdir(open, 0o700); err != nil {
 		t.Fatal(err)
