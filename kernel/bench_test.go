@@ -9,7 +9,7 @@ import (
 // (outside the timer).
 func BenchmarkColdStart(b *testing.B) {
 	requirePython(b)
-	state := b.TempDir()
+	state := testTempDir(b)
 	for i := 0; i < b.N; i++ {
 		spec := Spec{ID: "kbench" + itoa(i), Interpreter: python, StateDir: state, Env: []string{"PATH=/usr/bin:/bin"}}
 		k, err := Start(context.Background(), spec)

@@ -104,7 +104,7 @@ func TestStartRefusesBadSpecs(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			spec := good
-			spec.StateDir = t.TempDir()
+			spec.StateDir = testTempDir(t)
 			c.mutate(&spec)
 			sb := &recordingSandbox{inner: newGroupSandbox()}
 			spec.Sandbox = sb
