@@ -44,7 +44,7 @@ func mixedOutput(size int) string {
 func BenchmarkPipeline1MiB(b *testing.B) {
 	text := mixedOutput(1 << 20)
 	f := NewPipeline(OutputConfig{}).ForKernel(benchSecrets())
-	dir := b.TempDir()
+	dir := testTempDir(b)
 	b.SetBytes(int64(len(text)))
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -24,7 +25,7 @@ func TestTruncationNoticeWording(t *testing.T) {
 
 func TestFinishSmallOutputUntouched(t *testing.T) {
 	f := NewPipeline(OutputConfig{}).ForKernel(nil)
-	out, err := f.Finish("hello\n", "warn\n", t.TempDir(), 1)
+	out, err := f.Finish("hello\n", "warn\n", testTempDir(t), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func TestFinishTruncatesAndSpills(t *testing.T) {
 	}
 	raw := b.String()
 	f := NewPipeline(OutputConfig{}).ForKernel([]string{secret})
-	dir := filepath.Join(t.TempDir(), "spill")
+	dir := filepath.Join(testTempDir(t), "spill")
 	out, err := f.Finish(raw, "", dir, 7)
 	if err != nil {
 		t.Fatal(err)
@@ -89,6 +90,15 @@ func assertMode(t *testing.T, path string, want os.FileMode) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if runtime.GOOS == "windows" {
+		// Windows has ACLs, not permission bits: Go reports 0666/0777 for
+		// everything writable, so only the directory bit means anything.
+		want &= os.ModeDir
+		if fi.Mode()&os.ModeDir != want {
+			t.Errorf("%s mode %v, want dir bit %v", path, fi.Mode(), want)
+		}
+		return
+	}
 	if fi.Mode()&(os.ModePerm|os.ModeDir) != want {
 		t.Errorf("%s mode %v, want %v", path, fi.Mode(), want)
 	}
@@ -96,7 +106,7 @@ func assertMode(t *testing.T, path string, want os.FileMode) {
 
 func TestSpillCap(t *testing.T) {
 	f := NewPipeline(OutputConfig{InlineCap: 100, SpillCap: 1000}).ForKernel(nil)
-	dir := filepath.Join(t.TempDir(), "spill")
+	dir := filepath.Join(testTempDir(t), "spill")
 	out, err := f.Finish(strings.Repeat("é", 2000), "", dir, 1) // 4000 bytes, 2-byte runes
 	if err != nil {
 		t.Fatal(err)
@@ -157,14 +167,15 @@ func TestSpillFailuresLoseNothingElse(t *testing.T) {
 		}
 	})
 	t.Run("missing parent", func(t *testing.T) {
-		out, err := f.Finish(big, "", filepath.Join(t.TempDir(), "nope", "spill"), 1)
+		out, err := f.Finish(big, "", filepath.Join(testTempDir(t), "nope", "spill"), 1)
 		if err != nil || out.SpillPath != "" || !strings.Contains(out.Warning, "could not be saved") {
 			t.Errorf("%+v %v", out.Warning, err)
 		}
 	})
 	t.Run("spill dir is a symlink", func(t *testing.T) {
-		base := t.TempDir()
-		target := t.TempDir()
+		requireRealSymlinks(t)
+		base := testTempDir(t)
+		target := testTempDir(t)
 		if err := os.Symlink(target, filepath.Join(base, "spill")); err != nil {
 			t.Fatal(err)
 		}
@@ -177,11 +188,12 @@ func TestSpillFailuresLoseNothingElse(t *testing.T) {
 		}
 	})
 	t.Run("planted file symlink", func(t *testing.T) {
-		dir := filepath.Join(t.TempDir(), "spill")
+		requireRealSymlinks(t)
+		dir := filepath.Join(testTempDir(t), "spill")
 		if err := os.Mkdir(dir, 0o700); err != nil {
 			t.Fatal(err)
 		}
-		victim := filepath.Join(t.TempDir(), "victim")
+		victim := filepath.Join(testTempDir(t), "victim")
 		if err := os.WriteFile(victim, []byte("keep"), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -197,7 +209,7 @@ func TestSpillFailuresLoseNothingElse(t *testing.T) {
 		}
 	})
 	t.Run("spill dir is a file", func(t *testing.T) {
-		file := filepath.Join(t.TempDir(), "spill")
+		file := filepath.Join(testTempDir(t), "spill")
 		if err := os.WriteFile(file, nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -207,7 +219,7 @@ func TestSpillFailuresLoseNothingElse(t *testing.T) {
 		}
 	})
 	t.Run("negative cell", func(t *testing.T) {
-		out, err := f.Finish(big, "", t.TempDir(), -1)
+		out, err := f.Finish(big, "", testTempDir(t), -1)
 		if !errors.Is(err, ErrInvalidArgument) || !out.StdoutTruncated || len(out.Stdout) == 0 {
 			t.Errorf("%+v %v", out.Warning, err)
 		}

@@ -52,7 +52,7 @@ func runPython(t *testing.T, env []string, code string) string {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, py, "-c", code)
 	cmd.Env = env
-	cmd.Dir = t.TempDir()
+	cmd.Dir = testTempDir(t)
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("python: %v\n%s", err, out)
@@ -114,7 +114,7 @@ func TestPythonOutputMasked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
+	dir := testTempDir(t)
 	var dotenv strings.Builder
 	for _, kv := range daemonEnv() {
 		dotenv.WriteString(kv + "\n")
@@ -175,7 +175,7 @@ func TestPythonEscapedSecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
+	dir := testTempDir(t)
 	file := filepath.Join(dir, "secret.txt")
 	if err := os.WriteFile(file, []byte(secret), 0o600); err != nil {
 		t.Fatal(err)
