@@ -47,7 +47,7 @@ func BenchmarkPoolExecWarmParallel(b *testing.B) {
 func BenchmarkKernelExecWarm(b *testing.B) {
 	requirePython(b)
 	k, err := kernel.Start(b.Context(), kernel.Spec{
-		ID: newKernelID(), Interpreter: python, StateDir: b.TempDir(),
+		ID: newKernelID(), Interpreter: python, StateDir: testTempDir(b),
 		Env: minimalEnv(os.Environ(), runtime.GOOS),
 	})
 	if err != nil {

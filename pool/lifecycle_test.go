@@ -26,7 +26,7 @@ type outcome struct {
 // cell has started inside the kernel.
 func startBlocker(t *testing.T, p *Pool, ctx context.Context, req Request) *blocker {
 	t.Helper()
-	dir := t.TempDir()
+	dir := testTempDir(t)
 	b := &blocker{started: filepath.Join(dir, "started"), release: filepath.Join(dir, "release"), done: make(chan outcome, 1)}
 	req.Code = fmt.Sprintf("import os, time\nprint('partial', flush=True)\nopen(%q, 'w').close()\n"+
 		"while not os.path.exists(%q):\n    time.sleep(0.005)\nprint('released')", b.started, b.release)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -12,7 +13,7 @@ import (
 
 func TestNormalizeRejectsBadRequests(t *testing.T) {
 	requirePython(t)
-	dir := t.TempDir()
+	dir := testTempDir(t)
 	file := filepath.Join(dir, "plain.txt")
 	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
@@ -87,7 +88,11 @@ func TestNormalizeDefaults(t *testing.T) {
 }
 
 func TestConfigDefaultsAndValidation(t *testing.T) {
-	cfg, err := Config{StateDir: "/x"}.withDefaults()
+	stateDir := "/x"
+	if runtime.GOOS == "windows" {
+		stateDir = `C:\x` // "/x" is not absolute there
+	}
+	cfg, err := Config{StateDir: stateDir}.withDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +104,7 @@ func TestConfigDefaultsAndValidation(t *testing.T) {
 	for _, tc := range []struct {
 		idle, want time.Duration
 	}{{60 * time.Second, 30 * time.Second}, {600 * time.Second, 100 * time.Second}, {6 * time.Hour, 300 * time.Second}} {
-		cfg, err := Config{StateDir: "/x", IdleTimeout: tc.idle}.withDefaults()
+		cfg, err := Config{StateDir: stateDir, IdleTimeout: tc.idle}.withDefaults()
 		if err != nil || cfg.ReapInterval != tc.want {
 			t.Errorf("idle %s: reap interval %s, want %s (err %v)", tc.idle, cfg.ReapInterval, tc.want, err)
 		}
@@ -107,9 +112,9 @@ func TestConfigDefaultsAndValidation(t *testing.T) {
 	for name, cfg := range map[string]Config{
 		"no state dir":          {},
 		"relative state dir":    {StateDir: "state"},
-		"relative interpreter":  {StateDir: "/x", DefaultInterpreter: "python3"},
-		"negative idle timeout": {StateDir: "/x", IdleTimeout: -1},
-		"negative max kernels":  {StateDir: "/x", MaxKernels: -1},
+		"relative interpreter":  {StateDir: stateDir, DefaultInterpreter: "python3"},
+		"negative idle timeout": {StateDir: stateDir, IdleTimeout: -1},
+		"negative max kernels":  {StateDir: stateDir, MaxKernels: -1},
 	} {
 		if _, err := New(cfg); !errors.Is(err, ErrBadRequest) {
 			t.Errorf("%s: err = %v, want ErrBadRequest", name, err)

@@ -50,7 +50,7 @@ func TestToolCallsUnderEachCellsAuthority(t *testing.T) {
 			return fmt.Sprintf("%s:%s:%v", tag, c.Tool, args["q"]), nil
 		})
 	}
-	dir := t.TempDir()
+	dir := testTempDir(t)
 	late := filepath.Join(dir, "late.txt")
 	code := fmt.Sprintf(`import kernpool_tools, threading, time
 print(kernpool_tools.search(q="one"))

@@ -137,7 +137,7 @@ func TestSessionsAreIsolated(t *testing.T) {
 		t.Fatalf("bob sees alice's state: %+v", bob)
 	}
 	// Every key part separates kernels.
-	dir := t.TempDir()
+	dir := testTempDir(t)
 	ids := map[string]bool{}
 	for _, req := range []Request{
 		{Owner: "alice"}, {Owner: "alice", Mode: "other"}, {Owner: "alice", Cwd: dir},
