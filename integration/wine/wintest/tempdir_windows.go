@@ -1,6 +1,6 @@
 //go:build windows
 
-package envscrub
+package wintest
 
 import (
 	"os"
@@ -10,18 +10,18 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-// onWine reports whether the test binary runs under Wine rather than a real
+// OnWine reports whether the test binary runs under Wine rather than a real
 // Windows: ntdll exports wine_get_version only there.
-func onWine() bool {
+func OnWine() bool {
 	return windows.NewLazySystemDLL("ntdll.dll").NewProc("wine_get_version").Find() == nil
 }
 
-// testTempDir is t.TempDir, except under Wine, where os.RemoveAll fails
+// TempDir is tb.TempDir, except under Wine, where os.RemoveAll fails
 // ("unlinkat: Invalid function") and t.TempDir's cleanup would fail every
 // test: there the directory is removed entry by entry, which Wine supports.
-func testTempDir(t testing.TB) string {
+func TempDir(t testing.TB) string {
 	t.Helper()
-	if !onWine() {
+	if !OnWine() {
 		return t.TempDir()
 	}
 	dir, err := os.MkdirTemp("", "kernpool-test-")
@@ -60,15 +60,4 @@ func removeTree(path string) error {
 		return err
 	}
 	return nil
-}
-
-// requireRealSymlinks skips under Wine: there the spill went straight
-// through links made by os.Symlink (observed, 2026-11-29), i.e. Wine does not
-// present them to Windows APIs as reparse points; the refusal of a linked
-// spill dir or planted file needs a real Windows runner.
-func requireRealSymlinks(t testing.TB) {
-	t.Helper()
-	if onWine() {
-		t.Skip("Wine does not present os.Symlink links as reparse points; needs a real Windows")
-	}
 }
