@@ -4,6 +4,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 // treeCode forks 49 sleeping children: a 50-process tree.
@@ -20,8 +22,8 @@ time.sleep(300)
 // until the group is empty: cgroup.kill (v2, or the hybrid cgroup2 mount)
 // vs the v1 freezer sequence (freeze, SIGKILL each, thaw).
 func BenchmarkKillTree50(b *testing.B) {
-	requireCgroups(b)
-	requirePython(b)
+	testenv.RequireCgroupMode(b, DetectMode(""), ModeLegacy, ModeHybrid, ModeUnified)
+	testenv.RequirePython(b)
 	m := newTestManager(b)
 	variants := []struct {
 		name    string

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 // TestDelegatedMovesDaemonIntoLeaf plays the systemd Delegate=yes layout:
@@ -13,8 +15,8 @@ import (
 // New moves the process into <own>/supervisor and puts the pool parent and
 // kernel groups beside it.
 func TestDelegatedMovesDaemonIntoLeaf(t *testing.T) {
-	requireCgroup2(t)
-	requirePython(t)
+	testenv.RequireCgroupMode(t, DetectMode(""), ModeUnified)
+	testenv.RequirePython(t)
 	own, err := ownV2Group()
 	if err != nil {
 		t.Fatal(err)

@@ -12,49 +12,11 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-const python = "/usr/bin/python3"
-
-func requireRoot(t testing.TB) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: creates cgroups")
-	}
-}
-
-func requireCgroupV1(t testing.TB) {
-	t.Helper()
-	requireRoot(t)
-	if m := DetectMode(""); m != ModeLegacy && m != ModeHybrid {
-		t.Skipf("needs v1 controller hierarchies; host mode is %s", m)
-	}
-}
-
-func requireCgroup2(t testing.TB) {
-	t.Helper()
-	requireRoot(t)
-	if m := DetectMode(""); m != ModeUnified {
-		t.Skipf("needs unified cgroup v2; host mode is %s", m)
-	}
-}
-
-func requireCgroups(t testing.TB) {
-	t.Helper()
-	requireRoot(t)
-	if DetectMode("") == ModeNone {
-		t.Skip("needs cgroupfs at /sys/fs/cgroup")
-	}
-}
-
-func requirePython(t testing.TB) {
-	t.Helper()
-	if _, err := os.Stat(python); err != nil {
-		t.Skip("needs " + python)
-	}
-}
 
 // testParent is a parent name no one else uses: one per test.
 func testParent(t testing.TB) string {
@@ -92,7 +54,7 @@ print("placed", flush=True)
 // Cleanup kills the group and reaps.
 func startPlaced(t testing.TB, g *Group, code string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(python, "-c", placeCode+code)
+	cmd := exec.Command(testenv.Python, "-c", placeCode+code)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Env = []string{"KERNPOOL_CGROUP_PROCS=" + strings.Join(g.PlacementFiles(), string(os.PathListSeparator))}
 	fd, err := g.OpenFD()

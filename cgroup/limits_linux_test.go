@@ -7,11 +7,13 @@ import (
 	"testing"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 // TestLimitsAreWritten reads the limits back from cgroupfs.
 func TestLimitsAreWritten(t *testing.T) {
-	requireCgroups(t)
+	testenv.RequireCgroupMode(t, DetectMode(""), ModeLegacy, ModeHybrid, ModeUnified)
 	m := newTestManager(t)
 	mem, pids, quota, period, shares := int64(64<<20), int64(16), int64(50000), uint64(100000), uint64(512)
 	res := &specs.LinuxResources{

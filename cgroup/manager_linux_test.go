@@ -13,6 +13,8 @@ import (
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 func limits(mem, pids int64) *specs.LinuxResources {
@@ -23,7 +25,7 @@ func limits(mem, pids int64) *specs.LinuxResources {
 }
 
 func TestNewRejectsBadConfig(t *testing.T) {
-	requireCgroups(t)
+	testenv.RequireCgroupMode(t, DetectMode(""), ModeLegacy, ModeHybrid, ModeUnified)
 	state := t.TempDir()
 	cases := []struct {
 		name string
@@ -44,7 +46,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 }
 
 func TestNewGroupRejectsBadName(t *testing.T) {
-	requireCgroups(t)
+	testenv.RequireCgroupMode(t, DetectMode(""), ModeLegacy, ModeHybrid, ModeUnified)
 	m := newTestManager(t)
 	for _, name := range []string{"", "../x", "k123", "kXXXXXXXXXXXXXXXX", "k0123456789abcdef/x"} {
 		if _, err := m.NewGroup(name, nil); !errors.Is(err, ErrInvalidName) {
@@ -54,7 +56,7 @@ func TestNewGroupRejectsBadName(t *testing.T) {
 }
 
 func TestForeignParentIsRefusedAndUntouched(t *testing.T) {
-	requireCgroups(t)
+	testenv.RequireCgroupMode(t, DetectMode(""), ModeLegacy, ModeHybrid, ModeUnified)
 	name := testParent(t)
 	var dir string
 	if DetectMode("") == ModeUnified {
@@ -81,8 +83,8 @@ func TestForeignParentIsRefusedAndUntouched(t *testing.T) {
 }
 
 func TestKillTreeAndRemove(t *testing.T) {
-	requireCgroups(t)
-	requirePython(t)
+	testenv.RequireCgroupMode(t, DetectMode(""), ModeLegacy, ModeHybrid, ModeUnified)
+	testenv.RequirePython(t)
 	m := newTestManager(t)
 	g, err := m.NewGroup("k00000000000000a1", limits(256<<20, 64))
 	if err != nil {
@@ -133,8 +135,8 @@ time.sleep(300)
 }
 
 func TestOOMVerdictAndStats(t *testing.T) {
-	requireCgroups(t)
-	requirePython(t)
+	testenv.RequireCgroupMode(t, DetectMode(""), ModeLegacy, ModeHybrid, ModeUnified)
+	testenv.RequirePython(t)
 	m := newTestManager(t)
 	const limit = 64 << 20
 	g, err := m.NewGroup("k00000000000000b2", limits(limit, 64))
@@ -178,8 +180,8 @@ print("survived", flush=True)
 }
 
 func TestNoOOMVerdictForPlainSIGKILL(t *testing.T) {
-	requireCgroups(t)
-	requirePython(t)
+	testenv.RequireCgroupMode(t, DetectMode(""), ModeLegacy, ModeHybrid, ModeUnified)
+	testenv.RequirePython(t)
 	m := newTestManager(t)
 	g, err := m.NewGroup("k00000000000000b3", limits(64<<20, 64))
 	if err != nil {
@@ -197,8 +199,8 @@ func TestNoOOMVerdictForPlainSIGKILL(t *testing.T) {
 // marker sweeps a leftover kernel group with a live process, and leaves a
 // foreign sibling group and a foreign child group with live processes alone.
 func TestSweepKillsMarkedLeftoversOnly(t *testing.T) {
-	requireCgroups(t)
-	requirePython(t)
+	testenv.RequireCgroupMode(t, DetectMode(""), ModeLegacy, ModeHybrid, ModeUnified)
+	testenv.RequirePython(t)
 	state := t.TempDir()
 	cfg := Config{Parent: testParent(t), Marker: state, StateDir: state}
 	m1, err := New(cfg)
@@ -281,7 +283,7 @@ func inProcs(dir string, pid int) bool {
 // A second daemon with its own state dir must not adopt (and sweep) the
 // parent of a running one; the refusal names the owner's state dir.
 func TestParentOfAnotherPoolIsRefusedByName(t *testing.T) {
-	requireCgroups(t)
+	testenv.RequireCgroupMode(t, DetectMode(""), ModeLegacy, ModeHybrid, ModeUnified)
 	name := testParent(t)
 	first := t.TempDir()
 	m, err := New(Config{Parent: "/" + name, Marker: first, StateDir: first})

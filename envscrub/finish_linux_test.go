@@ -6,13 +6,15 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 // A full disk: the helper mounts a 64 KiB tmpfs in its own mount
 // namespace and spills 1 MB there. The inline result must come back, with
 // a warning naming the cause, and no partial file may remain.
 func TestSpillFullDisk(t *testing.T) {
-	requireRoot(t)
+	testenv.RequireRoot(t)
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), helperEnv+"=fulldisk", "ENVSCRUB_TEST_DIR="+dir)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 // daemonEnv is a daemon environment full of secret-shaped names.
@@ -47,10 +49,10 @@ func daemonEnv() []string {
 // runPython starts the real interpreter with env and returns its stdout.
 func runPython(t *testing.T, env []string, code string) string {
 	t.Helper()
-	py := requirePython(t)
+	testenv.RequirePython(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, py, "-c", code)
+	cmd := exec.CommandContext(ctx, testenv.Python, "-c", code)
 	cmd.Env = env
 	cmd.Dir = testTempDir(t)
 	out, err := cmd.Output()
@@ -135,8 +137,8 @@ half = vals[12]
 sys.stdout.write(half[:7]); sys.stdout.flush()
 import subprocess; subprocess.run(["/bin/echo", half[7:]])
 `
-	py := requirePython(t)
-	cmd := exec.Command(py, "-c", code, envFile)
+	testenv.RequirePython(t)
+	cmd := exec.Command(testenv.Python, "-c", code, envFile)
 	cmd.Env = env
 	raw, err := cmd.Output()
 	if err != nil {
@@ -181,7 +183,8 @@ func TestPythonEscapedSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	code := "import json, sys\nv = open(sys.argv[1]).read()\nprint(json.dumps({'v': v}))\nprint(repr(v))\nprint(repr([v]))\nprint(v)"
-	cmd := exec.Command(requirePython(t), "-c", code, file)
+	testenv.RequirePython(t)
+	cmd := exec.Command(testenv.Python, "-c", code, file)
 	cmd.Env = env
 	raw, err := cmd.Output()
 	if err != nil {

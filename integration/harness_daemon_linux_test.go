@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 // Opts configure one test daemon. Zero values mean kernpool's defaults.
@@ -75,7 +77,7 @@ func StartDaemon(t *testing.T, o Opts) *Daemon {
 
 func (d *Daemon) writeConfig(o Opts) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "interpreter = %q\nlog_level = \"debug\"\n", python)
+	fmt.Fprintf(&b, "interpreter = %q\nlog_level = \"debug\"\n", testenv.Python)
 	// A private cgroup parent: a daemon refuses a parent another live
 	// daemon holds (and would fall back to process groups, losing limits).
 	fmt.Fprintf(&b, "cgroup {\n  parent = %q\n}\n", "kernpool-it-"+filepath.Base(d.Base))

@@ -10,11 +10,9 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
-)
 
-// python is the interpreter every test kernel runs (the python3 on PATH
-// here is a slow pyenv shim).
-const python = "/usr/bin/python3"
+	"github.com/kernpool/kernpool/internal/testenv"
+)
 
 // kernpoolBin is the binary under test, set by TestMain.
 var kernpoolBin string //nolint:gochecknoglobals // set once by TestMain, read-only after
@@ -60,9 +58,7 @@ func requireRoot(t *testing.T) {
 	if kernpoolBin == "" {
 		t.Skip("no kernpool binary (set KERNPOOL_BIN or run as root with go on PATH)")
 	}
-	if _, err := os.Stat(python); err != nil {
-		t.Skip("needs " + python)
-	}
+	testenv.RequirePython(t)
 }
 
 // requireVM skips tests that are destructive by design (they could hit

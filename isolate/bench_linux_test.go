@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kernpool/kernpool/cgroup"
+	"github.com/kernpool/kernpool/internal/testenv"
 	"github.com/kernpool/kernpool/kernel"
 )
 
@@ -21,9 +23,9 @@ for p in os.environ.get("KERNPOOL_CGROUP_PROCS", "").split(os.pathsep):
 
 // BenchmarkSpawnPlain: a cold `python -c pass` in its own process group.
 func BenchmarkSpawnPlain(b *testing.B) {
-	requirePython(b)
+	testenv.RequirePython(b)
 	for b.Loop() {
-		cmd := exec.Command(python, "-c", placeCode)
+		cmd := exec.Command(testenv.Python, "-c", placeCode)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		if err := cmd.Run(); err != nil {
 			b.Fatal(err)
@@ -35,15 +37,15 @@ func BenchmarkSpawnPlain(b *testing.B) {
 // reservation, group creation with limits, chown, uid switch, placement
 // (self-placement on v1, clone3 on v2), kill, wait-empty, group removal.
 func BenchmarkSpawnCgroupUID(b *testing.B) {
-	requireCgroups(b)
-	requirePython(b)
+	testenv.RequireCgroupMode(b, cgroup.DetectMode(""), cgroup.ModeLegacy, cgroup.ModeHybrid, cgroup.ModeUnified)
+	testenv.RequirePython(b)
 	benchSpawnSandbox(b, nil)
 }
 
 // BenchmarkSpawnCgroup: as above without the uid switch.
 func BenchmarkSpawnCgroup(b *testing.B) {
-	requireCgroups(b)
-	requirePython(b)
+	testenv.RequireCgroupMode(b, cgroup.DetectMode(""), cgroup.ModeLegacy, cgroup.ModeHybrid, cgroup.ModeUnified)
+	testenv.RequirePython(b)
 	benchSpawnSandbox(b, func(c *Config) { c.RunAsUser = false })
 }
 
@@ -55,7 +57,7 @@ func benchSpawnSandbox(b *testing.B, edit func(*Config)) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		cmd := exec.Command(python, "-c", placeCode)
+		cmd := exec.Command(testenv.Python, "-c", placeCode)
 		if err := sb.Prepare(cmd, staging); err != nil {
 			b.Fatal(err)
 		}
@@ -76,8 +78,8 @@ func benchSpawnSandbox(b *testing.B, edit func(*Config)) {
 // BenchmarkPlacement isolates v1 self-placement: the same spawn into a
 // pre-made group, with and without the runner's writes of "0".
 func BenchmarkPlacement(b *testing.B) {
-	requireCgroupV1(b)
-	requirePython(b)
+	testenv.RequireCgroupMode(b, cgroup.DetectMode(""), cgroup.ModeLegacy, cgroup.ModeHybrid)
+	testenv.RequirePython(b)
 	iso := newIso(b, func(c *Config) { c.RunAsUser = false })
 	sb, err := iso.NewSandbox(kernelID(b), "alice", "default", Limits{})
 	if err != nil {
@@ -88,7 +90,7 @@ func BenchmarkPlacement(b *testing.B) {
 	for _, c := range []struct{ name, env string }{{"none", ""}, {"self", files}} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				cmd := exec.Command(python, "-c", placeCode)
+				cmd := exec.Command(testenv.Python, "-c", placeCode)
 				cmd.Env = []string{kernel.EnvCgroupProcs + "=" + c.env}
 				if err := cmd.Run(); err != nil {
 					b.Fatal(err)
@@ -111,8 +113,8 @@ time.sleep(300)
 // BenchmarkKillTree50: kill a 50-process tree and wait until none of it
 // runs: killpg + reap vs the cgroup kill (v1: freeze, SIGKILL, thaw).
 func BenchmarkKillTree50(b *testing.B) {
-	requireCgroups(b)
-	requirePython(b)
+	testenv.RequireCgroupMode(b, cgroup.DetectMode(""), cgroup.ModeLegacy, cgroup.ModeHybrid, cgroup.ModeUnified)
+	testenv.RequirePython(b)
 	iso := newIso(b, func(c *Config) { c.RunAsUser = false })
 	b.Run("killpg", func(b *testing.B) {
 		for b.Loop() {
@@ -152,7 +154,7 @@ func BenchmarkKillTree50(b *testing.B) {
 }
 
 func startTree(b *testing.B, sb *Sandbox) (*exec.Cmd, []int) {
-	cmd := exec.Command(python, "-c", treeCode)
+	cmd := exec.Command(testenv.Python, "-c", treeCode)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if sb != nil {
 		if err := sb.Prepare(cmd, b.TempDir()); err != nil {

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/kernpool/kernpool/cgroup"
+	"github.com/kernpool/kernpool/internal/testenv"
 	"github.com/kernpool/kernpool/kernel"
 )
 
@@ -42,7 +44,7 @@ func TestMain_daemon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := kernel.Start(context.Background(), kernel.Spec{ID: sb.ID(), Interpreter: python, StateDir: st.StateDir, Env: []string{"PATH=/usr/bin:/bin"}, Sandbox: sb})
+	k, err := kernel.Start(context.Background(), kernel.Spec{ID: sb.ID(), Interpreter: testenv.Python, StateDir: st.StateDir, Env: []string{"PATH=/usr/bin:/bin"}, Sandbox: sb})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,8 +64,8 @@ func TestMain_daemon(t *testing.T) {
 // with it, and the next instance sweeps every leftover process, the group
 // and the staging dir.
 func TestDaemonSIGKILLThenRestartLeavesNothing(t *testing.T) {
-	requireCgroups(t)
-	requirePython(t)
+	testenv.RequireCgroupMode(t, cgroup.DetectMode(""), cgroup.ModeLegacy, cgroup.ModeHybrid, cgroup.ModeUnified)
+	testenv.RequirePython(t)
 	st := daemonState{StateDir: stateDir(t), Parent: testParent(t)}
 	raw, _ := json.Marshal(st)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestMain_daemon$", "-test.v=false")

@@ -7,14 +7,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kernpool/kernpool/cgroup"
+	"github.com/kernpool/kernpool/internal/testenv"
 	"github.com/kernpool/kernpool/kernel"
 )
 
 // Without cgroups, a root daemon still kills escaped descendants: each
 // kernel has a uid of its own, and Kill takes every process of it.
 func TestFallbackWithoutCgroupsStillKillsEscapes(t *testing.T) {
-	requireRoot(t)
-	requirePython(t)
+	testenv.RequireRoot(t)
+	testenv.RequirePython(t)
 	iso := newIso(t, func(c *Config) { c.CgroupEnabled = false })
 	r := iso.Report()
 	if r.CgroupActive || !strings.Contains(r.Warning(), "memory, pids and cpu limits") {
@@ -36,7 +38,7 @@ func TestFallbackWithoutCgroupsStillKillsEscapes(t *testing.T) {
 }
 
 func TestForeignParentFallsBackAndIsUntouched(t *testing.T) {
-	requireCgroupV1(t)
+	testenv.RequireCgroupMode(t, cgroup.DetectMode(""), cgroup.ModeLegacy, cgroup.ModeHybrid)
 	name := testParent(t)
 	dir := filepath.Join("/sys/fs/cgroup/pids", name)
 	if err := os.Mkdir(dir, 0o755); err != nil {
@@ -54,7 +56,7 @@ func TestForeignParentFallsBackAndIsUntouched(t *testing.T) {
 }
 
 func TestCheckAccess(t *testing.T) {
-	requireRoot(t)
+	testenv.RequireRoot(t)
 	iso := newIso(t, func(c *Config) { c.CgroupEnabled = false })
 	private := t.TempDir() // 0700 root: no kernel uid may enter
 	if err := os.Chmod(private, 0o700); err != nil {
@@ -67,12 +69,12 @@ func TestCheckAccess(t *testing.T) {
 	cases := []struct {
 		name, interp, cwd, mention string
 	}{
-		{"ok", python, "/tmp", ""},
+		{"ok", testenv.Python, "/tmp", ""},
 		{"relative interpreter", "python3", "", "absolute"},
 		{"missing interpreter", "/nonexistent/python3", "", "does not exist"},
 		{"interpreter not executable by uid", script, "", "cannot execute"},
-		{"cwd not enterable", python, private, "cannot search"},
-		{"cwd is a file", python, python, "not a directory"},
+		{"cwd not enterable", testenv.Python, private, "cannot search"},
+		{"cwd is a file", testenv.Python, testenv.Python, "not a directory"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -12,44 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kernpool/kernpool/cgroup"
-	"github.com/kernpool/kernpool/kernel"
 	"go.uber.org/goleak"
+
+	"github.com/kernpool/kernpool/internal/testenv"
+	"github.com/kernpool/kernpool/kernel"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-const python = "/usr/bin/python3"
-
-func requireRoot(t testing.TB) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: creates cgroups and switches uids")
-	}
-}
-
-func requireCgroups(t testing.TB) {
-	t.Helper()
-	requireRoot(t)
-	if cgroup.DetectMode("") == cgroup.ModeNone {
-		t.Skip("needs cgroupfs at /sys/fs/cgroup")
-	}
-}
-
-func requireCgroupV1(t testing.TB) {
-	t.Helper()
-	requireRoot(t)
-	if m := cgroup.DetectMode(""); m != cgroup.ModeLegacy && m != cgroup.ModeHybrid {
-		t.Skipf("needs v1 controller hierarchies; host mode is %s", m)
-	}
-}
-
-func requirePython(t testing.TB) {
-	t.Helper()
-	if _, err := os.Stat(python); err != nil {
-		t.Skip("needs " + python)
-	}
-}
 
 // stateDir is a state dir kernel uids can traverse (0711 up to /tmp).
 func stateDir(t testing.TB) string {
@@ -104,7 +73,7 @@ func startKernel(t testing.TB, iso *Isolator, owner, mode string, lim Limits) (*
 		t.Fatalf("NewSandbox: %v", err)
 	}
 	k, err := kernel.Start(context.Background(), kernel.Spec{
-		ID: id, Interpreter: python, StateDir: iso.cfg.StateDir,
+		ID: id, Interpreter: testenv.Python, StateDir: iso.cfg.StateDir,
 		Env: []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}, Sandbox: sb,
 	})
 	if err != nil {

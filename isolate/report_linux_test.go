@@ -3,12 +3,15 @@ package isolate
 import (
 	"strings"
 	"testing"
+
+	"github.com/kernpool/kernpool/cgroup"
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 // TestDoctorReportOnThisHost checks the doctor text names what it must and
 // logs it (go test -v shows what this host gives kernels).
 func TestDoctorReportOnThisHost(t *testing.T) {
-	requireCgroups(t)
+	testenv.RequireCgroupMode(t, cgroup.DetectMode(""), cgroup.ModeLegacy, cgroup.ModeHybrid, cgroup.ModeUnified)
 	iso := newIso(t, nil)
 	r := iso.Report()
 	s := r.String()

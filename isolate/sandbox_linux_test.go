@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kernpool/kernpool/cgroup"
+	"github.com/kernpool/kernpool/internal/testenv"
 	"github.com/kernpool/kernpool/kernel"
 )
 
@@ -24,8 +26,8 @@ func procsOf(t testing.TB, sb *Sandbox) []int {
 }
 
 func TestOOMKilledKernelIsReportedAndNextKernelRuns(t *testing.T) {
-	requireCgroups(t)
-	requirePython(t)
+	testenv.RequireCgroupMode(t, cgroup.DetectMode(""), cgroup.ModeLegacy, cgroup.ModeHybrid, cgroup.ModeUnified)
+	testenv.RequirePython(t)
 	iso := newIso(t, nil)
 	k, sb := startKernel(t, iso, "alice", "default", Limits{MemoryMax: 64 << 20})
 	run(t, k, "x = 1")
@@ -58,8 +60,8 @@ func TestOOMKilledKernelIsReportedAndNextKernelRuns(t *testing.T) {
 }
 
 func TestForkBombIsContainedAndTornDown(t *testing.T) {
-	requireCgroups(t)
-	requirePython(t)
+	testenv.RequireCgroupMode(t, cgroup.DetectMode(""), cgroup.ModeLegacy, cgroup.ModeHybrid, cgroup.ModeUnified)
+	testenv.RequirePython(t)
 	iso := newIso(t, nil)
 	k, sb := startKernel(t, iso, "mallory", "default", Limits{PidsMax: 64})
 	run(t, k, `import os, time
@@ -108,8 +110,8 @@ time.sleep(0.2)
 `
 
 func TestEscapedDescendantsDieOnEveryTeardown(t *testing.T) {
-	requireCgroups(t)
-	requirePython(t)
+	testenv.RequireCgroupMode(t, cgroup.DetectMode(""), cgroup.ModeLegacy, cgroup.ModeHybrid, cgroup.ModeUnified)
+	testenv.RequirePython(t)
 	iso := newIso(t, nil)
 	cases := []struct {
 		name     string
@@ -151,8 +153,8 @@ func TestEscapedDescendantsDieOnEveryTeardown(t *testing.T) {
 }
 
 func TestKernelStartsConfined(t *testing.T) {
-	requireCgroups(t)
-	requirePython(t)
+	testenv.RequireCgroupMode(t, cgroup.DetectMode(""), cgroup.ModeLegacy, cgroup.ModeHybrid, cgroup.ModeUnified)
+	testenv.RequirePython(t)
 	iso := newIso(t, nil)
 	k, sb := startKernel(t, iso, "alice", "default", Limits{})
 	if kf := sb.group.KillFile(); kf != "" {
@@ -198,8 +200,8 @@ print(sorted(k for k in os.environ if k.startswith(("KERNPOOL_CGROUP", "KERNPOOL
 }
 
 func TestOwnersAreSeparated(t *testing.T) {
-	requireRoot(t)
-	requirePython(t)
+	testenv.RequireRoot(t)
+	testenv.RequirePython(t)
 	iso := newIso(t, nil)
 	ka, sa := startKernel(t, iso, "alice", "default", Limits{})
 	kb, sb := startKernel(t, iso, "bob", "default", Limits{})
@@ -228,8 +230,8 @@ print(try_(lambda: open("/proc/%[3]d/environ").read()))
 }
 
 func TestNamespaces(t *testing.T) {
-	requireRoot(t)
-	requirePython(t)
+	testenv.RequireRoot(t)
+	testenv.RequirePython(t)
 	iso := newIso(t, func(c *Config) {
 		c.Profiles["sealed"] = Profile{NoNetwork: true, PIDNamespace: true}
 	})

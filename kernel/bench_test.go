@@ -3,15 +3,17 @@ package kernel
 import (
 	"context"
 	"testing"
+
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 // BenchmarkColdStart: Start to the first reply of `x=1`, then teardown
 // (outside the timer).
 func BenchmarkColdStart(b *testing.B) {
-	requirePython(b)
+	testenv.RequirePython(b)
 	state := testTempDir(b)
 	for i := 0; i < b.N; i++ {
-		spec := Spec{ID: "kbench" + itoa(i), Interpreter: python, StateDir: state, Env: []string{"PATH=/usr/bin:/bin"}}
+		spec := Spec{ID: "kbench" + itoa(i), Interpreter: testenv.Python, StateDir: state, Env: []string{"PATH=/usr/bin:/bin"}}
 		k, err := Start(context.Background(), spec)
 		if err != nil {
 			b.Fatal(err)
@@ -26,7 +28,7 @@ func BenchmarkColdStart(b *testing.B) {
 }
 
 func benchExec(b *testing.B, code string, setup string) {
-	requirePython(b)
+	testenv.RequirePython(b)
 	k := startKernel(b, baseSpec(b), "")
 	if setup != "" {
 		mustExec(b, k, setup)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 func TestRunnerOnlyEnvInvisible(t *testing.T) {
@@ -82,7 +84,7 @@ func TestOnlyStdioFdsInChild(t *testing.T) {
 }
 
 func TestStartRefusesBadSpecs(t *testing.T) {
-	requirePython(t)
+	testenv.RequirePython(t)
 	good := baseSpec(t)
 	cases := []struct {
 		name   string

@@ -11,10 +11,9 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
-)
 
-// python is the real interpreter (never the slow pyenv shim on PATH).
-const python = "/usr/bin/python3"
+	"github.com/kernpool/kernpool/internal/testenv"
+)
 
 // testSentinel lets tests forge frames (start's unexported hook).
 const testSentinel = "@@KERNPOOL-TESTSENTINEL@@"
@@ -24,19 +23,6 @@ func TestMain(m *testing.M) {
 		os.Exit(runHelper(mode))
 	}
 	goleak.VerifyTestMain(m)
-}
-
-func requirePython(t testing.TB) {
-	t.Helper()
-	// The tests' interpreter is the Linux /usr/bin/python3; on Windows that path
-	// is not absolute and no Windows python is installed (under Wine the
-	// path even resolves, to a Linux binary Windows cannot start).
-	if !filepath.IsAbs(python) {
-		t.Skipf("needs a python kernel: %s is no interpreter path on this platform", python)
-	}
-	if _, err := os.Stat(python); err != nil {
-		t.Skipf("needs %s: %v", python, err)
-	}
 }
 
 func requireProc(t testing.TB) {
@@ -49,7 +35,7 @@ func requireProc(t testing.TB) {
 func baseSpec(t testing.TB) Spec {
 	return Spec{
 		ID:          "k" + strconv.FormatInt(time.Now().UnixNano()%1e12, 16),
-		Interpreter: python,
+		Interpreter: testenv.Python,
 		StateDir:    testTempDir(t),
 		Env:         []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"},
 	}
@@ -59,7 +45,7 @@ func baseSpec(t testing.TB) Spec {
 // proves nothing of it remains.
 func startKernel(t testing.TB, spec Spec, sentinel string) *Kernel {
 	t.Helper()
-	requirePython(t)
+	testenv.RequirePython(t)
 	k, err := start(context.Background(), spec, sentinel)
 	if err != nil {
 		t.Fatalf("start: %v", err)

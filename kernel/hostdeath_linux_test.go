@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 // The helper-process trick: the test binary re-execs itself as a fake
@@ -31,7 +33,7 @@ func runHelper(mode string) int {
 		return 2
 	}
 	state := os.Getenv(helperStateEnv)
-	k, err := Start(context.Background(), Spec{ID: "khelper", Interpreter: python, StateDir: state, Env: []string{"PATH=/usr/bin:/bin"}})
+	k, err := Start(context.Background(), Spec{ID: "khelper", Interpreter: testenv.Python, StateDir: state, Env: []string{"PATH=/usr/bin:/bin"}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start:", err)
 		return 1
@@ -54,7 +56,7 @@ func runHelper(mode string) int {
 }
 
 func TestHostSIGKILLMidCellKillsKernel(t *testing.T) {
-	requirePython(t)
+	testenv.RequirePython(t)
 	requireProc(t)
 	cases := []struct{ name, cell string }{
 		{"sleeping cell", "import time; time.sleep(60)"},

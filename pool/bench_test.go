@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/kernpool/kernpool/internal/testenv"
 	"github.com/kernpool/kernpool/kernel"
 )
 
@@ -45,9 +46,9 @@ func BenchmarkPoolExecWarmParallel(b *testing.B) {
 // BenchmarkKernelExecWarm is the same cell through kernel.Exec directly,
 // the floor BenchmarkPoolExecWarm is compared with.
 func BenchmarkKernelExecWarm(b *testing.B) {
-	requirePython(b)
+	testenv.RequirePython(b)
 	k, err := kernel.Start(b.Context(), kernel.Spec{
-		ID: newKernelID(), Interpreter: python, StateDir: testTempDir(b),
+		ID: newKernelID(), Interpreter: testenv.Python, StateDir: testTempDir(b),
 		Env: minimalEnv(os.Environ(), runtime.GOOS),
 	})
 	if err != nil {

@@ -12,44 +12,29 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
-)
 
-// python is the real interpreter the tests run (never the PATH shim).
-const python = "/usr/bin/python3"
+	"github.com/kernpool/kernpool/internal/testenv"
+)
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
-}
-
-// requirePython skips when the test interpreter is missing.
-func requirePython(t testing.TB) {
-	t.Helper()
-	// The tests' interpreter is the Linux /usr/bin/python3; on Windows that path
-	// is not absolute and no Windows python is installed (under Wine the
-	// path even resolves, to a Linux binary Windows cannot start).
-	if !filepath.IsAbs(python) {
-		t.Skipf("needs a python kernel: %s is no interpreter path on this platform", python)
-	}
-	if _, err := os.Stat(python); err != nil {
-		t.Skipf("needs %s: %v", python, err)
-	}
 }
 
 // newTestPool starts a pool over a fresh state dir; it is closed (and
 // proven empty) when the test ends.
 func newTestPool(t testing.TB, mods ...func(*Config)) *Pool {
 	t.Helper()
-	if !filepath.IsAbs(python) {
+	if !filepath.IsAbs(testenv.Python) {
 		// Config refuses a non-absolute DefaultInterpreter, so even the
 		// tests that start no kernel need a real interpreter path.
-		t.Skipf("needs a python interpreter path: %s is none on %s", python, runtime.GOOS)
+		t.Skipf("needs a python interpreter path: %s is none on %s", testenv.Python, runtime.GOOS)
 	}
-	requirePython(t)
+	testenv.RequirePython(t)
 	cfg := Config{
 		StateDir:           testTempDir(t),
-		DefaultInterpreter: python,
+		DefaultInterpreter: testenv.Python,
 		CellTimeout:        60 * time.Second,
-		Logger:             hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: testWriter{t}}),
+		Logger:             testenv.Logger(t, hclog.Warn),
 	}
 	for _, m := range mods {
 		m(&cfg)
@@ -65,15 +50,6 @@ func newTestPool(t testing.TB, mods ...func(*Config)) *Pool {
 		assertNoStaging(t, cfg.StateDir)
 	})
 	return p
-}
-
-// testWriter routes logs into the test's output.
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(b []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(strings.TrimRight(string(b), "\n"))
-	return len(b), nil
 }
 
 // run executes code for owner and fails the test on a pool error.

@@ -9,10 +9,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 func TestNormalizeRejectsBadRequests(t *testing.T) {
-	requirePython(t)
+	testenv.RequirePython(t)
 	dir := testTempDir(t)
 	file := filepath.Join(dir, "plain.txt")
 	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
@@ -61,14 +63,14 @@ func TestNormalizeRejectsBadRequests(t *testing.T) {
 }
 
 func TestNormalizeDefaults(t *testing.T) {
-	requirePython(t)
+	testenv.RequirePython(t)
 	p := newTestPool(t, func(c *Config) { c.CellTimeout = 7 * time.Second; c.MaxCellTimeout = 9 * time.Second })
 	p.cfg.Tools = fakeToolFactory{} // only checked for nil here
 	rq, err := p.normalize(Request{Tools: []string{"b", "a", "b"}, Cwd: "/tmp/../tmp"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := key{owner: "default", mode: "default", interpreter: python, cwd: "/tmp", tools: "a,b"}
+	want := key{owner: "default", mode: "default", interpreter: testenv.Python, cwd: "/tmp", tools: "a,b"}
 	if rq.key != want {
 		t.Fatalf("key = %+v, want %+v", rq.key, want)
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 // Parity §6 behaviours of one session, through Execute with real kernels.
@@ -258,7 +260,7 @@ func TestListDescribesKernels(t *testing.T) {
 		t.Fatalf("list = %+v", list)
 	}
 	for i, k := range list {
-		if !pidAlive(k.Pid) || k.Interpreter != python || k.Busy || k.StartedAt.IsZero() || k.UID != os.Getuid() {
+		if !pidAlive(k.Pid) || k.Interpreter != testenv.Python || k.Busy || k.StartedAt.IsZero() || k.UID != os.Getuid() {
 			t.Errorf("kernel %d = %+v", i, k)
 		}
 		if i > 0 && (list[i-1].Owner > k.Owner || list[i-1].Owner == k.Owner && list[i-1].ID > k.ID) {

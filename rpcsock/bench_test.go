@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 // BenchmarkRoundTrip measures one tool call from the caller to the handler
@@ -40,7 +42,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 			b.ReportMetric(float64(times[len(times)/2].Nanoseconds()), "median-ns/call")
 		})
 		b.Run("python-"+network, func(b *testing.B) {
-			requirePython(b)
+			testenv.RequirePython(b)
 			if network == "unix" {
 				requireUnixSockets(b)
 			}

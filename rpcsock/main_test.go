@@ -15,33 +15,12 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
-}
-
-// pythonPath is the real interpreter (never the PATH shim).
-const pythonPath = "/usr/bin/python3"
-
-func requireRoot(t testing.TB) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (chown and setuid of a helper process)")
-	}
-}
-
-func requirePython(t testing.TB) {
-	t.Helper()
-	// The tests' interpreter is the Linux /usr/bin/python3; on Windows that path
-	// is not absolute and no Windows python is installed (under Wine the
-	// path even resolves, to a Linux binary Windows cannot start).
-	if !filepath.IsAbs(pythonPath) {
-		t.Skipf("needs a python kernel: %s is no interpreter path on this platform", pythonPath)
-	}
-	if _, err := os.Stat(pythonPath); err != nil {
-		t.Skipf("needs %s: %v", pythonPath, err)
-	}
 }
 
 func requireUnixSockets(t testing.TB) {
@@ -179,7 +158,7 @@ func runPythonAt(t testing.TB, endpoint, token string, env []string, stub []byte
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	argv := append([]string{"-c", prelude + script, dir, endpoint, token}, args...)
-	cmd := exec.CommandContext(ctx, pythonPath, argv...)
+	cmd := exec.CommandContext(ctx, testenv.Python, argv...)
 	cmd.Env = append([]string{"PATH=/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE=1"}, env...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 // TestForeignPeerRefusedBeforeRead: a peer whose uid is not the kernel's is
@@ -19,7 +21,7 @@ import (
 // (root) against a kernel of uid 65534, and a process of uid 65534 against
 // a kernel of the daemon's uid.
 func TestForeignPeerRefusedBeforeRead(t *testing.T) {
-	requireRoot(t)
+	testenv.RequireRoot(t)
 	requireUnixSockets(t)
 	t.Run("root peer, kernel uid 65534", func(t *testing.T) {
 		s := listen(t, Config{Tools: []string{"t"}, UID: 65534})
@@ -35,7 +37,7 @@ func TestForeignPeerRefusedBeforeRead(t *testing.T) {
 		assertRefusedUnread(t, s, h)
 	})
 	t.Run("uid 65534 peer, kernel uid root", func(t *testing.T) {
-		requirePython(t)
+		testenv.RequirePython(t)
 		s := listen(t, Config{Tools: []string{"t"}, UID: -1})
 		h := &echo{}
 		end := s.BeginCell(h, 0)
@@ -47,7 +49,7 @@ func TestForeignPeerRefusedBeforeRead(t *testing.T) {
 		assertRefusedUnread(t, s, h)
 	})
 	t.Run("kernel-uid peer is served", func(t *testing.T) {
-		requirePython(t)
+		testenv.RequirePython(t)
 		s := listen(t, Config{Tools: []string{"t"}, UID: 65534})
 		end := s.BeginCell(&echo{}, 0)
 		defer end()
@@ -93,7 +95,7 @@ except BrokenPipeError:
 `
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, pythonPath, "-c", script, s.Endpoint(), req("t", nil, s.Token()))
+	cmd := exec.CommandContext(ctx, testenv.Python, "-c", script, s.Endpoint(), req("t", nil, s.Token()))
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	cmd.Dir = "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
@@ -120,7 +122,7 @@ func assertRefusedUnread(t *testing.T, s *Server, h *echo) {
 }
 
 func TestSocketOwnedByKernelUID(t *testing.T) {
-	requireRoot(t)
+	testenv.RequireRoot(t)
 	requireUnixSockets(t)
 	const uid = 65534
 	s := listen(t, Config{Tools: []string{"t"}, UID: uid})

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 func TestFunctionNames(t *testing.T) {
@@ -30,7 +32,7 @@ func TestFunctionNames(t *testing.T) {
 // function per tool, call(), dict argument, JSON decoding, _raw, and each
 // refusal raised as ToolError with the server's exact text.
 func TestStubCallsAndErrors(t *testing.T) {
-	requirePython(t)
+	testenv.RequirePython(t)
 	tools := []string{"web-search", "json", "fail", "len"}
 	s := listen(t, Config{Tools: tools})
 	h := HandlerFunc(func(_ context.Context, c Call) (string, error) {
@@ -89,7 +91,7 @@ except kernpool_tools.ToolError as e:
 // connection between two calls; the second call reconnects and the handler
 // runs exactly twice.
 func TestStubSurvivesIdleDropWithoutReplay(t *testing.T) {
-	requirePython(t)
+	testenv.RequirePython(t)
 	for _, network := range []string{"unix", "tcp"} {
 		t.Run(network, func(t *testing.T) {
 			if network == "unix" {
@@ -120,7 +122,7 @@ print("ok")
 // ToolTimeout, is never sent again, and the next call uses a fresh
 // connection (the late reply cannot be mistaken for its answer).
 func TestStubTimeoutNotRetried(t *testing.T) {
-	requirePython(t)
+	testenv.RequirePython(t)
 	s := listen(t, Config{Tools: []string{"slow", "fast"}})
 	var slowCalls atomic.Int64
 	end := s.BeginCell(HandlerFunc(func(ctx context.Context, c Call) (string, error) {
@@ -153,7 +155,7 @@ print(kernpool_tools.fast())
 
 // TestStubConcurrentThreads: threads of a cell get their own answers.
 func TestStubConcurrentThreads(t *testing.T) {
-	requirePython(t)
+	testenv.RequirePython(t)
 	s := listen(t, Config{Tools: []string{"t"}})
 	end := s.BeginCell(HandlerFunc(func(_ context.Context, c Call) (string, error) {
 		return string(c.Args), nil
@@ -181,7 +183,7 @@ print(len(bad))
 // TestStubEnvFallback: without _kernpool_runtime the stub reads the
 // KERNPOOL_RPC_* environment variables (standalone use).
 func TestStubEnvFallback(t *testing.T) {
-	requirePython(t)
+	testenv.RequirePython(t)
 	s := listen(t, Config{Tools: []string{"t"}})
 	end := s.BeginCell(&echo{}, 0)
 	defer end()
@@ -242,7 +244,7 @@ func newFakeServer(t *testing.T, answer func(conn int64, c net.Conn)) *fakeServe
 // read the request) allows a second send; plain EOF after the request and
 // timeouts raise without resending.
 func TestStubReplayRules(t *testing.T) {
-	requirePython(t)
+	testenv.RequirePython(t)
 	requireUnixSockets(t)
 	tests := []struct {
 		name       string
@@ -292,7 +294,7 @@ except kernpool_tools.ToolError as e:
 // TestStubCompilesForOddNames: the generated source parses for tool names
 // that are keywords, builtins, non-ASCII or colliding.
 func TestStubCompilesForOddNames(t *testing.T) {
-	requirePython(t)
+	testenv.RequirePython(t)
 	tools := []string{"import", "print", "a-b", "a.b", "a_b", "é", "9", "FUNCTIONS", `quote"s`, `back\slash`}
 	out, err := runPython(t, nil, Stub(tools), `
 fns = kernpool_tools.FUNCTIONS
@@ -310,7 +312,7 @@ print(len(fns))
 // TestStubLargePayloads: a multi-MiB reply arrives whole; a request over
 // the line cap is refused with the exact error and the next call works.
 func TestStubLargePayloads(t *testing.T) {
-	requirePython(t)
+	testenv.RequirePython(t)
 	s := listen(t, Config{Tools: []string{"big", "len"}, MaxLineBytes: 1 << 20})
 	end := s.BeginCell(HandlerFunc(func(_ context.Context, c Call) (string, error) {
 		if c.Tool == "big" {

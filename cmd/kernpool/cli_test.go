@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kernpool/kernpool/internal/testenv"
 	"github.com/kernpool/kernpool/pool"
 	"github.com/kernpool/kernpool/pool/api"
 )
@@ -247,11 +248,11 @@ func TestServeDrainOnSigterm(t *testing.T) {
 
 func TestServeRefusesSecondDaemon(t *testing.T) {
 	d := startServe(t)
-	r := cli(t, "", "serve", "--socket", d.socket, "--state-dir", d.state+"2", "--interpreter", python)
+	r := cli(t, "", "serve", "--socket", d.socket, "--state-dir", d.state+"2", "--interpreter", testenv.Python)
 	if r.code == 0 || !strings.Contains(r.stderr, "another kernpool is serving") {
 		t.Fatalf("second serve on the socket: %+v", r)
 	}
-	r = cli(t, "", "serve", "--socket", d.socket+"2", "--state-dir", d.state, "--interpreter", python)
+	r = cli(t, "", "serve", "--socket", d.socket+"2", "--state-dir", d.state, "--interpreter", testenv.Python)
 	if r.code == 0 || !strings.Contains(r.stderr, "state dir") {
 		t.Fatalf("second serve on the state dir: %+v", r)
 	}
@@ -376,7 +377,7 @@ func busyPid(t *testing.T, d *testDaemon, owner string) int {
 }
 
 func TestServeRefusesUnreachableStateDir(t *testing.T) {
-	requirePython(t)
+	testenv.RequirePython(t)
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: only then do kernels run as other uids")
 	}
@@ -386,7 +387,7 @@ func TestServeRefusesUnreachableStateDir(t *testing.T) {
 	}
 	defer os.RemoveAll(dir)
 	r := cli(t, "", "serve", "--config", privateCgroupConfig(t, dir), "--socket", dir+"/kp.sock",
-		"--state-dir", dir+"/state", "--interpreter", python)
+		"--state-dir", dir+"/state", "--interpreter", testenv.Python)
 	if r.code != 1 || !strings.Contains(r.stderr, "staging dirs") || !strings.Contains(r.stderr, dir) {
 		t.Fatalf("serve with a state dir behind a 0700 dir: %+v", r)
 	}

@@ -10,10 +10,12 @@ import (
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 func TestResolveInterpreter(t *testing.T) {
-	requirePython(t)
+	testenv.RequirePython(t)
 	dir := t.TempDir()
 	write := func(name, body string) string {
 		p := filepath.Join(dir, name)
@@ -22,7 +24,7 @@ func TestResolveInterpreter(t *testing.T) {
 		}
 		return p
 	}
-	shim := write("shim", "#!/bin/sh\nexec "+python+" \"$@\"\n")
+	shim := write("shim", "#!/bin/sh\nexec "+testenv.Python+" \"$@\"\n")
 	broken := write("broken", "#!/bin/sh\necho nope >&2\nexit 1\n")
 	liar := write("liar", "#!/bin/sh\necho relative/python\n")
 	loop := write("loop", "#!/bin/sh\necho "+filepath.Join(dir, "shim")+"\n")
@@ -39,9 +41,9 @@ func TestResolveInterpreter(t *testing.T) {
 		name, configured, want string
 		wantErr                bool
 	}{
-		{"native binary kept", python, python, false},
-		{"shim resolved", shim, python, false},
-		{"python3 on PATH resolved", "", python, false},
+		{"native binary kept", testenv.Python, testenv.Python, false},
+		{"shim resolved", shim, testenv.Python, false},
+		{"python3 on PATH resolved", "", testenv.Python, false},
 		{"broken shim kept", broken, broken, false},
 		{"relative answer refused", liar, liar, false},
 		{"script answer refused", loop, loop, false},
@@ -58,7 +60,7 @@ func TestResolveInterpreter(t *testing.T) {
 }
 
 func TestUsableInterpreterFallsBack(t *testing.T) {
-	requirePython(t)
+	testenv.RequirePython(t)
 	dir := t.TempDir()
 	first, second := filepath.Join(dir, "a"), filepath.Join(dir, "b")
 	for _, d := range []string{first, second} {
@@ -68,13 +70,13 @@ func TestUsableInterpreterFallsBack(t *testing.T) {
 	}
 	// first/python3 is a shim to a "private" python; second/python3 the real one.
 	private := filepath.Join(dir, "private-python")
-	if err := os.Symlink(python, private); err != nil {
+	if err := os.Symlink(testenv.Python, private); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(first, "python3"), []byte("#!/bin/sh\nexec "+python+" \"$@\"\n"), 0o755); err != nil {
+	if err := os.WriteFile(filepath.Join(first, "python3"), []byte("#!/bin/sh\nexec "+testenv.Python+" \"$@\"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(python, filepath.Join(second, "python3")); err != nil {
+	if err := os.Symlink(testenv.Python, filepath.Join(second, "python3")); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", "relative/bin"+string(os.PathListSeparator)+first+string(os.PathListSeparator)+second)
@@ -106,10 +108,10 @@ func TestUsableInterpreterFallsBack(t *testing.T) {
 		wantErr    bool
 	}{
 		{"usable kept", private, false, refuse("/nowhere"), private, false},
-		{"replaced by a shim's target", private, false, refuse(private), python, false},
-		{"replaced by a later PATH entry", private, false, refuseAll(private, python), filepath.Join(second, "python3"), false},
+		{"replaced by a shim's target", private, false, refuse(private), testenv.Python, false},
+		{"replaced by a later PATH entry", private, false, refuseAll(private, testenv.Python), filepath.Join(second, "python3"), false},
 		{"configured never replaced", private, true, refuse(private), "", true},
-		{"nothing usable", python, false, func(string) error { return errors.New("no") }, "", true},
+		{"nothing usable", testenv.Python, false, func(string) error { return errors.New("no") }, "", true},
 		{"no check", private, false, nil, private, false},
 	}
 	for _, tt := range tests {

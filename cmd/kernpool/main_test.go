@@ -17,13 +17,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kernpool/kernpool/pool/api"
 	"go.uber.org/goleak"
-)
 
-// python is the real interpreter of the test kernels (never the PATH
-// python3 here: a slow pyenv shim).
-const python = "/usr/bin/python3"
+	"github.com/kernpool/kernpool/internal/testenv"
+	"github.com/kernpool/kernpool/pool/api"
+)
 
 // binPath is the kernpool binary TestMain builds once for the CLI tests.
 // Set before any test runs and never written again.
@@ -47,13 +45,6 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { _ = os.RemoveAll(dir) }))
 }
 
-func requirePython(t *testing.T) {
-	t.Helper()
-	if _, err := os.Stat(python); err != nil {
-		t.Skipf("needs %s: %v", python, err)
-	}
-}
-
 // testDaemon is a real `kernpool serve` child process.
 type testDaemon struct {
 	cmd    *exec.Cmd
@@ -68,7 +59,7 @@ type testDaemon struct {
 // it if it hangs) and fails the test if it could not stop cleanly.
 func startServe(t *testing.T, extra ...string) *testDaemon {
 	t.Helper()
-	requirePython(t)
+	testenv.RequirePython(t)
 	dir, err := os.MkdirTemp("", "kpd")
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +73,7 @@ func startServe(t *testing.T, extra ...string) *testDaemon {
 	d := &testDaemon{socket: filepath.Join(dir, "run", "kp.sock"), state: filepath.Join(dir, "state"),
 		logs: &syncBuffer{}, exited: make(chan error, 1)}
 	args := append([]string{"serve", "--config", privateCgroupConfig(t, dir), "--socket", d.socket, "--state-dir", d.state,
-		"--interpreter", python, "--log-level", "debug"}, extra...)
+		"--interpreter", testenv.Python, "--log-level", "debug"}, extra...)
 	d.cmd = exec.Command(binPath, args...)
 	d.cmd.Stdout, d.cmd.Stderr = d.logs, d.logs
 	if err := d.cmd.Start(); err != nil {

@@ -16,25 +16,16 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
+	"github.com/kernpool/kernpool/internal/testenv"
 	"github.com/kernpool/kernpool/pool"
 	"github.com/kernpool/kernpool/pool/api"
 	"github.com/kernpool/kernpool/rpcsock"
-	"go.uber.org/goleak"
 )
-
-// python is the real interpreter every test kernel runs (never the PATH
-// python3 here: a slow pyenv shim).
-const python = "/usr/bin/python3"
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
-}
-
-func requirePython(tb testing.TB) {
-	tb.Helper()
-	if _, err := os.Stat(python); err != nil {
-		tb.Skipf("needs %s: %v", python, err)
-	}
 }
 
 // daemon is a real pool behind the real API handler on a real Unix socket.
@@ -65,13 +56,13 @@ func shortTempDir(tb testing.TB) string {
 
 func startDaemon(tb testing.TB, o daemonOpts) *daemon {
 	tb.Helper()
-	requirePython(tb)
+	testenv.RequirePython(tb)
 	dir := shortTempDir(tb)
 	d := &daemon{socket: filepath.Join(dir, "run", "kp.sock"), state: filepath.Join(dir, "state")}
 	if err := os.Mkdir(d.state, 0o711); err != nil {
 		tb.Fatal(err)
 	}
-	pcfg := pool.Config{StateDir: d.state, DefaultInterpreter: python, Tools: rpcFactory{}}
+	pcfg := pool.Config{StateDir: d.state, DefaultInterpreter: testenv.Python, Tools: rpcFactory{}}
 	if o.pool != nil {
 		o.pool(&pcfg)
 	}

@@ -1,0 +1,65 @@
+package testenv
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Python is the interpreter every test kernel runs: the real one, never the
+// python3 on PATH (a slow pyenv shim on the development hosts).
+const Python = "/usr/bin/python3"
+
+// RequireRoot skips unless the test runs as root (it creates cgroups,
+// switches uids, chowns sockets or mounts in a private namespace).
+func RequireRoot(tb testing.TB) {
+	tb.Helper()
+	if os.Geteuid() != 0 {
+		tb.Skip("needs root")
+	}
+}
+
+// RequirePython skips unless Python can run here. On Windows the Linux
+// path is not absolute and no Windows python is installed (under Wine the
+// path even resolves, to a Linux binary Windows cannot start).
+func RequirePython(tb testing.TB) {
+	tb.Helper()
+	if !filepath.IsAbs(Python) {
+		tb.Skipf("needs a python kernel: %s is no interpreter path on %s", Python, runtime.GOOS)
+	}
+	if _, err := os.Stat(Python); err != nil {
+		tb.Skipf("needs %s: %v", Python, err)
+	}
+}
+
+// RequireCgroupMode skips unless the test runs as root and the host's
+// cgroup layout have (cgroup.DetectMode's answer: testenv cannot import
+// package cgroup, whose own tests use it) is one of want.
+func RequireCgroupMode[M comparable](tb testing.TB, have M, want ...M) {
+	tb.Helper()
+	RequireRoot(tb)
+	for _, w := range want {
+		if have == w {
+			return
+		}
+	}
+	tb.Skipf("needs a cgroup layout in %v; host layout is %v", want, have)
+}
+
+// Logger is an hclog.Logger at level that writes into the test's log.
+func Logger(tb testing.TB, level hclog.Level) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{Level: level, Output: logWriter{tb}})
+}
+
+// logWriter routes log lines into tb.Log.
+type logWriter struct{ tb testing.TB }
+
+func (w logWriter) Write(b []byte) (int, error) {
+	w.tb.Helper()
+	w.tb.Log(strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}
