@@ -1,8 +1,11 @@
 package cgroup
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -41,8 +44,21 @@ func (m Mode) String() string {
 	}
 }
 
-// DefaultParent is the pool parent group's default name.
+// DefaultParent is the prefix of the pool parent group's default name
+// (ParentFor), and the name normParent falls back to without a state dir.
 const DefaultParent = "kernpool"
+
+// ParentFor is the default pool parent of the daemon with state dir
+// stateDir: "kernpool-" and the first 12 hex digits of the SHA-256 of its
+// absolute path, so that two daemons with different state dirs never share
+// a parent (and never sweep each other's kernels).
+func ParentFor(stateDir string) string {
+	if abs, err := filepath.Abs(stateDir); err == nil {
+		stateDir = abs
+	}
+	sum := sha256.Sum256([]byte(filepath.Clean(stateDir)))
+	return DefaultParent + "-" + hex.EncodeToString(sum[:])[:12]
+}
 
 // DefaultMount is where cgroupfs is mounted.
 const DefaultMount = "/sys/fs/cgroup"
@@ -57,15 +73,22 @@ const MarkerFile = "cgroup-parents"
 // Config configures a Manager.
 type Config struct {
 	// Parent names the pool's parent group. Absolute ("/kernpool") counts
-	// from the hierarchy root; relative ("kernpool", the default) is created
-	// under the daemon's own group when that group is delegated (v2), else
-	// from the root.
+	// from the hierarchy root; relative ("kernpool") is created under the
+	// daemon's own group when that group is delegated (v2), else from the
+	// root. Empty means ParentFor(StateDir).
 	Parent string
 	// Marker identifies this pool (the daemon's state directory); it is the
 	// value of the marker xattr. Required.
 	Marker string
 	// StateDir holds the marker file fallback. Required.
 	StateDir string
+	// OwnerLock is the file, inside the state dir another daemon marked a
+	// parent with, that this daemon holds an flock on while it lives
+	// (".kernpool.lock"). With it, a parent marked by a state dir whose lock
+	// nobody holds is stale: New adopts it (marks it as its own) and Sweep
+	// clears it. A parent whose owner holds the lock is refused with
+	// ErrTaken. Empty: any parent marked by another state dir is refused.
+	OwnerLock string
 	// Mount is the cgroupfs mount root (default /sys/fs/cgroup).
 	Mount string
 	// Delegated forces (true) or forbids (false) treating the daemon's own
@@ -104,6 +127,17 @@ type Stats struct {
 	CPUTime       time.Duration
 }
 
+// Limits are the limits a group really has, read back from its control
+// files (0: none, or no controller for it).
+type Limits struct {
+	// MemoryMax is the memory limit in bytes.
+	MemoryMax int64
+	// PidsMax is the task limit.
+	PidsMax int64
+	// CPUMax is the CPU quota in cores.
+	CPUMax float64
+}
+
 // SweepResult counts what a sweep removed.
 type SweepResult struct {
 	// Groups lists the kernel ids whose leftover groups were removed.
@@ -138,6 +172,7 @@ type groupBackend interface {
 	procs() ([]int, error)
 	oomKilled() (bool, error)
 	memoryLimit() int64
+	limits() (Limits, error)
 	stats() (Stats, error)
 	remove() error
 }

@@ -10,6 +10,10 @@ var (
 	// ErrForeign: a group exists where the pool wants its parent, and it is
 	// not marked as this pool's. The pool never touches it.
 	ErrForeign = errors.New("cgroup: group exists and is not marked as this pool's")
+	// ErrTaken: the parent belongs to a kernpool daemon that is still
+	// running (it holds its state dir's lock); the message names its state
+	// dir. The pool never touches it.
+	ErrTaken = errors.New("cgroup: parent belongs to a running kernpool daemon")
 	// ErrNotEmpty: processes remained in a group after the kill deadline.
 	ErrNotEmpty = errors.New("cgroup: group still has processes")
 	// ErrInvalidName: a group name that is not a single path element.

@@ -138,6 +138,22 @@ func (g *Group) OOMKilled() (bool, error) {
 // MemoryLimit is the group's memory limit in bytes (0 when none).
 func (g *Group) MemoryLimit() int64 { return g.b.memoryLimit() }
 
+// Limits reads the limits the group really has from its control files
+// (memory.max or memory.limit_in_bytes, pids.max, cpu.max or
+// cpu.cfs_quota_us), zero where a controller is missing or unlimited.
+func (g *Group) Limits() (Limits, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.removed {
+		return Limits{}, nil
+	}
+	l, err := g.b.limits()
+	if err != nil {
+		return l, fmt.Errorf("limits of group %s: %w", g.name, err)
+	}
+	return l, nil
+}
+
 // Stats reads live figures; zero where a controller is missing.
 func (g *Group) Stats() (Stats, error) {
 	g.mu.Lock()

@@ -49,6 +49,9 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.Mount == "" {
 		cfg.Mount = DefaultMount
 	}
+	if cfg.Parent == "" {
+		cfg.Parent = ParentFor(cfg.StateDir)
+	}
 	cfg.Parent = normParent(cfg.Parent)
 	if filepath.Clean("/"+cfg.Parent) == "/" {
 		return nil, fmt.Errorf("cgroup: new: parent %q: %w", cfg.Parent, ErrInvalidName)

@@ -87,29 +87,85 @@ func listedInMarkerFile(dir, stateDir string) (bool, error) {
 }
 
 // ensureParentDir creates and marks dir, or checks the mark of an existing
-// one. created reports whether this call made it.
-func ensureParentDir(dir, marker, stateDir string) (created bool, err error) {
+// one: ours is used, a stale one (its owner's state-dir lock is free) is
+// adopted, a live daemon's is refused with ErrTaken. hint is the state dir
+// that marked a sibling parent dir (the hybrid cgroup2 mount), used where
+// this hierarchy takes no xattr. created reports whether this call made it.
+func ensureParentDir(dir string, cfg Config, hint string) (created bool, err error) {
 	if _, err := os.Lstat(dir); err == nil {
-		ok, err := isMarked(dir, marker, stateDir)
-		if err != nil {
+		ok, err := isMarked(dir, cfg.Marker, cfg.StateDir)
+		if err != nil || ok {
 			return false, err
 		}
-		if !ok {
-			if owner := markOwner(dir); owner != "" {
-				return false, fmt.Errorf("%s: %w: it belongs to the kernpool daemon with state dir %s (give each daemon its own cgroup parent)", dir, ErrForeign, owner)
-			}
-			return false, fmt.Errorf("%s: %w (remove it or choose another parent)", dir, ErrForeign)
-		}
-		return false, nil
+		return false, adoptParent(dir, cfg, hint)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return false, fmt.Errorf("create %s: %w", dir, err)
 	}
-	if err := markDir(dir, marker, stateDir); err != nil {
+	if err := markDir(dir, cfg.Marker, cfg.StateDir); err != nil {
 		_ = os.Remove(dir)
 		return false, err
 	}
 	return true, nil
+}
+
+// adoptParent marks a parent another daemon marked as ours, if that daemon
+// is gone (nobody holds its state dir's lock). The safety rule holds: the
+// dir was created and marked by a kernpool daemon (the trusted xattr only
+// root can write, or the owner's own marker file lists it).
+func adoptParent(dir string, cfg Config, hint string) error {
+	owner := markOwner(dir)
+	if owner == "" && hint != "" {
+		if listed, _ := listedInMarkerFile(dir, hint); listed {
+			owner = hint
+		}
+	}
+	if owner == "" {
+		return fmt.Errorf("%s: %w (remove it or choose another parent)", dir, ErrForeign)
+	}
+	if cfg.OwnerLock == "" {
+		return fmt.Errorf("%s: %w: it belongs to the kernpool daemon with state dir %s (give each daemon its own cgroup parent)", dir, ErrForeign, owner)
+	}
+	live, err := ownerLive(owner, cfg.OwnerLock)
+	if err != nil {
+		return fmt.Errorf("check owner of %s: %w", dir, err)
+	}
+	if live {
+		return fmt.Errorf("%s: %w: the daemon with state dir %s is running (give each daemon its own parent with --cgroup-parent, or stop that daemon)", dir, ErrTaken, owner)
+	}
+	if err := markDir(dir, cfg.Marker, cfg.StateDir); err != nil {
+		return err
+	}
+	// Two daemons adopting at once: the xattr keeps the last writer.
+	if ok, err := isMarked(dir, cfg.Marker, cfg.StateDir); err != nil || !ok {
+		return fmt.Errorf("%s: %w: another daemon adopted it first", dir, ErrTaken)
+	}
+	cfg.Logger.Named("cgroup").Info("adopted a stale pool parent", "dir", dir, "previous_state_dir", owner)
+	return nil
+}
+
+// ownerLive reports whether a daemon holds the lock file lockName in its
+// state dir stateDir. A missing lock file (or state dir) means no daemon.
+func ownerLive(stateDir, lockName string) (bool, error) {
+	if !filepath.IsAbs(stateDir) {
+		return false, fmt.Errorf("marker %q is not an absolute state dir", stateDir)
+	}
+	fd, err := unix.Open(filepath.Join(stateDir, lockName), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("open lock of %s: %w", stateDir, err)
+	}
+	defer unix.Close(fd)
+	err = unix.Flock(fd, unix.LOCK_SH|unix.LOCK_NB)
+	if errors.Is(err, unix.EWOULDBLOCK) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("probe lock of %s: %w", stateDir, err)
+	}
+	return false, nil // closing the fd drops the probe's shared lock
 }
 
 // listKernelChildren lists the kernel-id-named child groups of a marked dir.

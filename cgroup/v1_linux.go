@@ -29,8 +29,7 @@ type v1Pool struct {
 	parent    cgroup1.Cgroup
 	dirs      []string // parent dir per hierarchy, deduplicated
 	created   []string // parent dirs this instance created
-	marker    string
-	stateDir  string
+	cfg       Config
 	memsw     bool
 	// udir is the pool parent on a hybrid host's cgroup2 mount ("" when
 	// unused). That hierarchy has no controllers but gives what v1 lacks:
@@ -39,7 +38,7 @@ type v1Pool struct {
 }
 
 func newV1Pool(cfg Config, log hclog.Logger) (poolBackend, Info, error) {
-	p := &v1Pool{mount: cfg.Mount, parentRel: filepath.Clean("/" + cfg.Parent), marker: cfg.Marker, stateDir: cfg.StateDir}
+	p := &v1Pool{mount: cfg.Mount, parentRel: filepath.Clean("/" + cfg.Parent), cfg: cfg}
 	seen := map[string]bool{}
 	for _, name := range v1Wanted {
 		var st unix.Statfs_t
@@ -63,8 +62,11 @@ func newV1Pool(cfg Config, log hclog.Logger) (poolBackend, Info, error) {
 	}
 	_, err := os.Stat(filepath.Join(cfg.Mount, "memory", "memory.memsw.limit_in_bytes"))
 	p.memsw = err == nil
+	// v1 cgroupfs takes no xattr unless mounted with -o xattr: the cgroup2
+	// sibling's marker names the daemon whose marker file lists these dirs.
+	hint := markOwner(filepath.Join(cfg.Mount, "unified", p.parentRel))
 	for _, dir := range p.dirs {
-		created, err := ensureParentDir(dir, cfg.Marker, cfg.StateDir)
+		created, err := ensureParentDir(dir, cfg, hint)
 		if err != nil {
 			p.undo()
 			return nil, Info{}, err
@@ -132,7 +134,7 @@ func (p *v1Pool) setupUnified(log hclog.Logger) {
 		return
 	}
 	dir := filepath.Join(root, p.parentRel)
-	created, err := ensureParentDir(dir, p.marker, p.stateDir)
+	created, err := ensureParentDir(dir, p.cfg, "")
 	if err != nil {
 		log.Warn("cgroup2 mount not usable for kernel kill", "dir", dir, "error", err)
 		return
@@ -204,7 +206,7 @@ func (p *v1Pool) sweep(log hclog.Logger) (SweepResult, error) {
 	var res SweepResult
 	names := map[string]bool{}
 	for _, dir := range p.dirs {
-		kids, err := listKernelChildren(dir, p.marker, p.stateDir)
+		kids, err := listKernelChildren(dir, p.cfg.Marker, p.cfg.StateDir)
 		if err != nil {
 			return res, err
 		}
@@ -229,7 +231,7 @@ func (p *v1Pool) sweep(log hclog.Logger) (SweepResult, error) {
 func (p *v1Pool) close() error {
 	var errs []error
 	for _, d := range p.dirs {
-		if ok, err := isMarked(d, p.marker, p.stateDir); err != nil || !ok {
+		if ok, err := isMarked(d, p.cfg.Marker, p.cfg.StateDir); err != nil || !ok {
 			continue // never remove what is not ours
 		}
 		if err := os.Remove(d); err != nil && !errors.Is(err, os.ErrNotExist) {

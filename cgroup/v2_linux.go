@@ -56,7 +56,7 @@ func newV2Pool(cfg Config, log hclog.Logger) (poolBackend, Info, error) {
 		}
 		info.DaemonLeaf = leaf
 	}
-	p.created, err = ensureParentDir(p.dir, cfg.Marker, cfg.StateDir)
+	p.created, err = ensureParentDir(p.dir, cfg, "")
 	if err != nil {
 		return nil, Info{}, err
 	}

@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"sort"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/kernpool/kernpool/kernel"
 )
 
 // DefaultProfile is the profile a mode without its own profile uses.
@@ -19,9 +22,24 @@ const cpuPeriod = 100000
 // Config configures an Isolator. Start from DefaultConfig: the zero value
 // turns every optional protection off.
 type Config struct {
-	// CgroupParent names the pool's parent cgroup ("kernpool"); see
-	// cgroup.Config.Parent for absolute vs relative names.
+	// Isolation is what the daemon promises its kernels ("" means
+	// kernel.IsolationSandbox): in sandbox mode New fails with ErrIsolation
+	// when anything the configuration asks for cannot be applied here; in
+	// process mode kernels get what the host offers and Report().Allows()
+	// says in plain words what that permits.
+	Isolation kernel.IsolationMode
+	// CgroupParent names the pool's parent cgroup; "" derives it from the
+	// state dir (cgroup.ParentFor). See cgroup.Config.Parent for absolute
+	// vs relative names.
 	CgroupParent string
+	// OwnerLock is the lock file a live daemon holds in its state dir
+	// (".kernpool.lock"): a cgroup parent marked by a state dir whose lock
+	// nobody holds is stale and adopted (cgroup.Config.OwnerLock).
+	OwnerLock string
+	// ScrubDirs are the host's world-writable dirs cleared of a kernel
+	// uid's files before the uid is leased again (DefaultScrubDirs when
+	// nil; empty but non-nil: none).
+	ScrubDirs []string
 	// CgroupEnabled puts each kernel in its own cgroup where the host
 	// allows; false confines kernels by process group (and uid) only.
 	CgroupEnabled bool
@@ -67,8 +85,9 @@ type Profile struct {
 	NoNetwork bool
 	// PIDNamespace gives the kernel its own pid namespace (it is pid 1 there).
 	PIDNamespace bool
-	// PrivateTmp asks for a private /tmp mount. Unsupported: Go cannot
-	// mount between fork and exec; every kernel already has its own TMPDIR.
+	// PrivateTmp asks for a private /tmp mount. Unsupported until the
+	// kernel init step exists (issue 9 part A): Go cannot mount between
+	// fork and exec; every kernel already has its own TMPDIR.
 	PrivateTmp bool
 }
 
@@ -98,7 +117,7 @@ const DefaultUIDLockDir = "/run/kernpool/uids"
 // core dumps, 1024 open files, no_new_privs.
 func DefaultConfig(stateDir string) Config {
 	return Config{
-		CgroupParent:  "kernpool",
+		Isolation:     kernel.IsolationSandbox,
 		CgroupEnabled: true,
 		Profiles:      map[string]Profile{DefaultProfile: {Resources: LimitsResources(Limits{MemoryMax: 1 << 30, PidsMax: 512})}},
 		UIDRange:      [2]int{60000, 60999},
@@ -169,18 +188,42 @@ func profileLimits(r *specs.LinuxResources) Limits {
 	return l
 }
 
-// profile returns the profile mode selects.
-func (c *Config) profile(mode string) Profile {
-	if p, ok := c.Profiles[mode]; ok {
-		return p
+// Modes lists the configured profile names, sorted: the modes a request
+// may name ("default" always works, and "" means it).
+func (c *Config) Modes() []string {
+	names := make([]string, 0, len(c.Profiles)+1)
+	for n := range c.Profiles {
+		names = append(names, n)
 	}
-	return c.Profiles[DefaultProfile]
+	if _, ok := c.Profiles[DefaultProfile]; !ok {
+		names = append(names, DefaultProfile)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// profile returns the profile mode selects; a mode without a profile is
+// refused (ErrUnknownMode), never silently given the default profile.
+func (c *Config) profile(mode string) (Profile, error) {
+	if mode == "" {
+		mode = DefaultProfile
+	}
+	if p, ok := c.Profiles[mode]; ok {
+		return p, nil
+	}
+	if mode == DefaultProfile {
+		return Profile{}, nil
+	}
+	return Profile{}, fmt.Errorf("mode %q: %w (known: %s)", mode, ErrUnknownMode, strings.Join(c.Modes(), ", "))
 }
 
 // resolve applies the request's overrides to mode's profile within the
 // ceiling, returning a private copy of the resources.
 func (c *Config) resolve(mode string, lim Limits) (*specs.LinuxResources, Profile, error) {
-	p := c.profile(mode)
+	p, err := c.profile(mode)
+	if err != nil {
+		return nil, p, err
+	}
 	if lim.MemoryMax < 0 || lim.PidsMax < 0 || lim.CPUMax < 0 || math.IsNaN(lim.CPUMax) || math.IsInf(lim.CPUMax, 0) {
 		return nil, p, fmt.Errorf("limits %+v: %w: negative or not a number", lim, ErrBadLimit)
 	}
@@ -243,6 +286,9 @@ func (c *Config) validate() error {
 	if c.StateDir == "" || !strings.HasPrefix(c.StateDir, "/") && !isWindowsAbs(c.StateDir) {
 		return fmt.Errorf("%w: StateDir %q must be an absolute path", ErrBadConfig, c.StateDir)
 	}
+	if _, err := kernel.ParseIsolationMode(string(c.Isolation)); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadConfig, err)
+	}
 	if c.RunAsUser && (c.UIDRange[0] <= 0 || c.UIDRange[1] < c.UIDRange[0]) {
 		return fmt.Errorf("%w: UIDRange %d-%d: want 0 < first <= last", ErrBadConfig, c.UIDRange[0], c.UIDRange[1])
 	}
@@ -252,7 +298,7 @@ func (c *Config) validate() error {
 			return fmt.Errorf("%w: profile %q has a negative limit", ErrBadConfig, name)
 		}
 		if p.PrivateTmp {
-			return fmt.Errorf("%w: profile %q: private /tmp needs a mount between fork and exec, which Go's exec cannot do (each kernel already has its own TMPDIR): %w", ErrBadConfig, name, ErrUnsupported)
+			return fmt.Errorf("%w: profile %q: private /tmp needs the kernel init step (a mount between fork and exec, which Go's exec cannot do; each kernel already has its own TMPDIR): %w", ErrBadConfig, name, ErrUnsupported)
 		}
 	}
 	for _, r := range c.Rlimits {

@@ -21,7 +21,8 @@ func TestResolveLimits(t *testing.T) {
 		quota   int64
 	}{
 		{name: "profile of the mode", mode: "small", mem: 64 << 20, pids: 64, quota: 50000},
-		{name: "unknown mode uses default", mode: "nope", mem: 1 << 30, pids: 512},
+		{name: "empty mode is default", mode: "", mem: 1 << 30, pids: 512},
+		{name: "unknown mode refused with the known ones", mode: "nope", wantErr: ErrUnknownMode, field: "known: default, small"},
 		{name: "override within ceiling", mode: "small", lim: Limits{MemoryMax: 1 << 30, CPUMax: 1.5}, mem: 1 << 30, pids: 64, quota: 150000},
 		{name: "memory over ceiling", mode: "small", lim: Limits{MemoryMax: 4 << 30}, wantErr: ErrOverCeiling, field: "memory_max"},
 		{name: "cpu over ceiling", mode: "small", lim: Limits{CPUMax: 3}, wantErr: ErrOverCeiling, field: "cpu_max"},

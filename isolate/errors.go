@@ -11,6 +11,13 @@ var (
 	ErrBadConfig = errors.New("isolate: invalid configuration")
 	// ErrBadLimit: a negative or malformed per-request limit.
 	ErrBadLimit = errors.New("isolate: invalid limit")
+	// ErrIsolation: the host cannot give kernels the isolation the
+	// configuration asks for (sandbox mode); the message names each missing
+	// protection and its fix. The daemon refuses to start.
+	ErrIsolation = errors.New("isolate: the configured isolation cannot be enforced here")
+	// ErrUnknownMode: a request named a mode no profile defines; the
+	// message lists the known modes.
+	ErrUnknownMode = errors.New("isolate: unknown mode")
 	// ErrNoUID: every uid of the range is in use.
 	ErrNoUID = errors.New("isolate: no free kernel uid")
 	// ErrAccess: the kernel uid cannot use an interpreter or cwd.

@@ -17,7 +17,7 @@ import (
 func TestFallbackWithoutCgroupsStillKillsEscapes(t *testing.T) {
 	testenv.RequireRoot(t)
 	testenv.RequirePython(t)
-	iso := newIso(t, func(c *Config) { c.CgroupEnabled = false })
+	iso := newIso(t, func(c *Config) { c.CgroupEnabled, c.Isolation = false, kernel.IsolationProcess })
 	r := iso.Report()
 	if r.CgroupActive || !strings.Contains(r.Warning(), "memory, pids and cpu limits") {
 		t.Fatalf("report = %+v, warning %q", r, r.Warning())
@@ -37,6 +37,9 @@ func TestFallbackWithoutCgroupsStillKillsEscapes(t *testing.T) {
 	}
 }
 
+// An unmarked group where the parent should be: sandbox mode refuses to
+// start (limits could not be applied), process mode falls back; neither
+// touches the group.
 func TestForeignParentFallsBackAndIsUntouched(t *testing.T) {
 	testenv.RequireCgroupMode(t, cgroup.DetectMode(""), cgroup.ModeLegacy, cgroup.ModeHybrid)
 	name := testParent(t)
@@ -45,7 +48,15 @@ func TestForeignParentFallsBackAndIsUntouched(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.Remove(dir)
-	iso := newIso(t, func(c *Config) { c.CgroupParent = "/" + name })
+	cfg := DefaultConfig(stateDir(t))
+	cfg.CgroupParent = "/" + name
+	if iso, err := New(cfg); !errors.Is(err, ErrIsolation) || !strings.Contains(err.Error(), "memory, pids and cpu limits") {
+		if iso != nil {
+			iso.Close()
+		}
+		t.Fatalf("sandbox mode: New = %v, want ErrIsolation naming the limits", err)
+	}
+	iso := newIso(t, func(c *Config) { c.CgroupParent, c.Isolation = "/"+name, kernel.IsolationProcess })
 	r := iso.Report()
 	if r.CgroupActive || !strings.Contains(r.CgroupReason, "not marked") {
 		t.Fatalf("report = %+v", r)
@@ -57,7 +68,7 @@ func TestForeignParentFallsBackAndIsUntouched(t *testing.T) {
 
 func TestCheckAccess(t *testing.T) {
 	testenv.RequireRoot(t)
-	iso := newIso(t, func(c *Config) { c.CgroupEnabled = false })
+	iso := newIso(t, func(c *Config) { c.CgroupEnabled, c.Isolation = false, kernel.IsolationProcess })
 	private := t.TempDir() // 0700 root: no kernel uid may enter
 	if err := os.Chmod(private, 0o700); err != nil {
 		t.Fatal(err)

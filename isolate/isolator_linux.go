@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/kernpool/kernpool/cgroup"
+	"github.com/kernpool/kernpool/kernel"
 )
 
 // Isolator makes the Sandbox of each new kernel. Create it with New.
@@ -21,6 +22,7 @@ type Isolator struct {
 	log      hclog.Logger
 	cg       *cgroup.Manager // nil: process-group fallback
 	uids     *uidPool        // nil: kernels keep the daemon's uid
+	facts    initFacts
 	report   Report
 	oomKills atomic.Int64
 	mu       sync.Mutex
@@ -28,10 +30,12 @@ type Isolator struct {
 }
 
 // New validates cfg, detects the host's cgroup mode, creates (or checks
-// the marker of) the pool parent group, sweeps what a dead instance left
-// in it (processes, groups, their staging dirs), and reserves the uid
-// range. Where cgroups cannot be used it falls back to process groups and
-// Report().Warning() says what is lost.
+// the marker of, or adopts when stale) the pool parent group, sweeps what
+// a dead instance left in it (processes, groups, their staging dirs), and
+// reserves the uid range. In sandbox mode (the default) it fails with
+// ErrIsolation, before touching any cgroup where it can, when kernels
+// would get less than cfg asks for; in process mode it falls back to what
+// the host offers and Report() says what is lost and what that allows.
 func New(cfg Config) (*Isolator, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
@@ -39,18 +43,28 @@ func New(cfg Config) (*Isolator, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("isolate: new: %w", err)
 	}
-	i := &Isolator{cfg: cfg, log: cfg.Logger.Named("isolate")}
-	i.report = Report{Platform: runtime.GOOS, NoNewPrivs: cfg.NoNewPrivs, Rlimits: rlimitEnv(cfg.Rlimits)}
+	i := &Isolator{cfg: cfg, log: cfg.Logger.Named("isolate"), facts: probeInit(cfg)}
+	i.report = Report{Isolation: cfg.isolationMode(), DaemonUID: os.Geteuid(), Platform: runtime.GOOS,
+		NoNewPrivs: cfg.NoNewPrivs, Rlimits: rlimitEnv(cfg.Rlimits), Seccomp: i.facts.Seccomp}
 	root := os.Geteuid() == 0
 	if err := i.checkNamespaces(root); err != nil {
 		return nil, fmt.Errorf("isolate: new: %w", err)
 	}
-	if cfg.RunAsUser {
-		if err := i.setupUIDs(root); err != nil {
-			return nil, fmt.Errorf("isolate: new: %w", err)
-		}
+	if i.facts.Probed && !i.facts.Works {
+		i.report.Lost = append(i.report.Lost, "the kernel init step (namespaces, private /tmp, seccomp): "+i.facts.Why)
+		i.report.Advice = append(i.report.Advice, "see `kernpool doctor`")
+	}
+	if err := i.setupUIDs(root); err != nil {
+		return nil, fmt.Errorf("isolate: new: %w", err)
+	}
+	if err := i.report.enforce(); err != nil {
+		return nil, fmt.Errorf("isolate: new: %w", err) // before any cgroup is touched
 	}
 	i.setupCgroups()
+	if err := i.report.enforce(); err != nil {
+		_ = i.Close()
+		return nil, fmt.Errorf("isolate: new: %w", err)
+	}
 	if i.uids != nil {
 		// After the sweep: leftovers of a dead instance no longer hold uids.
 		i.uids.tainted = taintedUIDs(cfg.UIDRange[0], cfg.UIDRange[1])
@@ -59,6 +73,11 @@ func New(cfg Config) (*Isolator, error) {
 			i.log.Warn("kernel uids with running processes are not used", "count", n)
 		}
 	}
+	uid := i.report.DaemonUID
+	if i.uids != nil {
+		uid = -1 // one from the range per kernel
+	}
+	i.report.Profiles = profileReports(cfg, i.facts, uid)
 	if w := i.report.Warning(); w != "" {
 		i.log.Warn("reduced kernel isolation", "detail", w)
 	}
@@ -88,9 +107,15 @@ func (i *Isolator) checkNamespaces(root bool) error {
 
 func (i *Isolator) setupUIDs(root bool) error {
 	first, last := i.cfg.UIDRange[0], i.cfg.UIDRange[1]
-	if !root {
-		i.report.Lost = append(i.report.Lost, "a uid of their own (the daemon is not root)")
-		i.report.Advice = append(i.report.Advice, "run the daemon as root to run kernels as unprivileged uids")
+	switch {
+	case !root:
+		i.report.Lost = append(i.report.Lost, fmt.Sprintf("a uid of their own (the daemon is not root, so kernels would run as its uid %d "+
+			"and could read each other's files and the daemon's, signal each other, and drive the daemon's API socket)", os.Geteuid()))
+		i.report.Advice = append(i.report.Advice, "run the daemon as root, so that each kernel gets an unprivileged uid of its own")
+		return nil
+	case !i.cfg.RunAsUser:
+		i.report.Lost = append(i.report.Lost, "a uid of their own (users are disabled, so kernels would run as root)")
+		i.report.Advice = append(i.report.Advice, "enable kernel users (users { enabled = true })")
 		return nil
 	}
 	if hits := rangeEntries(first, last); len(hits) > 0 {
@@ -104,6 +129,17 @@ func (i *Isolator) setupUIDs(root bool) error {
 		return fmt.Errorf("uid lock dir: %w", err)
 	}
 	i.uids = newUIDPool(first, last, i.cfg.PerOwnerUID, lockDir, nil)
+	dirs := i.cfg.ScrubDirs
+	if dirs == nil {
+		dirs = DefaultScrubDirs
+	}
+	i.uids.scrub = func(uid int) error {
+		err := scrubUID(dirs, uid)
+		if err != nil {
+			i.log.Error("cannot remove what a previous kernel of this uid left; the uid is retired", "uid", uid, "error", err)
+		}
+		return err
+	}
 	i.report.RunAsUser, i.report.UIDFirst, i.report.UIDLast, i.report.PerOwnerUID = true, first, last, i.cfg.PerOwnerUID
 	return nil
 }
@@ -127,7 +163,8 @@ func (i *Isolator) setupCgroups() {
 		i.report.Advice = append(i.report.Advice, "enable cgroups in the configuration")
 		return
 	}
-	m, err := cgroup.New(cgroup.Config{Parent: i.cfg.CgroupParent, Marker: i.cfg.StateDir, StateDir: i.cfg.StateDir, Logger: i.log})
+	m, err := cgroup.New(cgroup.Config{Parent: i.cfg.CgroupParent, Marker: i.cfg.StateDir, StateDir: i.cfg.StateDir,
+		OwnerLock: i.cfg.OwnerLock, Logger: i.log})
 	if err != nil {
 		i.report.CgroupReason = err.Error()
 		i.report.Lost = append(i.report.Lost, cgroupLosses(runAs, i.cfg.PerOwnerUID)...)
@@ -160,6 +197,8 @@ func (i *Isolator) setupCgroups() {
 
 func cgroupAdvice(err error) string {
 	switch {
+	case errors.Is(err, cgroup.ErrTaken):
+		return "give this daemon its own cgroup parent (--cgroup-parent NAME), or stop the daemon that holds it"
 	case errors.Is(err, cgroup.ErrForeign):
 		return "remove the unmarked group or set another cgroup parent"
 	case os.Geteuid() != 0:
@@ -190,7 +229,7 @@ func (i *Isolator) NewSandbox(id, owner, mode string, lim Limits) (*Sandbox, err
 	if i.closed {
 		return nil, fmt.Errorf("isolate: new sandbox %s: %w", id, ErrClosed)
 	}
-	s := &Sandbox{iso: i, id: id, profile: prof, uid: -1, gid: -1, log: i.log.With("kernel", id)}
+	s := &Sandbox{iso: i, id: id, profile: prof, uid: -1, gid: -1, log: i.log.With("kernel", id), pg: kernel.NewProcessGroup()}
 	if i.uids != nil {
 		if s.uid, err = i.uids.acquire(owner); err != nil {
 			return nil, fmt.Errorf("isolate: new sandbox %s: %w", id, err)
@@ -204,6 +243,15 @@ func (i *Isolator) NewSandbox(id, owner, mode string, lim Limits) (*Sandbox, err
 			}
 			return nil, fmt.Errorf("isolate: new sandbox %s: %w", id, err)
 		}
+	}
+	if err := s.fillIsolation(profileLimits(res)); err != nil {
+		if s.group != nil {
+			_ = s.group.Remove(releaseTimeout)
+		}
+		if s.uid >= 0 {
+			i.uids.release(s.uid)
+		}
+		return nil, fmt.Errorf("isolate: new sandbox %s: %w", id, err)
 	}
 	return s, nil
 }

@@ -39,6 +39,11 @@ func New(cfg Config) (*Isolator, error) {
 	}
 	i := &Isolator{cfg: cfg, log: cfg.Logger.Named("isolate")}
 	i.report = platformReport(cfg)
+	i.report.Isolation, i.report.DaemonUID = cfg.isolationMode(), os.Geteuid()
+	i.report.Profiles = profileReports(cfg, initFacts{}, os.Geteuid())
+	if err := i.report.enforce(); err != nil {
+		return nil, fmt.Errorf("isolate: new: %w", err)
+	}
 	if w := i.report.Warning(); w != "" {
 		i.log.Warn("reduced kernel isolation", "detail", w)
 	}

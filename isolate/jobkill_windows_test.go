@@ -12,6 +12,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/kernpool/kernpool/kernel"
 	"golang.org/x/sys/windows"
 )
 
@@ -131,7 +132,7 @@ func awaitExit(t *testing.T, what string, h windows.Handle) uint32 {
 
 func newWinSandbox(t *testing.T) *Sandbox {
 	t.Helper()
-	iso, err := New(Config{StateDir: testTempDir(t)})
+	iso, err := New(Config{StateDir: testTempDir(t), Isolation: kernel.IsolationProcess})
 	if err != nil {
 		t.Fatalf("new isolator: %v", err)
 	}

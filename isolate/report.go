@@ -3,11 +3,17 @@ package isolate
 import (
 	"fmt"
 	"strings"
+
+	"github.com/kernpool/kernpool/kernel"
 )
 
 // Report says what isolation kernels get on this host and what is missing:
 // `kernpool doctor` prints String(), the daemon logs Warning() once at start.
 type Report struct {
+	// Isolation is the daemon's isolation mode.
+	Isolation kernel.IsolationMode
+	// DaemonUID is the daemon's own uid.
+	DaemonUID int
 	// Platform is GOOS.
 	Platform string
 	// CgroupMode is the host's cgroup layout ("hybrid (...)", "none").
@@ -38,6 +44,12 @@ type Report struct {
 	Rlimits    string
 	// Namespaces lists the namespaces profiles ask for (e.g. "net (profile x)").
 	Namespaces []string
+	// Seccomp: kernels run under the init step's seccomp filter.
+	Seccomp bool
+	// Profiles is what a kernel of each mode gets (uid -1: one from the
+	// range, or the daemon's; limits as configured, before per-request
+	// overrides), by mode name.
+	Profiles map[string]kernel.Isolation
 	// Swept counts leftover kernel groups of a dead instance removed at start.
 	Swept int
 	// Lost lists the protections kernels do not get here.
@@ -51,6 +63,11 @@ func (i *Isolator) Report() Report {
 	r := i.report
 	r.Lost = append([]string(nil), r.Lost...)
 	r.Advice = append([]string(nil), r.Advice...)
+	r.Profiles = make(map[string]kernel.Isolation, len(i.report.Profiles))
+	for k, v := range i.report.Profiles {
+		v.Namespaces = append([]string{}, v.Namespaces...)
+		r.Profiles[k] = v
+	}
 	return r
 }
 
@@ -62,6 +79,7 @@ func (i *Isolator) OOMKills() int64 { return i.oomKills.Load() }
 func (r Report) String() string {
 	var b strings.Builder
 	w := func(k, v string) { fmt.Fprintf(&b, "%-18s %s\n", k+":", v) }
+	w("isolation", string(r.Isolation))
 	w("platform", r.Platform)
 	w("cgroup mode", orNone(r.CgroupMode))
 	if r.CgroupActive {
@@ -91,6 +109,13 @@ func (r Report) String() string {
 	if r.Swept > 0 {
 		w("crash recovery", fmt.Sprintf("swept %d leftover kernel group(s)", r.Swept))
 	}
+	w("seccomp", fmt.Sprint(r.Seccomp))
+	for _, name := range sortedKeys(r.Profiles) {
+		w("mode "+name, r.Profiles[name].Summary())
+	}
+	if a := r.Allows(); a != "" {
+		w("process mode", a)
+	}
 	if len(r.Lost) > 0 {
 		w("missing", strings.Join(r.Lost, "; "))
 		w("to get more", strings.Join(r.Advice, "; "))
@@ -113,6 +138,15 @@ func (r Report) Warning() string {
 		msg += ". To get more: " + strings.Join(r.Advice, "; ")
 	}
 	return msg
+}
+
+func sortedKeys(m map[string]kernel.Isolation) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sortStrings(out)
+	return out
 }
 
 func orNone(s string) string {

@@ -27,6 +27,11 @@ type Sandbox struct {
 	gid     int
 	group   *cgroup.Group // nil: process-group fallback
 	log     hclog.Logger
+	// pg is the kernel's process group: kill and, without a cgroup, the
+	// wait until it is gone (the one process-group sandbox).
+	pg *kernel.ProcessGroup
+	// isolation is what is enforced, limits read back from the group.
+	isolation kernel.Isolation
 
 	mu       sync.Mutex
 	cgfd     *os.File
@@ -51,8 +56,9 @@ func (s *Sandbox) Prepare(cmd *exec.Cmd, staging string) error {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
+	_ = s.pg.Prepare(cmd, staging)
 	a := cmd.SysProcAttr
-	a.Setpgid, a.Pgid, a.Pdeathsig = true, 0, syscall.SIGKILL
+	a.Pdeathsig = syscall.SIGKILL
 	if s.uid >= 0 {
 		a.Credential = &syscall.Credential{Uid: uint32(s.uid), Gid: uint32(s.gid), Groups: []uint32{}}
 		if err := chownTree(staging, s.uid, s.gid); err != nil {
@@ -113,6 +119,7 @@ func (s *Sandbox) Started(pid int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pid = pid
+	_ = s.pg.Started(pid)
 	if s.cgfd != nil {
 		err := s.cgfd.Close()
 		s.cgfd = nil
@@ -138,11 +145,9 @@ func (s *Sandbox) killLocked() error {
 	if s.group != nil {
 		err = s.group.Kill()
 	}
-	// Not after Release: an empty process group's number may be reused.
-	// Between the leader's reap and Release (microseconds) it cannot be.
-	if s.pid > 0 && !s.released {
-		_ = syscall.Kill(-s.pid, syscall.SIGKILL)
-	}
+	// A no-op after Release: an empty process group's number may be
+	// reused. Between the leader's reap and Release it cannot be.
+	_ = s.pg.Kill()
 	if s.group == nil && s.uid >= 0 && !s.iso.cfg.PerOwnerUID {
 		killUID(s.uid)
 	}
@@ -173,7 +178,12 @@ func (s *Sandbox) Release() (kernel.Verdict, error) {
 	clean := true
 	if s.group != nil {
 		s.verdict, clean, s.relErr = s.releaseGroup()
+		_, _ = s.pg.Release() // the group is empty: marks the pgid as not ours any more
 	} else {
+		// Wait until no member of the process group runs (zombies count as gone).
+		if _, err := s.pg.Release(); err != nil {
+			clean, s.relErr = false, fmt.Errorf("isolate: release %s: %w", s.id, err)
+		}
 		if s.uid >= 0 && !s.iso.cfg.PerOwnerUID && len(procUIDs()[s.uid]) > 0 {
 			clean = false
 		}
@@ -230,6 +240,54 @@ func (s *Sandbox) Stats() (kernel.Stats, error) {
 
 // UID is the uid the kernel runs as (-1: the daemon's own).
 func (s *Sandbox) UID() int { return s.uid }
+
+// Isolation reports what is enforced for the kernel (fixed at NewSandbox).
+func (s *Sandbox) Isolation() kernel.Isolation {
+	is := s.isolation
+	is.Namespaces = append([]string{}, is.Namespaces...)
+	return is
+}
+
+// fillIsolation records what the kernel gets, the limits as its cgroup
+// really has them. In sandbox mode a limit that was asked for and is not
+// in force refuses the kernel.
+func (s *Sandbox) fillIsolation(want Limits) error {
+	cfg := &s.iso.cfg
+	s.isolation = kernel.Isolation{
+		Mode: cfg.isolationMode(), UID: s.uid, Namespaces: s.iso.facts.namespacesFor(s.profile),
+		Seccomp: s.iso.facts.Seccomp, Network: !s.profile.NoNetwork,
+	}
+	if s.uid < 0 {
+		s.isolation.UID = os.Geteuid()
+	}
+	if s.group != nil {
+		got, err := s.group.Limits()
+		if err != nil {
+			return err
+		}
+		s.isolation.MemoryMax, s.isolation.PidsMax, s.isolation.CPUMax = got.MemoryMax, got.PidsMax, got.CPUMax
+	}
+	if cfg.isolationMode() == kernel.IsolationProcess {
+		return nil
+	}
+	var missing []string
+	for _, c := range []struct {
+		name      string
+		want, got bool
+	}{
+		{"memory_max", want.MemoryMax > 0, s.isolation.MemoryMax > 0},
+		{"pids_max", want.PidsMax > 0, s.isolation.PidsMax > 0},
+		{"cpu_max", want.CPUMax > 0, s.isolation.CPUMax > 0},
+	} {
+		if c.want && !c.got {
+			missing = append(missing, c.name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: the kernel's cgroup does not enforce %s", ErrIsolation, strings.Join(missing, ", "))
+	}
+	return nil
+}
 
 // ID is the kernel id the sandbox was made for.
 func (s *Sandbox) ID() string { return s.id }

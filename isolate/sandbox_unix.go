@@ -3,10 +3,8 @@
 package isolate
 
 import (
-	"fmt"
+	"os"
 	"os/exec"
-	"sync"
-	"syscall"
 
 	"github.com/kernpool/kernpool/kernel"
 )
@@ -18,70 +16,34 @@ func platformReport(cfg Config) Report {
 	return r
 }
 
-// Sandbox confines one kernel by process group; it implements kernel.Sandbox.
+// Sandbox confines one kernel by process group (kernel.ProcessGroup: kill
+// the group, wait until it is gone); it implements kernel.Sandbox.
 type Sandbox struct {
-	iso      *Isolator
-	id       string
-	mu       sync.Mutex
-	pid      int
-	released bool
+	*kernel.ProcessGroup
+	iso *Isolator
+	id  string
 }
 
 var _ kernel.Sandbox = (*Sandbox)(nil)
 
 // newSandbox ignores the limits: nothing enforces them without cgroups.
 func newSandbox(i *Isolator, id string, _ Limits) (*Sandbox, error) {
-	return &Sandbox{iso: i, id: id}, nil
+	return &Sandbox{ProcessGroup: kernel.NewProcessGroup(), iso: i, id: id}, nil
 }
 
 // Prepare puts the kernel in its own process group and appends the rlimits.
 func (s *Sandbox) Prepare(cmd *exec.Cmd, staging string) error {
-	if cmd.SysProcAttr == nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{}
-	}
-	cmd.SysProcAttr.Setpgid = true
+	_ = s.ProcessGroup.Prepare(cmd, staging)
 	if rl := rlimitEnv(s.iso.cfg.Rlimits); rl != "" {
 		cmd.Env = append(cmd.Env, kernel.EnvRlimits+"="+rl)
 	}
 	return nil
 }
 
-// Started records the kernel's pid.
-func (s *Sandbox) Started(pid int) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.pid = pid
-	return nil
+// Isolation reports a process group of the daemon's uid.
+func (s *Sandbox) Isolation() kernel.Isolation {
+	return kernel.Isolation{Mode: s.iso.cfg.isolationMode(), UID: os.Geteuid(), Namespaces: []string{}, Network: true}
 }
-
-// Kill SIGKILLs the kernel's process group. Idempotent; a no-op after Release.
-func (s *Sandbox) Kill() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.pid > 0 && !s.released {
-		if err := syscall.Kill(-s.pid, syscall.SIGKILL); err != nil && err != syscall.ESRCH {
-			return fmt.Errorf("isolate: kill %s: %w", s.id, err)
-		}
-	}
-	return nil
-}
-
-// Release kills what is left of the process group. Idempotent.
-func (s *Sandbox) Release() (kernel.Verdict, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.pid > 0 && !s.released {
-		_ = syscall.Kill(-s.pid, syscall.SIGKILL)
-	}
-	s.released = true
-	return kernel.Verdict{}, nil
-}
-
-// Stats are unknown without cgroups.
-func (s *Sandbox) Stats() (kernel.Stats, error) { return kernel.Stats{}, nil }
-
-// UID is -1: kernels keep the daemon's uid here.
-func (s *Sandbox) UID() int { return -1 }
 
 // ID is the kernel id the sandbox was made for.
 func (s *Sandbox) ID() string { return s.id }

@@ -29,6 +29,7 @@ type Sandbox struct {
 	id       string
 	mu       sync.Mutex
 	job      windows.Handle
+	limits   Limits // as set on the job
 	released bool
 }
 
@@ -39,7 +40,7 @@ func newSandbox(i *Isolator, id string, l Limits) (*Sandbox, error) {
 	if err != nil {
 		return nil, fmt.Errorf("isolate: new sandbox %s: create job: %w", id, err)
 	}
-	s := &Sandbox{iso: i, id: id, job: job}
+	s := &Sandbox{iso: i, id: id, job: job, limits: Limits{MemoryMax: l.MemoryMax, PidsMax: l.PidsMax}}
 	var info windows.JOBOBJECT_EXTENDED_LIMIT_INFORMATION
 	info.BasicLimitInformation.LimitFlags = windows.JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE
 	if l.MemoryMax > 0 {
@@ -117,6 +118,12 @@ func (s *Sandbox) Stats() (kernel.Stats, error) { return kernel.Stats{}, nil }
 
 // UID is -1: kernels run as the daemon's user.
 func (s *Sandbox) UID() int { return -1 }
+
+// Isolation reports a Job Object of the daemon's user with its limits.
+func (s *Sandbox) Isolation() kernel.Isolation {
+	return kernel.Isolation{Mode: s.iso.cfg.isolationMode(), UID: -1, Namespaces: []string{}, Network: true,
+		MemoryMax: s.limits.MemoryMax, PidsMax: s.limits.PidsMax}
+}
 
 // ID is the kernel id the sandbox was made for.
 func (s *Sandbox) ID() string { return s.id }

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"slices"
 	"sync"
+	"time"
 )
 
 // uidPool hands out kernel uids from a range: one per live kernel, or one
@@ -13,16 +15,25 @@ import (
 // every lease also holds an exclusive lock on <lockDir>/<uid>.lock, so two
 // daemons on one host (same range) never lease the same uid: a uid is
 // then one kernel's alone, which is what makes killing by uid safe.
+//
+// A per-kernel lease takes the least recently used free uid. The lock
+// file's mtime records when its uid was last leased or released, so the
+// order survives a daemon restart and is shared by every daemon on the
+// host: a restarted daemon does not hand its first tenant the uid the last
+// tenant before the restart had.
 type uidPool struct {
 	mu       sync.Mutex
 	first    int
 	last     int
 	perOwner bool
-	lockDir  string // "" = no cross-daemon locking (unit tests)
+	lockDir  string // "" = no cross-daemon locking or persistence (unit tests)
 	leases   map[int]*uidLease
 	tainted  map[int]bool // uids with foreign processes at start: never used
 	retired  []io.Closer  // locks of tainted uids, held until the daemon exits
-	next     int
+	order    []int        // every uid of the range, least recently used first
+	// scrub removes what a previous tenant of uid left on the host before
+	// the uid is handed out; an error retires the uid. nil: nothing to do.
+	scrub func(uid int) error
 }
 
 type uidLease struct {
@@ -35,12 +46,24 @@ func newUIDPool(first, last int, perOwner bool, lockDir string, tainted map[int]
 	if tainted == nil {
 		tainted = map[int]bool{}
 	}
-	return &uidPool{first: first, last: last, perOwner: perOwner, lockDir: lockDir,
-		leases: map[int]*uidLease{}, tainted: tainted, next: first}
+	p := &uidPool{first: first, last: last, perOwner: perOwner, lockDir: lockDir,
+		leases: map[int]*uidLease{}, tainted: tainted}
+	p.order = make([]int, 0, p.size())
+	for uid := first; uid <= last; uid++ {
+		p.order = append(p.order, uid)
+	}
+	if lockDir != "" {
+		used := make(map[int]time.Time, p.size())
+		for _, uid := range p.order {
+			used[uid] = uidLastUsed(lockDir, uid) // zero: never leased here
+		}
+		slices.SortStableFunc(p.order, func(a, b int) int { return used[a].Compare(used[b]) })
+	}
+	return p
 }
 
 // lease takes uid for owner if no other daemon holds it; false means it is
-// held elsewhere.
+// held elsewhere. The previous tenant's leftovers are scrubbed first.
 func (p *uidPool) lease(uid int, owner string) (bool, error) {
 	var lock io.Closer
 	if p.lockDir != "" {
@@ -52,9 +75,28 @@ func (p *uidPool) lease(uid int, owner string) (bool, error) {
 		if err != nil {
 			return false, err
 		}
+		touchUID(p.lockDir, uid)
+	}
+	if p.scrub != nil {
+		if err := p.scrub(uid); err != nil {
+			// Something of the previous tenant may survive: never hand it out.
+			p.tainted[uid] = true
+			if lock != nil {
+				p.retired = append(p.retired, lock)
+			}
+			return false, nil
+		}
 	}
 	p.leases[uid] = &uidLease{owner: owner, refs: 1, lock: lock}
+	p.used(uid)
 	return true, nil
+}
+
+// used moves uid to the most recently used end of the order.
+func (p *uidPool) used(uid int) {
+	if i := slices.Index(p.order, uid); i >= 0 {
+		p.order = append(slices.Delete(p.order, i, i+1), uid)
+	}
 }
 
 func (p *uidPool) size() int { return p.last - p.first + 1 }
@@ -63,25 +105,24 @@ func (p *uidPool) size() int { return p.last - p.first + 1 }
 func (p *uidPool) acquire(owner string) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	start := p.next
+	candidates := slices.Clone(p.order)
 	if p.perOwner {
 		h := fnv.New32a()
 		_, _ = h.Write([]byte(owner))
-		start = p.first + int(h.Sum32()%uint32(p.size()))
-		// The owner's uid is the first in probe order that is free or its own.
+		start := int(h.Sum32() % uint32(p.size()))
+		candidates = candidates[:0]
 		for i := 0; i < p.size(); i++ {
-			uid := p.first + (start-p.first+i)%p.size()
-			if p.tainted[uid] {
-				continue
-			}
-			if l, ok := p.leases[uid]; ok && l.owner == owner {
+			candidates = append(candidates, p.first+(start+i)%p.size())
+		}
+		// The owner's uid is the first in probe order that is free or its own.
+		for _, uid := range candidates {
+			if l, ok := p.leases[uid]; ok && l.owner == owner && !p.tainted[uid] {
 				l.refs++
 				return uid, nil
 			}
 		}
 	}
-	for i := 0; i < p.size(); i++ {
-		uid := p.first + (start-p.first+i)%p.size()
+	for _, uid := range candidates {
 		if p.tainted[uid] || p.leases[uid] != nil {
 			continue
 		}
@@ -89,13 +130,10 @@ func (p *uidPool) acquire(owner string) (int, error) {
 		if err != nil {
 			return -1, fmt.Errorf("acquire uid for owner %q: %w", owner, err)
 		}
-		if !ok {
-			continue // another daemon's kernel has it
+		if ok {
+			return uid, nil
 		}
-		if !p.perOwner {
-			p.next = p.first + (uid-p.first+1)%p.size() // round robin: a freed uid rests
-		}
-		return uid, nil
+		// Another daemon's kernel has it, or its leftovers could not be removed.
 	}
 	return -1, fmt.Errorf("acquire uid for owner %q: %w (range %d-%d, %d tainted; uids leased by other daemons are skipped)", owner, ErrNoUID, p.first, p.last, len(p.tainted))
 }
@@ -110,7 +148,9 @@ func (p *uidPool) release(uid int) {
 	}
 	if l.refs--; l.refs <= 0 {
 		delete(p.leases, uid)
+		p.used(uid)
 		if l.lock != nil {
+			touchUID(p.lockDir, uid) // before the unlock: the order is the host's
 			_ = l.lock.Close()
 		}
 	}

@@ -90,7 +90,9 @@ type Stats struct {
 }
 
 // Sandbox confines one kernel. Package isolate provides the implementations
-// (cgroup + uid + namespaces, or process group only); kernel calls it on its
+// (cgroup + uid + namespaces, or process group only: ProcessGroup, the one
+// process-group sandbox, is also what Start uses when Spec.Sandbox is nil);
+// kernel calls it on its
 // single spawn path and on every teardown path.
 type Sandbox interface {
 	// Prepare runs after the staging dir and its files exist and before the
@@ -112,6 +114,9 @@ type Sandbox interface {
 	Stats() (Stats, error)
 	// UID is the uid the kernel runs as (-1: the daemon's own).
 	UID() int
+	// Isolation reports what is enforced for the kernel: its uid, its
+	// namespaces, seccomp, the limits its cgroup really has, network.
+	Isolation() Isolation
 }
 
 // Environment variables the runner reads and deletes from os.environ

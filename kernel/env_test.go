@@ -108,7 +108,7 @@ func TestStartRefusesBadSpecs(t *testing.T) {
 			spec := good
 			spec.StateDir = testTempDir(t)
 			c.mutate(&spec)
-			sb := &recordingSandbox{inner: newGroupSandbox()}
+			sb := &recordingSandbox{inner: NewProcessGroup()}
 			spec.Sandbox = sb
 			k, err := Start(context.Background(), spec)
 			if err == nil {

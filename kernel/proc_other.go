@@ -8,19 +8,23 @@ import (
 	"os/exec"
 )
 
-// groupSandbox refuses to start kernels where processes cannot be confined.
-type groupSandbox struct{}
+// ProcessGroup refuses to start kernels where processes cannot be confined.
+type ProcessGroup struct{}
 
-func newGroupSandbox() Sandbox { return groupSandbox{} }
+// NewProcessGroup returns the (refusing) process-group sandbox.
+func NewProcessGroup() *ProcessGroup { return &ProcessGroup{} }
 
-func (groupSandbox) Prepare(*exec.Cmd, string) error {
+func (*ProcessGroup) Prepare(*exec.Cmd, string) error {
 	return fmt.Errorf("process group sandbox: %w", ErrUnsupported)
 }
-func (groupSandbox) Started(int) error         { return nil }
-func (groupSandbox) Kill() error               { return nil }
-func (groupSandbox) Release() (Verdict, error) { return Verdict{}, nil }
-func (groupSandbox) Stats() (Stats, error)     { return Stats{}, nil }
-func (groupSandbox) UID() int                  { return -1 }
+func (*ProcessGroup) Started(int) error         { return nil }
+func (*ProcessGroup) Kill() error               { return nil }
+func (*ProcessGroup) Release() (Verdict, error) { return Verdict{}, nil }
+func (*ProcessGroup) Stats() (Stats, error)     { return Stats{}, nil }
+func (*ProcessGroup) UID() int                  { return -1 }
+func (*ProcessGroup) Isolation() Isolation {
+	return Isolation{Mode: IsolationProcess, UID: -1, Namespaces: []string{}, Network: true}
+}
 
 func hardenProcAttr(*exec.Cmd) {}
 

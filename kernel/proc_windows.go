@@ -14,23 +14,24 @@ const (
 	createNoWindow        = 0x08000000
 )
 
-// groupSandbox is the sandbox of a kernel started without one on Windows: a
+// ProcessGroup is the sandbox of a kernel started without one on Windows: a
 // new process group without a console; Kill terminates the runner only
 // (package isolate adds a Job Object for the whole tree).
-type groupSandbox struct {
+type ProcessGroup struct {
 	mu       sync.Mutex
 	proc     *os.Process
 	released bool
 }
 
-func newGroupSandbox() Sandbox { return &groupSandbox{} }
+// NewProcessGroup returns the process-group sandbox of one kernel.
+func NewProcessGroup() *ProcessGroup { return &ProcessGroup{} }
 
-func (g *groupSandbox) Prepare(cmd *exec.Cmd, _ string) error {
+func (g *ProcessGroup) Prepare(cmd *exec.Cmd, _ string) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{CreationFlags: createNewProcessGroup | createNoWindow}
 	return nil
 }
 
-func (g *groupSandbox) Started(pid int) error {
+func (g *ProcessGroup) Started(pid int) error {
 	p, err := os.FindProcess(pid)
 	if err != nil {
 		return fmt.Errorf("find process %d: %w", pid, err)
@@ -42,7 +43,7 @@ func (g *groupSandbox) Started(pid int) error {
 }
 
 // Kill terminates the runner. Idempotent; a no-op after Release.
-func (g *groupSandbox) Kill() error {
+func (g *ProcessGroup) Kill() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.proc == nil || g.released {
@@ -54,7 +55,7 @@ func (g *groupSandbox) Kill() error {
 	return nil
 }
 
-func (g *groupSandbox) Release() (Verdict, error) {
+func (g *ProcessGroup) Release() (Verdict, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.released = true
@@ -64,9 +65,14 @@ func (g *groupSandbox) Release() (Verdict, error) {
 	return Verdict{}, nil
 }
 
-func (g *groupSandbox) Stats() (Stats, error) { return Stats{}, nil }
+func (g *ProcessGroup) Stats() (Stats, error) { return Stats{}, nil }
 
-func (g *groupSandbox) UID() int { return -1 }
+func (g *ProcessGroup) UID() int { return -1 }
+
+// Isolation reports a process group of the daemon's user (Windows has no uids).
+func (g *ProcessGroup) Isolation() Isolation {
+	return Isolation{Mode: IsolationProcess, UID: -1, Namespaces: []string{}, Network: true}
+}
 
 // hardenProcAttr ensures the runner gets its own process group and no console.
 func hardenProcAttr(cmd *exec.Cmd) {

@@ -39,6 +39,7 @@ func (r *recordingSandbox) Release() (Verdict, error) {
 }
 func (r *recordingSandbox) Stats() (Stats, error) { return Stats{Pids: 1}, nil }
 func (r *recordingSandbox) UID() int              { return -1 }
+func (r *recordingSandbox) Isolation() Isolation  { return r.inner.Isolation() }
 
 func (r *recordingSandbox) releases() int {
 	r.mu.Lock()
@@ -66,7 +67,7 @@ func (r *recordingSandbox) sequence() string {
 
 func TestSandboxLifecycleAndOOMVerdict(t *testing.T) {
 	spec := baseSpec(t)
-	sb := &recordingSandbox{inner: newGroupSandbox(), verdict: Verdict{OOMKilled: true, MemoryLimit: 64 << 20}}
+	sb := &recordingSandbox{inner: NewProcessGroup(), verdict: Verdict{OOMKilled: true, MemoryLimit: 64 << 20}}
 	spec.Sandbox = sb
 	k := startKernel(t, spec, "")
 	if st, err := k.Stats(); err != nil || st.Pids != 1 {

@@ -107,7 +107,7 @@ func validate(spec *Spec) error {
 		spec.Logger = hclog.NewNullLogger()
 	}
 	if spec.Sandbox == nil {
-		spec.Sandbox = newGroupSandbox()
+		spec.Sandbox = NewProcessGroup()
 	}
 	return nil
 }

@@ -76,6 +76,9 @@ func (s *groupSandbox) Stats() (kernel.Stats, error) {
 	return kernel.Stats{Pids: 1, MemoryCurrent: 4096}, nil
 }
 func (s *groupSandbox) UID() int { return -1 }
+func (s *groupSandbox) Isolation() kernel.Isolation {
+	return kernel.Isolation{Mode: kernel.IsolationProcess, UID: -1, Namespaces: []string{}, Network: true}
+}
 
 func (s *groupSandbox) releases() int {
 	s.mu.Lock()
