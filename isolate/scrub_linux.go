@@ -166,8 +166,14 @@ func removeIPC(uid int) error {
 		rm   func(id int) error
 	}{
 		{"shm", func(id int) error { _, err := unix.SysvShmCtl(id, unix.IPC_RMID, nil); return err }},
-		{"msg", func(id int) error { _, _, e := unix.Syscall(unix.SYS_MSGCTL, uintptr(id), unix.IPC_RMID, 0); return errnoErr(e) }},
-		{"sem", func(id int) error { _, _, e := unix.Syscall6(unix.SYS_SEMCTL, uintptr(id), 0, unix.IPC_RMID, 0, 0, 0); return errnoErr(e) }},
+		{"msg", func(id int) error {
+			_, _, e := unix.Syscall(unix.SYS_MSGCTL, uintptr(id), unix.IPC_RMID, 0)
+			return errnoErr(e)
+		}},
+		{"sem", func(id int) error {
+			_, _, e := unix.Syscall6(unix.SYS_SEMCTL, uintptr(id), 0, unix.IPC_RMID, 0, 0, 0)
+			return errnoErr(e)
+		}},
 	} {
 		ids, err := ipcIDs("/proc/sysvipc/"+k.file, uid)
 		if err != nil {

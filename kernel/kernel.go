@@ -112,6 +112,9 @@ func (k *Kernel) Stats() (Stats, error) {
 	return st, nil
 }
 
+// Isolation is what the sandbox enforces for this kernel.
+func (k *Kernel) Isolation() Isolation { return k.sb.Isolation() }
+
 // Verdict is the sandbox's verdict once the kernel is released (zero before).
 func (k *Kernel) Verdict() Verdict {
 	k.mu.Lock()

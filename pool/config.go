@@ -43,6 +43,11 @@ type Config struct {
 	// MaxToolCalls is the per-cell tool-call budget when a Request leaves
 	// MaxToolCalls zero (default 50).
 	MaxToolCalls int
+	// Modes are the modes a request may name (the daemon passes its
+	// profile names); any other is refused with an *UnknownModeError. An
+	// empty mode means "default", which is always allowed. Empty: every
+	// mode is accepted.
+	Modes []string
 	// Sandboxes confines each kernel; nil runs kernels as plain process
 	// groups of the daemon's user.
 	Sandboxes SandboxFactory

@@ -1,6 +1,10 @@
 package pool
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
 
 // Sentinel errors. Execute, Kill and New wrap them with a message naming
 // the problem; test with errors.Is.
@@ -16,6 +20,10 @@ var (
 	// evicting an idle one. The pool refuses rather than exceed the cap or
 	// queue without bound; callers retry later.
 	ErrCapacity = errors.New("pool: every live kernel is busy and the kernel cap is reached")
+	// ErrUnknownMode: a request named a mode that is not configured
+	// (Config.Modes); the error is an *UnknownModeError, which is also an
+	// ErrBadRequest.
+	ErrUnknownMode = errors.New("pool: unknown mode")
 	// ErrSpawn: a new kernel could not be started (interpreter, sandbox,
 	// environment or tool listener failure).
 	ErrSpawn = errors.New("pool: kernel spawn failed")
@@ -24,3 +32,21 @@ var (
 	// carried no ToolHandler.
 	errNoToolHandler = errors.New("tool calls are not available for this request: it has no tool handler")
 )
+
+// UnknownModeError is the error of a request naming a mode the pool does
+// not know. errors.Is matches ErrUnknownMode and ErrBadRequest (HTTP 400).
+type UnknownModeError struct {
+	// Mode is the mode the request named.
+	Mode string
+	// Known are the configured modes, sorted.
+	Known []string
+}
+
+func (e *UnknownModeError) Error() string {
+	return fmt.Sprintf("pool: mode %q is not configured; known modes: %s", e.Mode, strings.Join(e.Known, ", "))
+}
+
+// Is makes errors.Is(err, ErrUnknownMode) and errors.Is(err, ErrBadRequest) hold.
+func (e *UnknownModeError) Is(target error) bool {
+	return target == ErrUnknownMode || target == ErrBadRequest
+}

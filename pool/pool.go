@@ -99,7 +99,7 @@ func (p *Pool) List() []KernelInfo {
 		entries = append(entries, entry{lv, KernelInfo{
 			ID: lv.id, Owner: lv.owner, Mode: lv.mode, Interpreter: s.key.interpreter, Cwd: s.key.cwd,
 			Tools: slices.Clone(s.tools), Pid: lv.pid, UID: lv.uid, Busy: s.users > 0,
-			ExecutionCount: lv.execCount, IdleSeconds: idle, StartedAt: lv.startedAt,
+			ExecutionCount: lv.execCount, IdleSeconds: idle, StartedAt: lv.startedAt, Isolation: lv.isolation,
 		}})
 	}
 	p.mu.Unlock()

@@ -62,6 +62,7 @@ type live struct {
 	tools       ToolServer // nil without tools
 	filter      OutputFilter
 	startedAt   time.Time
+	isolation   kernel.Isolation // fixed at spawn
 	// execCount is the kernel's cell counter after its last cell (Pool.mu).
 	execCount int
 	once      sync.Once
@@ -71,6 +72,13 @@ type live struct {
 type doomed struct {
 	lv     *live
 	reason string
+}
+
+// isolationReport is a copy of what is enforced for the kernel.
+func (lv *live) isolationReport() *kernel.Isolation {
+	is := lv.isolation
+	is.Namespaces = append([]string{}, is.Namespaces...)
+	return &is
 }
 
 // dead reports whether the kernel process has ended (it never blocks).

@@ -57,6 +57,9 @@ func (p *Pool) normalize(req Request) (normalized, error) {
 	if err != nil {
 		return normalized{}, err
 	}
+	if len(p.cfg.Modes) > 0 && mode != defaultName && !slices.Contains(p.cfg.Modes, mode) {
+		return normalized{}, &UnknownModeError{Mode: mode, Known: slices.Clone(p.cfg.Modes)}
+	}
 	interp := req.Interpreter
 	if interp == "" {
 		interp = p.cfg.DefaultInterpreter

@@ -46,7 +46,7 @@ func (c cellState) base() *Result {
 		ToolCallsMade:   c.calls,
 		Kernel: KernelResult{
 			ID: c.lv.id, Mode: c.rq.key.mode, Reused: c.reused,
-			ExecutionCount: c.count, StateReset: c.stateReset,
+			ExecutionCount: c.count, StateReset: c.stateReset, Isolation: c.lv.isolationReport(),
 		},
 	}
 }
@@ -186,7 +186,7 @@ func interruptedResult(rq normalized, start time.Time, stdout, why string, lv *l
 		Kernel:          KernelResult{Mode: rq.key.mode, Reused: reused, StateReset: stateReset},
 	}
 	if lv != nil {
-		res.Kernel.ID = lv.id
+		res.Kernel.ID, res.Kernel.Isolation = lv.id, lv.isolationReport()
 	}
 	interrupt(res, stdout, why)
 	return res

@@ -68,7 +68,7 @@ func (p *Pool) spawn(ctx context.Context, rq normalized) (*live, error) {
 	}
 	return &live{
 		k: k, id: id, owner: rq.key.owner, mode: rq.key.mode, pid: k.Pid(), uid: uid,
-		tools: tools, filter: filter, startedAt: time.Now(),
+		tools: tools, filter: filter, startedAt: time.Now(), isolation: k.Isolation(),
 	}, nil
 }
 

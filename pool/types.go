@@ -1,6 +1,10 @@
 package pool
 
-import "time"
+import (
+	"time"
+
+	"github.com/kernpool/kernpool/kernel"
+)
 
 // Request is one cell to run in the kernel of its key
 // (Owner, Mode, Interpreter, Cwd, sorted Tools).
@@ -75,6 +79,9 @@ type KernelResult struct {
 	Ended          bool   `json:"ended"`
 	// OOMKilled: the kernel's memory limit killed it during this cell.
 	OOMKilled bool `json:"oom_killed,omitempty"`
+	// Isolation is what was enforced for the kernel (docs/api.md); absent
+	// only when no kernel was reached (interrupted while waiting or spawning).
+	Isolation *kernel.Isolation `json:"isolation,omitempty"`
 }
 
 // KernelInfo describes one live kernel (for ps).
@@ -91,6 +98,8 @@ type KernelInfo struct {
 	ExecutionCount int       `json:"execution_count"`
 	IdleSeconds    float64   `json:"idle_seconds"`
 	StartedAt      time.Time `json:"started_at"`
+	// Isolation is what is enforced for the kernel, as in results.
+	Isolation kernel.Isolation `json:"isolation"`
 	// Stats come from the kernel's cgroup; absent without one.
 	MemoryCurrent int64   `json:"memory_current_bytes,omitempty"`
 	MemoryPeak    int64   `json:"memory_peak_bytes,omitempty"`
