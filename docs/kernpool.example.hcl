@@ -3,6 +3,16 @@
 # Command-line flags of `kernpool serve` override this file.
 # Reference: docs/config.md.
 
+# What kernels are promised (docs/config.md, "isolation"):
+#   "sandbox"  every kernel gets everything configured below (its own uid,
+#              its cgroup limits, its namespaces); `serve` refuses to start,
+#              naming what is missing and the fix, when any of it cannot be
+#              applied on this host.
+#   "process"  the explicit degraded mode: kernels get what the host offers
+#              and may run as the daemon's own uid, so they can read each
+#              other's files and signal each other. Also --isolation=process.
+isolation = "sandbox"
+
 # Unix socket of the API. Default: $KERNPOOL_SOCKET, else
 # /run/kernpool/kernpool.sock (root), $XDG_RUNTIME_DIR/kernpool/kernpool.sock,
 # or /tmp/kernpool-<uid>/kernpool.sock.
@@ -42,7 +52,9 @@ output {
 
 # One cgroup per kernel under a pool-owned, marked parent.
 cgroup {
-  parent  = "kernpool"
+  # Default: "kernpool-<hash of the state dir>", so that two daemons never
+  # share a parent. Also --cgroup-parent NAME.
+  # parent = "kernpool"
   enabled = true
 }
 
@@ -75,7 +87,8 @@ profile "untrusted" {
   cpu_max       = 0.5
   network       = false
   pid_namespace = true
-  private_tmp   = true
+  # private_tmp = true  # needs the kernel init step (issue 9, part A); until
+                        # it lands, setting it refuses to start.
 }
 
 # Per-request limit overrides may not exceed these.

@@ -40,6 +40,20 @@ type KernelResult struct {
 	StateReset     bool   `json:"state_reset"`
 	Ended          bool   `json:"ended"`
 	OOMKilled      bool   `json:"oom_killed"`
+	// Isolation is what was enforced (docs/api.md).
+	Isolation *Isolation `json:"isolation"`
+}
+
+// Isolation mirrors the result's kernel.isolation block.
+type Isolation struct {
+	Mode       string   `json:"mode"`
+	UID        int      `json:"uid"`
+	Namespaces []string `json:"namespaces"`
+	Seccomp    bool     `json:"seccomp"`
+	MemoryMax  int64    `json:"memory_max"`
+	PidsMax    int64    `json:"pids_max"`
+	CPUMax     float64  `json:"cpu_max"`
+	Network    bool     `json:"network"`
 }
 
 // KernelInfo is one entry of GET /v1/kernels.
@@ -53,6 +67,8 @@ type KernelInfo struct {
 	ExecutionCount int    `json:"execution_count"`
 	MemoryCurrent  int64  `json:"memory_current_bytes"`
 	Pids           int64  `json:"pids"`
+	// Isolation is what is enforced, as in results.
+	Isolation *Isolation `json:"isolation"`
 }
 
 // Health is GET /v1/health.

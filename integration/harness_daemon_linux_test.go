@@ -34,6 +34,10 @@ type Opts struct {
 	Env []string
 	// Config is extra HCL appended to the generated config file.
 	Config string
+	// ConfigFile, when set, is served instead of the generated config.
+	ConfigFile string
+	// Args are extra serve flags.
+	Args []string
 }
 
 // Daemon is one running `kernpool serve` with a private state dir and socket.
@@ -99,7 +103,11 @@ func (d *Daemon) writeConfig(o Opts) string {
 func (d *Daemon) start(o Opts) {
 	t := d.t
 	t.Helper()
-	args := []string{"serve", "--socket", d.Socket, "--state-dir", d.State, "--config", d.writeConfig(o)}
+	config := o.ConfigFile
+	if config == "" {
+		config = d.writeConfig(o)
+	}
+	args := append([]string{"serve", "--socket", d.Socket, "--state-dir", d.State, "--config", config}, o.Args...)
 	if o.MemoryMax != "" {
 		args = append(args, "--memory-max", o.MemoryMax)
 	}

@@ -43,7 +43,9 @@ func runPs(ctx context.Context, e *env, args []string) int {
 }
 
 // printKernelTable prints ID OWNER MODE PID IDLE EXEC BUSY, plus MEM,
-// PIDS and CPU when any kernel has cgroup figures.
+// PIDS and CPU when any kernel has cgroup figures, and last ISOLATION:
+// what is enforced (kernel.Isolation.Summary, the result's
+// kernel.isolation on one line).
 func printKernelTable(e *env, kernels []pool.KernelInfo) {
 	withStats := false
 	for _, k := range kernels {
@@ -56,14 +58,14 @@ func printKernelTable(e *env, kernels []pool.KernelInfo) {
 	if withStats {
 		fmt.Fprint(tw, "\tMEM\tPIDS\tCPU")
 	}
-	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "\tISOLATION")
 	for _, k := range kernels {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%s", k.ID, k.Owner, k.Mode, k.Pid,
 			formatSeconds(k.IdleSeconds), k.ExecutionCount, yesNo(k.Busy))
 		if withStats {
 			fmt.Fprintf(tw, "\t%s\t%d\t%s", humanBytes(k.MemoryCurrent), k.Pids, formatSeconds(k.CPUSeconds))
 		}
-		fmt.Fprintln(tw)
+		fmt.Fprintln(tw, "\t"+k.Isolation.Summary())
 	}
 	_ = tw.Flush()
 }

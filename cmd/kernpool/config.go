@@ -3,16 +3,24 @@ package main
 import (
 	"fmt"
 	"os"
+	"sort"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclparse"
+
+	"github.com/kernpool/kernpool/kernel"
 )
 
 // Config is the daemon's resolved configuration: defaults, then the HCL
 // file, then command-line flags. docs/config.md documents every field.
 type Config struct {
+	// Isolation is what kernels are promised: "sandbox" (the default:
+	// serve refuses to start when any configured protection cannot be
+	// applied) or "process" (the explicit degraded mode; kernels may share
+	// the daemon's uid). kernel.IsolationModes lists them.
+	Isolation kernel.IsolationMode
 	// Socket is the Unix socket path the API is served on.
 	Socket string
 	// StateDir holds the kernels' staging dirs (<StateDir>/kernels/<id>).
@@ -74,7 +82,8 @@ type OutputConfig struct {
 
 // CgroupConfig configures the pool-owned cgroup parent.
 type CgroupConfig struct {
-	// Parent names the pool's parent group ("kernpool").
+	// Parent names the pool's parent group; empty means the default
+	// derived from the state dir, "kernpool-<hash>" (cgroup.ParentFor).
 	Parent string
 	// Enabled puts each kernel in its own cgroup when the host allows it.
 	Enabled bool
@@ -128,6 +137,7 @@ const DefaultProfile = "default"
 // DefaultConfig returns the built-in defaults (docs/config.md lists them).
 func DefaultConfig() *Config {
 	return &Config{
+		Isolation:       kernel.IsolationSandbox,
 		LogLevel:        "info",
 		IdleTimeout:     30 * time.Minute,
 		CellTimeout:     300 * time.Second,
@@ -137,7 +147,7 @@ func DefaultConfig() *Config {
 		ToolCallTimeout: 120 * time.Second,
 		DrainGrace:      10 * time.Second,
 		Output:          OutputConfig{RedactPatterns: true, InlineCap: 50000, StderrCap: 10000, SpillCap: 5000000},
-		Cgroup:          CgroupConfig{Parent: "kernpool", Enabled: true},
+		Cgroup:          CgroupConfig{Enabled: true},
 		Users:           UsersConfig{Enabled: true, UIDFirst: 60000, UIDLast: 60999},
 		Profiles:        map[string]Profile{DefaultProfile: defaultProfile()},
 		Ceiling:         Ceiling{MemoryMax: 4 << 30, PidsMax: 4096, CPUMax: 2.0},
@@ -213,6 +223,9 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("%w: %s", ErrConfig, ch.what)
 		}
 	}
+	if _, err := kernel.ParseIsolationMode(string(c.Isolation)); err != nil {
+		return fmt.Errorf("%w: %v", ErrConfig, err)
+	}
 	if _, ok := c.Profiles[DefaultProfile]; !ok {
 		return fmt.Errorf("%w: the %q profile is missing", ErrConfig, DefaultProfile)
 	}
@@ -222,6 +235,16 @@ func (c *Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// Modes lists the configured profile names, sorted: the modes a request may name.
+func (c *Config) Modes() []string {
+	names := make([]string, 0, len(c.Profiles))
+	for n := range c.Profiles {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }
 
 // ProfileFor returns the profile a mode selects: its own, else "default".

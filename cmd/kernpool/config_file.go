@@ -8,11 +8,14 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
+
+	"github.com/kernpool/kernpool/kernel"
 )
 
 // fileConfig is the HCL file's shape. Sizes and durations are kept as
 // expressions so that a bad value is reported at its own file:line.
 type fileConfig struct {
+	Isolation       hcl.Expression `hcl:"isolation,optional"`
 	Socket          *string        `hcl:"socket,optional"`
 	StateDir        *string        `hcl:"state_dir,optional"`
 	LogLevel        *string        `hcl:"log_level,optional"`
@@ -78,6 +81,7 @@ type fileCeiling struct {
 // apply overlays the file's values on cfg.
 func (f *fileConfig) apply(cfg *Config) hcl.Diagnostics {
 	var diags hcl.Diagnostics
+	diags = append(diags, isolationAttr(f.Isolation, &cfg.Isolation)...)
 	setStr(&cfg.Socket, f.Socket)
 	setStr(&cfg.StateDir, f.StateDir)
 	setStr(&cfg.LogLevel, f.LogLevel)
@@ -180,6 +184,17 @@ func durationAttr(expr hcl.Expression, name string, dst *time.Duration) hcl.Diag
 		d, err := ParseDuration(s)
 		if err == nil {
 			*dst = d
+		}
+		return err
+	})
+}
+
+// isolationAttr decodes the isolation mode ("sandbox" or "process").
+func isolationAttr(expr hcl.Expression, dst *kernel.IsolationMode) hcl.Diagnostics {
+	return scalarAttr(expr, "isolation", `"sandbox" or "process"`, func(s string) error {
+		m, err := kernel.ParseIsolationMode(s)
+		if err == nil {
+			*dst = m
 		}
 		return err
 	})

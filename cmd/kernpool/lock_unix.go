@@ -11,9 +11,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// stateLockName is the lock file that makes one daemon own a state dir.
-const stateLockName = ".kernpool.lock"
-
 // lockStateDir takes an exclusive, non-blocking flock on the state dir's
 // lock file, so that two daemons never share (and sweep) one state dir.
 // The kernel releases it when the daemon dies, however it dies.

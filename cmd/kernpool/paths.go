@@ -7,6 +7,11 @@ import (
 	"runtime"
 )
 
+// stateLockName is the lock file that makes one daemon own a state dir
+// (flock, held while the daemon lives; cgroup parents marked by a state
+// dir whose lock is free are stale and adopted).
+const stateLockName = ".kernpool.lock"
+
 // defaultSocket is $KERNPOOL_SOCKET, else /run/kernpool/kernpool.sock for
 // root, else $XDG_RUNTIME_DIR/kernpool/kernpool.sock, else
 // <tmp>/kernpool-<uid>/kernpool.sock (docs/design.md "State directory").

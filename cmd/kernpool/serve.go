@@ -78,19 +78,20 @@ func serve(ctx context.Context, cfg *Config, log hclog.Logger) error {
 	if err := prepareDirs(cfg, log); err != nil {
 		return err
 	}
-	// The state lock and the socket come first: a second daemon must be
+	// The state lock comes first: a second daemon on this state dir must be
 	// refused before its isolation setup sweeps "leftovers" that are the
-	// live kernels of the first.
+	// live kernels of the first. Daemons with other state dirs have other
+	// cgroup parents, and a parent another live daemon holds is refused.
 	unlock, err := lockStateDir(cfg.StateDir)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	ln, err := api.Listen(cfg.Socket, log)
-	if err != nil {
-		return err
+	// Fail closed: everything the config asks for is in place (or the
+	// isolation mode explicitly accepts less) before anyone can connect.
+	if err := hardenDaemon(); err != nil {
+		return fmt.Errorf("make the daemon non-dumpable: %w", err)
 	}
-	defer ln.Close() // removes the socket after a failed start; idempotent
 	sm, err := buildSeams(cfg, log)
 	if err != nil {
 		return fmt.Errorf("wire isolation: %w", err)
@@ -103,6 +104,11 @@ func serve(ctx context.Context, cfg *Config, log hclog.Logger) error {
 	if interp, err = checkKernelAccess(ctx, sm, interp, cfg, log); err != nil {
 		return err
 	}
+	ln, err := api.Listen(cfg.Socket, log)
+	if err != nil {
+		return err
+	}
+	defer ln.Close() // removes the socket after a failed start; idempotent
 	p, err := pool.New(poolConfig(cfg, interp, sm, log))
 	if err != nil {
 		return fmt.Errorf("start pool: %w", err)
@@ -173,7 +179,7 @@ func requestChecker(sm seams, defaultInterp string) func(interp, cwd string) err
 
 func poolConfig(cfg *Config, interp string, sm seams, log hclog.Logger) pool.Config {
 	return pool.Config{
-		StateDir: cfg.StateDir, DefaultInterpreter: interp,
+		StateDir: cfg.StateDir, DefaultInterpreter: interp, Modes: cfg.Modes(),
 		IdleTimeout: cfg.IdleTimeout, CellTimeout: cfg.CellTimeout, MaxCellTimeout: cfg.MaxCellTimeout,
 		MaxKernels: cfg.MaxKernels, MaxToolCalls: cfg.MaxToolCalls,
 		Sandboxes: sm.Sandboxes, Env: sm.Env, Output: sm.Output, Tools: sm.Tools, Logger: log,

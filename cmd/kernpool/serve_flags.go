@@ -8,12 +8,16 @@ import (
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/kernpool/kernpool/cgroup"
+	"github.com/kernpool/kernpool/kernel"
 )
 
 // serveFlags are serve's flags as typed; only the ones given on the
 // command line override the config file (found with FlagSet.Visit).
 type serveFlags struct {
 	socket, config, stateDir, logLevel, interpreter     string
+	isolation, cgroupParent                             string
 	memoryMax, pidsMax, cpuMax, passthrough             string
 	idleTimeout, cellTimeout, maxCellTimeout            string
 	toolCallTimeout, drainGrace, maxKernels, maxToolCls string
@@ -25,6 +29,8 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 	fs.StringVar(&f.socket, "socket", "", "Unix socket to serve on (default $KERNPOOL_SOCKET, else a per-user or system path)")
 	fs.StringVar(&f.config, "config", "", "HCL config `file` (flags override it)")
 	fs.StringVar(&f.stateDir, "state-dir", "", "state `dir` for kernel staging dirs")
+	fs.StringVar(&f.isolation, "isolation", "", "`mode`: sandbox (default: refuse to start without every configured protection) or process (kernels may share the daemon's uid)")
+	fs.StringVar(&f.cgroupParent, "cgroup-parent", "", "pool parent cgroup `name` (default kernpool-<hash of the state dir>)")
 	fs.StringVar(&f.memoryMax, "memory-max", "", "default profile memory limit, e.g. 64MiB (0: unlimited)")
 	fs.StringVar(&f.pidsMax, "pids-max", "", "default profile task limit (0: unlimited)")
 	fs.StringVar(&f.cpuMax, "cpu-max", "", "default profile CPU quota in `cores`, e.g. 0.5 (0: unlimited)")
@@ -74,6 +80,9 @@ func loadServeConfig(fs *flag.FlagSet, f *serveFlags, getenv func(string) string
 	if cfg.StateDir, err = filepath.Abs(cfg.StateDir); err != nil {
 		return nil, fmt.Errorf("%w: state dir: %v", ErrConfig, err)
 	}
+	if cfg.Cgroup.Parent == "" {
+		cfg.Cgroup.Parent = cgroup.ParentFor(cfg.StateDir)
+	}
 	if hclog.LevelFromString(cfg.LogLevel) == hclog.NoLevel {
 		return nil, fmt.Errorf("%w: log level %q is not one of trace, debug, info, warn, error", ErrConfig, cfg.LogLevel)
 	}
@@ -93,6 +102,10 @@ func (f *serveFlags) apply(cfg *Config, name string) error {
 		cfg.Socket = f.socket
 	case "state-dir":
 		cfg.StateDir = f.stateDir
+	case "isolation":
+		cfg.Isolation, err = kernel.ParseIsolationMode(f.isolation)
+	case "cgroup-parent":
+		cfg.Cgroup.Parent = f.cgroupParent
 	case "log-level":
 		cfg.LogLevel = f.logLevel
 	case "log-json":

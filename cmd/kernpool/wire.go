@@ -52,8 +52,10 @@ func buildSeams(cfg *Config, log hclog.Logger) (seams, error) {
 		return seams{}, err
 	}
 	rep := iso.Report()
-	if w := rep.Warning(); w != "" {
-		// The one start-up warning: exactly what kernels lose here.
+	if a := rep.Allows(); a != "" {
+		// The explicit degraded mode says, once, what it lets kernels do.
+		log.Warn("isolation=process: kernels are NOT sandboxed", "allows", a)
+	} else if w := rep.Warning(); w != "" {
 		log.Warn("reduced kernel isolation", "detail", w)
 	}
 	scrub, err := envscrub.New(envscrub.Config{
@@ -86,11 +88,14 @@ func buildSeams(cfg *Config, log hclog.Logger) (seams, error) {
 // isolateConfig maps the daemon config onto isolate's.
 func isolateConfig(cfg *Config, log hclog.Logger) isolate.Config {
 	ic := isolate.DefaultConfig(cfg.StateDir)
+	ic.Isolation = cfg.Isolation
+	ic.OwnerLock = stateLockName
 	ic.CgroupParent = cfg.Cgroup.Parent
 	ic.CgroupEnabled = cfg.Cgroup.Enabled
 	ic.UIDRange = [2]int{cfg.Users.UIDFirst, cfg.Users.UIDLast}
 	ic.PerOwnerUID = cfg.Users.PerOwner
-	ic.RunAsUser = cfg.Users.Enabled && os.Geteuid() == 0
+	// Not root: isolate refuses (sandbox) or says what is lost (process).
+	ic.RunAsUser = cfg.Users.Enabled
 	ic.Ceiling = isolate.Limits{MemoryMax: cfg.Ceiling.MemoryMax, PidsMax: cfg.Ceiling.PidsMax, CPUMax: cfg.Ceiling.CPUMax}
 	ic.Profiles = make(map[string]isolate.Profile, len(cfg.Profiles))
 	for name, p := range cfg.Profiles {
@@ -147,7 +152,7 @@ func profilePassthrough(cfg *Config) map[string][]string {
 
 // isolationSummary is the one-line isolation description /v1/health shows.
 func isolationSummary(r isolate.Report) string {
-	parts := []string{}
+	parts := []string{string(r.Isolation)}
 	if r.CgroupActive {
 		parts = append(parts, "cgroup ("+r.CgroupMode+": "+strings.Join(r.Controllers, ",")+")")
 	} else {
@@ -229,6 +234,7 @@ func doctorReport(ctx context.Context, cfg *Config, interp string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "kernpool %s (%s/%s, %s)\n", version, runtime.GOOS, runtime.GOARCH, runtime.Version())
 	fmt.Fprintf(&b, "uid:          %d (gid %d)\n", os.Getuid(), os.Getgid())
+	fmt.Fprintf(&b, "isolation:    %s (modes: %s)\n", cfg.Isolation, isolationModeNames())
 	fmt.Fprintf(&b, "socket:       %s\n", cfg.Socket)
 	fmt.Fprintf(&b, "state dir:    %s\n", cfg.StateDir)
 	configured := cfg.Interpreter
@@ -281,4 +287,12 @@ func isolationReport(ctx context.Context, cfg *Config, interp string) string {
 		}
 	}
 	return out
+}
+
+func isolationModeNames() string {
+	var names []string
+	for _, m := range kernel.IsolationModes() {
+		names = append(names, string(m))
+	}
+	return strings.Join(names, ", ")
 }
