@@ -82,8 +82,8 @@ func StartDaemon(t *testing.T, o Opts) *Daemon {
 func (d *Daemon) writeConfig(o Opts) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "interpreter = %q\nlog_level = \"debug\"\n", testenv.Python)
-	// A private cgroup parent: a daemon refuses a parent another live
-	// daemon holds (and would fall back to process groups, losing limits).
+	// A private cgroup parent (the default is derived from the state dir,
+	// which is private too; a name keeps it recognisable in /sys/fs/cgroup).
 	fmt.Fprintf(&b, "cgroup {\n  parent = %q\n}\n", "kernpool-it-"+filepath.Base(d.Base))
 	if o.MaxKernels > 0 {
 		fmt.Fprintf(&b, "max_kernels = %d\n", o.MaxKernels)

@@ -55,6 +55,10 @@ func TestIsolationReportIsTrue(t *testing.T) {
 	if si := s.Kernel.Isolation; si == nil || si.Network || !contains(si.Namespaces, "net") {
 		t.Errorf("sealed mode isolation = %+v, want no network and a net namespace", si)
 	}
+	_, stderr, code := d.CLI(context.Background(), "", "exec", "--mode", "nope", "1")
+	if code == 0 || !strings.Contains(stderr, `mode "nope" is not configured; known modes: default, sealed`) {
+		t.Errorf("exec --mode nope: exit %d, stderr %q: want the known modes", code, stderr)
+	}
 	out, _, code := d.CLI(context.Background(), "", "ps", "--json")
 	var list struct {
 		Kernels []KernelInfo `json:"kernels"`
@@ -68,8 +72,13 @@ func TestIsolationReportIsTrue(t *testing.T) {
 		}
 	}
 	table, _, _ := d.CLI(context.Background(), "", "ps")
-	if want := fmt.Sprintf("sandbox uid=%d mem=64MiB pids=64 cpu=0.5", is.UID); !strings.Contains(table, "ISOLATION") || !strings.Contains(table, want) {
+	want := fmt.Sprintf("sandbox uid=%d mem=64MiB pids=64 cpu=0.5", is.UID)
+	if !strings.Contains(table, "ISOLATION") || !strings.Contains(table, want) {
 		t.Errorf("ps table lacks %q:\n%s", want, table)
+	}
+	doctor, _, _ := d.CLI(context.Background(), "", "doctor", "--state-dir", d.State)
+	if !strings.Contains(doctor, "kernel "+r.Kernel.ID) || !strings.Contains(doctor, want) || !strings.Contains(doctor, "isolation:    sandbox") {
+		t.Errorf("doctor does not show the kernel's isolation %q:\n%s", want, doctor)
 	}
 }
 

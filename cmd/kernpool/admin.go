@@ -136,6 +136,12 @@ func runDoctor(ctx context.Context, e *env, args []string) int {
 	defer client.CloseIdleConnections()
 	if h, err := client.Health(ctx); err == nil {
 		fmt.Fprintf(e.stdout, "daemon:       %s, version %s, %d kernel(s), isolation %s\n", h.Status, h.Version, h.Kernels, h.Isolation)
+		// What each live kernel really has: the same line as `kernpool ps`.
+		if kernels, err := client.List(ctx); err == nil {
+			for _, k := range kernels {
+				fmt.Fprintf(e.stdout, "kernel %s:  owner %s, mode %s: %s\n", k.ID, k.Owner, k.Mode, k.Isolation.Summary())
+			}
+		}
 	} else {
 		fmt.Fprintf(e.stdout, "daemon:       not reachable on %s\n", cfg.Socket)
 	}
