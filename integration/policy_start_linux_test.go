@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 // nobody is the unprivileged uid the non-root daemon tests run as.
@@ -58,7 +60,7 @@ func newBareDirs(t *testing.T, uid int) bareDirs {
 // output goes to the file the returned func reads.
 func (b bareDirs) serveCmd(t *testing.T, ctx context.Context, cred *syscall.Credential, args ...string) (*exec.Cmd, func() string) {
 	t.Helper()
-	full := append([]string{"serve", "--state-dir", b.state, "--socket", b.socket, "--interpreter", python}, args...)
+	full := append([]string{"serve", "--state-dir", b.state, "--socket", b.socket, "--interpreter", testenv.Python}, args...)
 	cmd := exec.CommandContext(ctx, b.bin, full...)
 	cmd.Env = baseEnv()
 	logPath := filepath.Join(b.base, "serve.log")

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kernpool/kernpool/cgroup"
+	"github.com/kernpool/kernpool/internal/testenv"
 	"github.com/kernpool/kernpool/kernel"
 )
 
@@ -37,7 +39,7 @@ func TestUIDLeastRecentlyUsedAcrossPools(t *testing.T) {
 // directories included, and nothing else: not other uids' files, not the
 // target of a symlink it planted.
 func TestScrubRemovesOnlyTheUIDsFiles(t *testing.T) {
-	requireRoot(t)
+	testenv.RequireRoot(t)
 	const uid, other = 61991, 61992
 	root := t.TempDir()
 	ww := filepath.Join(root, "tmp")
@@ -94,7 +96,7 @@ func TestScrubRemovesOnlyTheUIDsFiles(t *testing.T) {
 // A sandbox reports the limits its cgroup really has, the kernel's uid and
 // its profile's network.
 func TestSandboxIsolationMatchesTheCgroup(t *testing.T) {
-	requireCgroups(t)
+	testenv.RequireCgroupMode(t, cgroup.DetectMode(""), cgroup.ModeLegacy, cgroup.ModeHybrid, cgroup.ModeUnified)
 	iso := newIso(t, func(c *Config) {
 		c.Profiles["sealed"] = Profile{NoNetwork: true, Resources: LimitsResources(Limits{MemoryMax: 96 << 20, PidsMax: 40, CPUMax: 0.25})}
 	})

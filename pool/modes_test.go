@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/kernpool/kernpool/internal/testenv"
 	"github.com/kernpool/kernpool/kernel"
 )
 
@@ -14,7 +15,7 @@ import (
 // with a typed error that names the known modes; configured modes (and the
 // empty mode, "default") are served.
 func TestUnknownModeIsRefused(t *testing.T) {
-	requirePython(t)
+	testenv.RequirePython(t)
 	p := newTestPool(t, func(c *Config) { c.Modes = []string{"default", "small"} })
 	_, err := p.Execute(context.Background(), Request{Mode: "nope", Code: "print(1)"})
 	var um *UnknownModeError
@@ -35,7 +36,7 @@ func TestUnknownModeIsRefused(t *testing.T) {
 // Every result and every listing carries the kernel's isolation: here the
 // process-group sandbox of a pool without a SandboxFactory.
 func TestResultCarriesIsolation(t *testing.T) {
-	requirePython(t)
+	testenv.RequirePython(t)
 	p := newTestPool(t)
 	res := run(t, p, Request{Code: "print(1)"})
 	wantStatus(t, res, StatusSuccess)
