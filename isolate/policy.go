@@ -11,9 +11,15 @@ import (
 // initFacts is what the kernel init step (issue 9, part A) gives every
 // kernel on this host. It is THE one place the init step's host probe
 // plugs in: probeInit fills it, and everything else (the fail-closed check
-// in enforce, each kernel's Isolation(), the doctor report) reads it.
-// Until the init step exists, kernels get only the namespaces their
-// profile asks for through SysProcAttr (net, pid) and no seccomp filter.
+// in New, each kernel's Isolation(), the doctor report) reads it. Until
+// the init step exists, kernels get only the namespaces their profile asks
+// for through SysProcAttr (net, pid) and no seccomp filter.
+//
+// With part A's ProbeInit, probeInit becomes: on error, {Probed: true,
+// Why: err.Error() + the fix}; else {Probed: true, Works: true,
+// Namespaces: mnt, ipc, uts, pid (net follows the profile's network),
+// Seccomp: true}. A failed probe is then a Lost protection, which sandbox
+// mode refuses and process mode reports.
 type initFacts struct {
 	// Probed: an init step exists and was probed on this host.
 	Probed bool
@@ -21,7 +27,8 @@ type initFacts struct {
 	Works bool
 	// Why says what failed when Probed && !Works, and how to fix it.
 	Why string
-	// Namespaces every kernel gets from the init step ("mount", "ipc", ...).
+	// Namespaces every kernel gets from the init step, as /proc/self/ns
+	// names them ("mnt", "ipc", "uts", "pid"); "net" follows the profile.
 	Namespaces []string
 	// Seccomp: the init step installs the seccomp filter.
 	Seccomp bool

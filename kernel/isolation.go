@@ -52,7 +52,8 @@ type Isolation struct {
 	// UID is the uid the kernel runs as (-1 where the platform has none).
 	UID int `json:"uid"`
 	// Namespaces are the Linux namespaces the kernel has of its own
-	// ("mount", "ipc", "uts", "net", "pid"); empty when it shares the host's.
+	// as /proc/self/ns names them ("mnt", "ipc",
+	// "uts", "net", "pid"); empty when it shares all of the host's.
 	Namespaces []string `json:"namespaces"`
 	// Seccomp: a seccomp filter refuses the dangerous syscalls.
 	Seccomp bool `json:"seccomp"`
