@@ -120,3 +120,28 @@ func TestSandboxIsolationMatchesTheCgroup(t *testing.T) {
 		t.Errorf("unknown mode: %v, want a refusal naming the modes", err)
 	}
 }
+
+// In process mode without a cgroup or a uid of its own, a kernel is only
+// its process group: Kill returns once no member of the group runs (the
+// one process-group sandbox waits), and the report says so.
+func TestProcessModeKillWaitsForTheGroup(t *testing.T) {
+	testenv.RequireRoot(t)
+	testenv.RequirePython(t)
+	iso := newIso(t, func(c *Config) { c.CgroupEnabled, c.RunAsUser, c.Isolation = false, false, kernel.IsolationProcess })
+	if a := iso.Report().Allows(); !strings.Contains(a, "own uid 0") || !strings.Contains(a, "signal and kill each other") {
+		t.Errorf("Allows() = %q", a)
+	}
+	k, sb := startKernel(t, iso, "alice", "default", Limits{})
+	r := run(t, k, "import subprocess\nps = [subprocess.Popen(['sleep', '300']) for _ in range(4)]\nprint(*[p.pid for p in ps])")
+	if is := sb.Isolation(); is.Mode != kernel.IsolationProcess || is.UID != 0 || is.MemoryMax != 0 || len(is.Namespaces) != 0 {
+		t.Errorf("isolation = %+v", is)
+	}
+	if err := k.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range strings.Fields(r.Stdout) {
+		if pid := atoi(f); alive(pid) {
+			t.Errorf("group member %d still runs after Kill returned", pid)
+		}
+	}
+}
