@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -52,7 +53,7 @@ func TestIsolationReportIsTrue(t *testing.T) {
 		t.Errorf("the kernel's cgroup has memory %q pids %q; the report says %d, %d", mem, pids, is.MemoryMax, is.PidsMax)
 	}
 	s := d.RunReq(t, ExecReq{Owner: "alice", Mode: "sealed", Code: "1"})
-	if si := s.Kernel.Isolation; si == nil || si.Network || !contains(si.Namespaces, "net") {
+	if si := s.Kernel.Isolation; si == nil || si.Network || !slices.Contains(si.Namespaces, "net") {
 		t.Errorf("sealed mode isolation = %+v, want no network and a net namespace", si)
 	}
 	_, stderr, code := d.CLI(context.Background(), "", "exec", "--mode", "nope", "1")
@@ -80,15 +81,6 @@ func TestIsolationReportIsTrue(t *testing.T) {
 	if !strings.Contains(doctor, "kernel "+r.Kernel.ID) || !strings.Contains(doctor, want) || !strings.Contains(doctor, "isolation:    sandbox") {
 		t.Errorf("doctor does not show the kernel's isolation %q:\n%s", want, doctor)
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // After a restart the first kernel does not get the uid the last kernel
@@ -195,7 +187,7 @@ func TestExampleConfigStarts(t *testing.T) {
 	}
 	u := d.RunReq(t, ExecReq{Owner: "alice", Mode: "untrusted", Code: "import os\nprint(os.getpid())"})
 	is := u.Kernel.Isolation
-	if is == nil || is.MemoryMax != 128<<20 || is.PidsMax != 32 || is.Network || !contains(is.Namespaces, "pid") || strings.TrimSpace(u.Output) != "1" {
+	if is == nil || is.MemoryMax != 128<<20 || is.PidsMax != 32 || is.Network || !slices.Contains(is.Namespaces, "pid") || strings.TrimSpace(u.Output) != "1" {
 		t.Errorf("untrusted mode: output %q isolation %+v", u.Output, is)
 	}
 }
