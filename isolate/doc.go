@@ -6,13 +6,19 @@
 // cgroup) holding its limits. Isolator is the pool's SandboxFactory; Sandbox
 // implements kernel.Sandbox.
 //
-// Where cgroups are unavailable (not root, not Linux, no delegation) kernels
-// still run, confined by process group (and by uid when root); Report says
-// once, at start, exactly what is lost. On Windows each kernel gets a Job
-// Object with KILL_ON_JOB_CLOSE.
+// It fails closed: in sandbox mode (Config.Isolation, the default) New
+// refuses with ErrIsolation when kernels would get less than the
+// configuration asks for (isolate/policy.go). Only in process mode, where
+// cgroups are unavailable (not root, not Linux, no delegation), do kernels
+// still run, confined by process group (kernel.ProcessGroup) and by uid
+// when root; Report says once, at start, exactly what is lost and
+// Report.Allows what that permits. On Windows each kernel gets a Job Object
+// with KILL_ON_JOB_CLOSE. Sandbox.Isolation reports what each kernel has.
 //
 // Kernel uids come from Config.UIDRange (default 60000-60999), which must
 // have no /etc/passwd or /etc/group entries; uids with running processes at
 // start are not used. Like systemd's DynamicUser, a uid belongs to one live
-// kernel and is freed only after its cgroup is empty.
+// kernel and is freed only after its cgroup is empty; the least recently
+// used free uid is leased next, after what its previous tenant left in the
+// host's world-writable dirs and SysV IPC was removed.
 package isolate

@@ -29,7 +29,7 @@ const (
 	stateDirMode = 0o711
 )
 
-const serveSynopsis = "[--socket PATH] [--config FILE] [--state-dir DIR] [--memory-max SIZE] [--pids-max N] [--cpu-max CORES] [--passthrough NAME,...] [flags]"
+const serveSynopsis = "[--socket PATH] [--config FILE] [--state-dir DIR] [--isolation sandbox|process] [--cgroup-parent NAME] [--memory-max SIZE] [--pids-max N] [--cpu-max CORES] [--passthrough NAME,...] [flags]"
 
 func runServe(ctx context.Context, e *env, args []string) int {
 	fs := newFlagSet(e, "serve", serveSynopsis)
