@@ -37,7 +37,7 @@ type Config struct {
 	// nobody holds is stale and adopted (cgroup.Config.OwnerLock).
 	OwnerLock string
 	// ScrubDirs are the host's world-writable dirs cleared of a kernel
-	// uid's files before the uid is leased again (DefaultScrubDirs when
+	// uid's files before the uid is leased again (DefaultScrubDirs() when
 	// nil; empty but non-nil: none).
 	ScrubDirs []string
 	// CgroupEnabled puts each kernel in its own cgroup where the host

@@ -131,7 +131,7 @@ func (i *Isolator) setupUIDs(root bool) error {
 	i.uids = newUIDPool(first, last, i.cfg.PerOwnerUID, lockDir, nil)
 	dirs := i.cfg.ScrubDirs
 	if dirs == nil {
-		dirs = DefaultScrubDirs
+		dirs = DefaultScrubDirs()
 	}
 	i.uids.scrub = func(uid int) error {
 		err := scrubUID(dirs, uid)

@@ -19,7 +19,7 @@ func BenchmarkUIDLease(b *testing.B) {
 		scrub func(int) error
 	}{
 		{"floor-no-scrub", nil},
-		{"with-scrub", func(uid int) error { return scrubUID(DefaultScrubDirs, uid) }},
+		{"with-scrub", func(uid int) error { return scrubUID(DefaultScrubDirs(), uid) }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			p := newUIDPool(61980, 61989, false, b.TempDir(), nil)

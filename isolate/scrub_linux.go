@@ -11,11 +11,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// DefaultScrubDirs are the host's world-writable directories a kernel uid
+// DefaultScrubDirs lists the host's world-writable directories a kernel uid
 // may have left files in: before a uid is leased again, every entry it
 // owns below them is removed (the init step's private tmpfs covers most of
 // them for sandboxed kernels; /run/lock and kernels without it are not).
-var DefaultScrubDirs = []string{"/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/dev/mqueue"}
+func DefaultScrubDirs() []string {
+	return []string{"/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/dev/mqueue"}
+}
 
 // Bounds of one scrub walk: it runs on the spawn path of a kernel whose
 // uid was used before, so it must stay cheap however much a tenant left.
