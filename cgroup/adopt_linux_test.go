@@ -104,6 +104,9 @@ func TestStaleParentIsAdoptedAndSwept(t *testing.T) {
 			t.Errorf("%s not marked by the adopting pool", d)
 		}
 	}
+	if from := m2.Info().AdoptedFrom; len(from) != 1 || from[0] != first {
+		t.Errorf("AdoptedFrom = %v, want [%s]", from, first)
+	}
 	res, err := m2.Sweep()
 	if err != nil {
 		t.Fatal(err)

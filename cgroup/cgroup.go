@@ -117,6 +117,10 @@ type Info struct {
 	Kill string
 	// MemswAvailable: v1 memory+swap accounting exists (memory.memsw.*).
 	MemswAvailable bool
+	// AdoptedFrom lists the state dirs of dead daemons whose stale parent
+	// was adopted; Sweep clears their kernel groups, and their staging
+	// dirs (<state dir>/kernels/<id>) are the caller's to remove.
+	AdoptedFrom []string
 }
 
 // Stats are live resource figures of one group.
@@ -182,6 +186,7 @@ func (m *Manager) Info() Info {
 	info := m.info
 	info.Controllers = append([]string(nil), m.info.Controllers...)
 	info.Parents = append([]string(nil), m.info.Parents...)
+	info.AdoptedFrom = append([]string(nil), m.info.AdoptedFrom...)
 	return info
 }
 

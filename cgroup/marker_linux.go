@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -90,30 +91,32 @@ func listedInMarkerFile(dir, stateDir string) (bool, error) {
 // one: ours is used, a stale one (its owner's state-dir lock is free) is
 // adopted, a live daemon's is refused with ErrTaken. hint is the state dir
 // that marked a sibling parent dir (the hybrid cgroup2 mount), used where
-// this hierarchy takes no xattr. created reports whether this call made it.
-func ensureParentDir(dir string, cfg Config, hint string) (created bool, err error) {
+// this hierarchy takes no xattr. created reports whether this call made
+// it; adoptedFrom is the dead owner's state dir when it was adopted.
+func ensureParentDir(dir string, cfg Config, hint string) (created bool, adoptedFrom string, err error) {
 	if _, err := os.Lstat(dir); err == nil {
 		ok, err := isMarked(dir, cfg.Marker, cfg.StateDir)
 		if err != nil || ok {
-			return false, err
+			return false, "", err
 		}
-		return false, adoptParent(dir, cfg, hint)
+		owner, err := adoptParent(dir, cfg, hint)
+		return false, owner, err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return false, fmt.Errorf("create %s: %w", dir, err)
+		return false, "", fmt.Errorf("create %s: %w", dir, err)
 	}
 	if err := markDir(dir, cfg.Marker, cfg.StateDir); err != nil {
 		_ = os.Remove(dir)
-		return false, err
+		return false, "", err
 	}
-	return true, nil
+	return true, "", nil
 }
 
 // adoptParent marks a parent another daemon marked as ours, if that daemon
 // is gone (nobody holds its state dir's lock). The safety rule holds: the
 // dir was created and marked by a kernpool daemon (the trusted xattr only
 // root can write, or the owner's own marker file lists it).
-func adoptParent(dir string, cfg Config, hint string) error {
+func adoptParent(dir string, cfg Config, hint string) (string, error) {
 	owner := markOwner(dir)
 	if owner == "" && hint != "" {
 		if listed, _ := listedInMarkerFile(dir, hint); listed {
@@ -121,27 +124,27 @@ func adoptParent(dir string, cfg Config, hint string) error {
 		}
 	}
 	if owner == "" {
-		return fmt.Errorf("%s: %w (remove it or choose another parent)", dir, ErrForeign)
+		return "", fmt.Errorf("%s: %w (remove it or choose another parent)", dir, ErrForeign)
 	}
 	if cfg.OwnerLock == "" {
-		return fmt.Errorf("%s: %w: it belongs to the kernpool daemon with state dir %s (give each daemon its own cgroup parent)", dir, ErrForeign, owner)
+		return "", fmt.Errorf("%s: %w: it belongs to the kernpool daemon with state dir %s (give each daemon its own cgroup parent)", dir, ErrForeign, owner)
 	}
 	live, err := ownerLive(owner, cfg.OwnerLock)
 	if err != nil {
-		return fmt.Errorf("check owner of %s: %w", dir, err)
+		return "", fmt.Errorf("check owner of %s: %w", dir, err)
 	}
 	if live {
-		return fmt.Errorf("%s: %w: the daemon with state dir %s is running (give each daemon its own parent with --cgroup-parent, or stop that daemon)", dir, ErrTaken, owner)
+		return "", fmt.Errorf("%s: %w: the daemon with state dir %s is running (give each daemon its own parent with --cgroup-parent, or stop that daemon)", dir, ErrTaken, owner)
 	}
 	if err := markDir(dir, cfg.Marker, cfg.StateDir); err != nil {
-		return err
+		return "", err
 	}
 	// Two daemons adopting at once: the xattr keeps the last writer.
 	if ok, err := isMarked(dir, cfg.Marker, cfg.StateDir); err != nil || !ok {
-		return fmt.Errorf("%s: %w: another daemon adopted it first", dir, ErrTaken)
+		return "", fmt.Errorf("%s: %w: another daemon adopted it first", dir, ErrTaken)
 	}
 	cfg.Logger.Named("cgroup").Info("adopted a stale pool parent", "dir", dir, "previous_state_dir", owner)
-	return nil
+	return owner, nil
 }
 
 // ownerLive reports whether a daemon holds the lock file lockName in its
@@ -239,4 +242,12 @@ func sweepOne(g groupBackend, name string, log hclog.Logger, res *SweepResult) e
 	res.Groups = append(res.Groups, name)
 	res.Killed += n
 	return nil
+}
+
+// appendNew appends s to list unless it is empty or already there.
+func appendNew(list []string, s string) []string {
+	if s == "" || slices.Contains(list, s) {
+		return list
+	}
+	return append(list, s)
 }

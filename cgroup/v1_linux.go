@@ -31,6 +31,7 @@ type v1Pool struct {
 	created   []string // parent dirs this instance created
 	cfg       Config
 	memsw     bool
+	adopted   []string // dead owners' state dirs of adopted parent dirs
 	// udir is the pool parent on a hybrid host's cgroup2 mount ("" when
 	// unused). That hierarchy has no controllers but gives what v1 lacks:
 	// clone3 placement and an atomic cgroup.kill of the whole tree.
@@ -66,11 +67,12 @@ func newV1Pool(cfg Config, log hclog.Logger) (poolBackend, Info, error) {
 	// sibling's marker names the daemon whose marker file lists these dirs.
 	hint := markOwner(filepath.Join(cfg.Mount, "unified", p.parentRel))
 	for _, dir := range p.dirs {
-		created, err := ensureParentDir(dir, cfg, hint)
+		created, from, err := ensureParentDir(dir, cfg, hint)
 		if err != nil {
 			p.undo()
 			return nil, Info{}, err
 		}
+		p.adopted = appendNew(p.adopted, from)
 		if created {
 			p.created = append(p.created, dir)
 		}
@@ -88,6 +90,7 @@ func newV1Pool(cfg Config, log hclog.Logger) (poolBackend, Info, error) {
 		Placement:      "the kernel writes 0 into its groups' cgroup.procs before any user code",
 		Kill:           "freezer: freeze, SIGKILL every member, thaw",
 		MemswAvailable: p.memsw,
+		AdoptedFrom:    p.adopted,
 	}
 	if !p.has("freezer") {
 		info.Kill = "SIGKILL every member, repeated until empty (no freezer hierarchy)"
@@ -134,7 +137,7 @@ func (p *v1Pool) setupUnified(log hclog.Logger) {
 		return
 	}
 	dir := filepath.Join(root, p.parentRel)
-	created, err := ensureParentDir(dir, p.cfg, "")
+	created, from, err := ensureParentDir(dir, p.cfg, "")
 	if err != nil {
 		log.Warn("cgroup2 mount not usable for kernel kill", "dir", dir, "error", err)
 		return
@@ -148,6 +151,7 @@ func (p *v1Pool) setupUnified(log hclog.Logger) {
 	if created {
 		p.created = append(p.created, dir)
 	}
+	p.adopted = appendNew(p.adopted, from)
 	p.udir = dir
 	p.dirs = append(p.dirs, dir)
 }

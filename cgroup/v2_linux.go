@@ -56,10 +56,12 @@ func newV2Pool(cfg Config, log hclog.Logger) (poolBackend, Info, error) {
 		}
 		info.DaemonLeaf = leaf
 	}
-	p.created, err = ensureParentDir(p.dir, cfg, "")
+	var from string
+	p.created, from, err = ensureParentDir(p.dir, cfg, "")
 	if err != nil {
 		return nil, Info{}, err
 	}
+	info.AdoptedFrom = appendNew(nil, from)
 	avail, _ := readFields(filepath.Join(p.dir, "cgroup.controllers"))
 	p.ctrls = intersect(v2Wanted, avail)
 	// By hand: the library's ToggleControllers writes every ancestor's

@@ -188,3 +188,36 @@ func waitHealthy(t *testing.T, api *API, cmd *exec.Cmd, output func() string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// The parent of a daemon that died (SIGKILL: no cleanup, its kernel groups
+// left behind) is stale: another daemon, with its own state dir, given that
+// parent adopts it, sweeps the dead daemon's kernel groups, and serves.
+func TestStaleParentOfADeadDaemonIsAdopted(t *testing.T) {
+	requireRoot(t)
+	a := StartDaemon(t, Opts{})
+	ids := map[string]bool{}
+	for _, owner := range []string{"alice", "bob"} {
+		ids[a.Run(t, owner, "x = 1").Kernel.ID] = true
+	}
+	a.mu.Lock()
+	a.stopped = true // the SIGKILL is the test
+	a.mu.Unlock()
+	a.Signal(syscall.SIGKILL)
+	if !a.Wait(scaled(10 * time.Second)) {
+		t.Fatal("daemon did not die")
+	}
+	if len(findCgroups(ids)) == 0 {
+		t.Fatal("the dead daemon left no kernel groups: nothing to adopt")
+	}
+	b := StartDaemon(t, Opts{Args: []string{"--cgroup-parent", "kernpool-it-" + filepath.Base(a.Base)}})
+	if left := findCgroups(ids); len(left) != 0 {
+		t.Errorf("the adopting daemon left the dead one's kernel groups: %v", left)
+	}
+	log, _ := os.ReadFile(b.Log)
+	if !strings.Contains(string(log), "adopted a stale pool parent") || !strings.Contains(string(log), a.State) {
+		t.Errorf("the adoption is not logged with the dead daemon's state dir:\n%s", log)
+	}
+	if r := b.Run(t, "carol", "print(2)"); strings.TrimSpace(r.Output) != "2" || r.Kernel.Isolation == nil || r.Kernel.Isolation.MemoryMax == 0 {
+		t.Errorf("the adopting daemon does not serve with limits: %+v", r)
+	}
+}

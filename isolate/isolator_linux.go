@@ -188,9 +188,14 @@ func (i *Isolator) setupCgroups() {
 		i.log.Error("sweep of leftover kernel groups incomplete", "error", err)
 	}
 	i.report.Swept = len(res.Groups)
+	// Staging dirs hold tenant files: ours, and those of a dead daemon
+	// whose parent was adopted (its state dir is the parent's old marker).
+	stateDirs := append([]string{i.cfg.StateDir}, info.AdoptedFrom...)
 	for _, id := range res.Groups {
-		if err := os.RemoveAll(filepath.Join(i.cfg.StateDir, "kernels", id)); err != nil {
-			i.log.Error("cannot remove a leftover staging dir", "kernel", id, "error", err)
+		for _, sd := range stateDirs {
+			if err := os.RemoveAll(filepath.Join(sd, "kernels", id)); err != nil {
+				i.log.Error("cannot remove a leftover staging dir", "kernel", id, "error", err)
+			}
 		}
 	}
 }
