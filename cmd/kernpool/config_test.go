@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kernpool/kernpool/kernel"
 )
 
 func TestExampleConfigIsValid(t *testing.T) {
@@ -96,6 +98,17 @@ ceiling { memory_max = "8GiB" }
 		{name: "syntax error", src: "socket = \n", err: []string{"test.hcl:1"}},
 		{name: "cross-field rule", src: "cell_timeout = \"2h\"\n", err: []string{"max_cell_timeout"}},
 		{name: "zero max kernels", src: "max_kernels = 0\n", err: []string{"max_kernels"}},
+		{name: "isolation process", src: "isolation = \"process\"\n", check: func(t *testing.T, c *Config) {
+			if c.Isolation != kernel.IsolationProcess {
+				t.Errorf("isolation = %q", c.Isolation)
+			}
+		}},
+		{name: "default isolation is sandbox", src: "", check: func(t *testing.T, c *Config) {
+			if c.Isolation != kernel.IsolationSandbox || c.Cgroup.Parent != "" {
+				t.Errorf("isolation %q, cgroup parent %q: want sandbox and the derived parent", c.Isolation, c.Cgroup.Parent)
+			}
+		}},
+		{name: "unknown isolation", src: "\nisolation = \"vm\"\n", err: []string{"test.hcl:2", "isolation", `"sandbox" or "process"`, `"vm"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -182,10 +195,38 @@ func TestFlagsOverrideConfigFile(t *testing.T) {
 	}
 }
 
+// The cgroup parent defaults to one derived from the state dir, and
+// --cgroup-parent and --isolation override the file.
+func TestCgroupParentAndIsolationFlags(t *testing.T) {
+	dir := t.TempDir()
+	parse := func(args ...string) *Config {
+		t.Helper()
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		sf := addServeFlags(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := loadServeConfig(fs, sf, func(string) string { return "" })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	a, b := parse("--state-dir", filepath.Join(dir, "a")), parse("--state-dir", filepath.Join(dir, "b"))
+	if a.Cgroup.Parent == b.Cgroup.Parent || !strings.HasPrefix(a.Cgroup.Parent, "kernpool-") || a.Isolation != kernel.IsolationSandbox {
+		t.Errorf("parents %q and %q, isolation %q: want two derived parents, sandbox", a.Cgroup.Parent, b.Cgroup.Parent, a.Isolation)
+	}
+	c := parse("--state-dir", filepath.Join(dir, "a"), "--cgroup-parent", "mine", "--isolation", "process")
+	if c.Cgroup.Parent != "mine" || c.Isolation != kernel.IsolationProcess {
+		t.Errorf("parent %q, isolation %q: want the flags' values", c.Cgroup.Parent, c.Isolation)
+	}
+}
+
 func TestBadServeFlagValues(t *testing.T) {
 	for _, args := range [][]string{
 		{"--memory-max", "lots"}, {"--pids-max", "x"}, {"--cpu-max", "fast"}, {"--idle-timeout", "soon"},
-		{"--log-level", "loud"}, {"--max-kernels", "0"},
+		{"--log-level", "loud"}, {"--max-kernels", "0"}, {"--isolation", "vm"},
 	} {
 		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
