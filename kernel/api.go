@@ -173,8 +173,10 @@ type Spec struct {
 	// Sandbox confines the kernel; nil means a plain process group. Start
 	// owns it: on any error from Start it has been killed and released.
 	Sandbox Sandbox
-	// MaxFrameBytes caps one reply frame (default 64 MiB), checked from the
-	// header before the body is read.
+	// MaxFrameBytes caps one reply frame (default DefaultMaxFrameBytes,
+	// the runner's worst case), checked from the header before any of the
+	// body is read; the body is then decoded as it streams, each member
+	// capped, within the kernel's Budget.
 	MaxFrameBytes int64
 	// RawStdoutCap caps the fd-level stdout kept for one cell (default 1 MB).
 	RawStdoutCap int

@@ -10,21 +10,36 @@ import (
 const stderrRingSize = 8 << 10
 
 // capBuf keeps the first cap bytes written to it and counts all of them.
+// Its backing array never grows past cap, and each growth is charged to
+// acct; bytes the budget refuses are counted, not kept.
 type capBuf struct {
 	b     []byte
 	cap   int
 	total int
+	acct  *budget
 }
 
 func (c *capBuf) write(p []byte) {
 	c.total += len(p)
-	if room := c.cap - len(c.b); room > 0 {
-		c.b = append(c.b, p[:min(room, len(p))]...)
+	room := c.cap - len(c.b)
+	if room <= 0 {
+		return
 	}
+	p = p[:min(room, len(p))]
+	if need := len(c.b) + len(p); need > cap(c.b) {
+		grown := min(max(2*cap(c.b), need, 4096), c.cap)
+		if c.acct.charge(grown-cap(c.b)) != nil {
+			return
+		}
+		c.b = append(make([]byte, 0, grown), c.b...)
+	}
+	c.b = append(c.b, p...)
 }
 
+// reset empties the buffer for the next cell; its memory goes back to the
+// garbage collector (the previous cell's Reply may still use it).
 func (c *capBuf) reset() {
-	c.b = c.b[:0]
+	c.b = nil
 	c.total = 0
 }
 
@@ -59,8 +74,15 @@ func (r *ring) String() string {
 // cellState is what the output readers share with Exec: which cell is
 // running (epoch odd = a cell is active), its output buffers, and the
 // channels that settle it. Readers never block on it.
+//
+// A cell's fd-level output starts at the runner's begin marker for that
+// cell on each stream, written after the runner flushed what earlier
+// threads left in Python's buffers: bytes before it were written while no
+// cell ran, and are dropped and counted, never delivered.
 type cellState struct {
-	epoch atomic.Uint64
+	epoch   atomic.Uint64
+	dropped atomic.Int64 // fd-level bytes written while no cell ran
+	acct    budget       // daemon memory held for the active cell
 
 	mu        sync.Mutex
 	n         int    // execution count of the active cell
@@ -70,20 +92,23 @@ type cellState struct {
 	stdout    capBuf
 	stderr    capBuf
 	stderrLog ring
-	dropped   int // fd-level stdout bytes that arrived between cells
+	outBegun  bool // the runner's begin marker for this cell arrived on stdout
+	errBegun  bool // ... and on stderr
 
 	frames chan *wireReply // the active cell's reply (capacity 1)
 	marks  chan struct{}   // the active cell's stderr is complete (capacity 1)
 }
 
-func newCellState(stdoutCap, stderrCap int) *cellState {
-	return &cellState{
-		stdout:    capBuf{cap: stdoutCap},
-		stderr:    capBuf{cap: stderrCap},
+func newCellState(stdoutCap, stderrCap int, limit int64) *cellState {
+	c := &cellState{
 		stderrLog: ring{buf: make([]byte, stderrRingSize)},
 		frames:    make(chan *wireReply, 1),
 		marks:     make(chan struct{}, 1),
 	}
+	c.acct.limit = limit
+	c.stdout = capBuf{cap: stdoutCap, acct: &c.acct}
+	c.stderr = capBuf{cap: stderrCap, acct: &c.acct}
+	return c
 }
 
 // begin makes cell n (request id) the active cell.
@@ -92,8 +117,10 @@ func (c *cellState) begin(n int, id string) {
 	defer c.mu.Unlock()
 	c.n, c.id = n, id
 	c.gotFrame, c.gotMark = false, false
+	c.outBegun, c.errBegun = false, false
 	c.stdout.reset()
 	c.stderr.reset()
+	c.acct.reset()
 	c.epoch.Add(1)
 }
 
@@ -127,30 +154,56 @@ func (c *cellState) activeLocked(epoch uint64) bool {
 // rawStdout attributes fd-level stdout read during epoch.
 func (c *cellState) rawStdout(p []byte, epoch uint64) {
 	c.mu.Lock()
-	if c.activeLocked(epoch) {
+	if c.activeLocked(epoch) && c.outBegun {
 		c.stdout.write(p)
 	} else {
-		c.dropped += len(p)
+		c.dropped.Add(int64(len(p)))
 	}
 	c.mu.Unlock()
 }
 
-// droppedStdout counts fd-level stdout bytes dropped between cells.
-func (c *cellState) droppedStdout() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.dropped
-}
-
-// rawStderr records fd-level stderr: always in the ring, and in the cell's
-// buffer when it was read while that cell ran.
+// rawStderr records fd-level stderr: always in the ring (a kernel that
+// dies between cells still says why), and in the cell's buffer when it was
+// written while that cell ran; otherwise it is counted as dropped.
 func (c *cellState) rawStderr(p []byte, epoch uint64) {
 	c.mu.Lock()
 	c.stderrLog.write(p)
-	if c.activeLocked(epoch) {
+	if c.activeLocked(epoch) && c.errBegun {
 		c.stderr.write(p)
+	} else {
+		c.dropped.Add(int64(len(p)))
 	}
 	c.mu.Unlock()
+}
+
+// begun records the runner's begin marker of cell n on stdout (or stderr):
+// from here on that stream's bytes belong to the cell. Markers for other
+// cells (stale or forged) change nothing.
+func (c *cellState) begun(stderr bool, n int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.epoch.Load()%2 == 0 || int64(c.n) != n {
+		return
+	}
+	if stderr {
+		c.errBegun = true
+	} else {
+		c.outBegun = true
+	}
+}
+
+// wantsFrame reports whether a reply frame may come now: a cell runs and
+// has none yet. Checked from the header, before any of the body is read.
+func (c *cellState) wantsFrame() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.epoch.Load()%2 == 0:
+		return protocolErr("reply frame while no cell runs")
+	case c.gotFrame:
+		return protocolErr("second reply frame for one cell")
+	}
+	return nil
 }
 
 // frame delivers a decoded reply to the active cell.

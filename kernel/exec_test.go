@@ -150,7 +150,7 @@ func TestOutputBetweenCellsDropped(t *testing.T) {
 	// final "\n" may be held back as a possible marker start; it keeps the
 	// epoch it was read in, so it is dropped too.
 	arrived := func() bool {
-		return strings.Contains(k.cell.stderrTail(), "BETWEEN-ERR") && k.cell.droppedStdout() >= len("BETWEEN")
+		return strings.Contains(k.cell.stderrTail(), "BETWEEN-ERR") && k.DroppedOutput() >= int64(len("BETWEENBETWEEN-ERR"))
 	}
 	for end := time.Now().Add(10 * time.Second); !arrived(); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(end) {

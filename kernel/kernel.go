@@ -100,6 +100,11 @@ func (k *Kernel) ID() string { return k.id }
 // Pid is the runner process id.
 func (k *Kernel) Pid() int { return k.cmd.Process.Pid }
 
+// DroppedOutput counts the fd-level stdout and stderr bytes the kernel
+// wrote while none of its cells ran (a thread an earlier cell left
+// running): they reach no cell's result.
+func (k *Kernel) DroppedOutput() int64 { return k.cell.dropped.Load() }
+
 // StagingDir is <StateDir>/kernels/<ID>; it no longer exists once Done is closed.
 func (k *Kernel) StagingDir() string { return k.staging }
 

@@ -12,16 +12,19 @@ import (
 func (k *Kernel) readStdout() {
 	defer k.readers.Done()
 	defer close(k.stdoutEOF)
-	s := newScanner(k.stdoutR, []byte("\n"+k.sentinel+" "), &k.cell.epoch)
-	err := s.run(k.cell.rawStdout, func(n int64) error {
-		if n > k.maxFrame {
-			return protocolErr(fmt.Sprintf("frame of %d bytes exceeds the %s limit", n, FormatBytes(k.maxFrame)))
+	s := newScanner(k.stdoutR, []byte("\n"+k.sentinel+" "), " B", &k.cell.epoch)
+	err := s.run(k.cell.rawStdout, func(kind byte, n int64) error {
+		if kind == 'B' {
+			k.cell.begun(false, n)
+			return nil
 		}
-		body, err := s.readBody(n)
-		if err != nil {
+		if n > k.maxFrame {
+			return protocolErr(fmt.Sprintf("a reply frame of %d bytes exceeds the %d-byte limit", n, k.maxFrame))
+		}
+		if err := k.cell.wantsFrame(); err != nil {
 			return err
 		}
-		rep, err := decodeReply(body)
+		rep, err := decodeFrame(s.body(n), &k.cell.acct)
 		if err != nil {
 			return err
 		}
@@ -41,9 +44,13 @@ func (k *Kernel) readStdout() {
 // marks on the active cell.
 func (k *Kernel) readStderr() {
 	defer k.readers.Done()
-	s := newScanner(k.stderrR, []byte("\n"+k.sentinel+" E "), &k.cell.epoch)
-	err := s.run(k.cell.rawStderr, func(n int64) error {
-		k.cell.mark(n)
+	s := newScanner(k.stderrR, []byte("\n"+k.sentinel+" "), "BE", &k.cell.epoch)
+	err := s.run(k.cell.rawStderr, func(kind byte, n int64) error {
+		if kind == 'B' {
+			k.cell.begun(true, n)
+		} else {
+			k.cell.mark(n)
+		}
 		return nil
 	})
 	if errors.Is(err, ErrProtocol) {

@@ -16,15 +16,18 @@ import io
 import os
 import sys
 
-_CAPTURE_LIMIT = 1000000
 _PYCF_ONLY_AST = 0x400
 _PYCF_ALLOW_TOP_LEVEL_AWAIT = 0x2000
 _CO_COROUTINE = 0x80
 _RUNNER_ONLY = (
     "KERNPOOL_SENTINEL", "KERNPOOL_CGROUP_PROCS", "KERNPOOL_CGROUP_KILL",
     "KERNPOOL_RLIMITS", "KERNPOOL_NO_NEW_PRIVS", "KERNPOOL_RPC_ENDPOINT",
-    "KERNPOOL_RPC_TOKEN",
+    "KERNPOOL_RPC_TOKEN", "KERNPOOL_OUTPUT_CAPS",
 )
+# Set by _start from KERNPOOL_OUTPUT_CAPS (kernel/caps.go defines them):
+# Python-level stdout/stderr per cell in characters, traceback in bytes.
+_CAPTURE_LIMIT = 0
+_TRACEBACK_LIMIT = 0
 
 
 def _die(code, message):
@@ -96,6 +99,7 @@ def _start():
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
+    _read_caps(env.get("KERNPOOL_OUTPUT_CAPS", ""))
     rlimits = env.get("KERNPOOL_RLIMITS", "")
     if rlimits:
         _apply_rlimits(rlimits)
@@ -113,6 +117,17 @@ def _start():
     for name in _RUNNER_ONLY:
         env.pop(name, None)
     return sentinel.encode("utf-8"), kill_path, protocol_fds, pending
+
+
+def _read_caps(value):
+    global _CAPTURE_LIMIT, _TRACEBACK_LIMIT
+    try:
+        capture, trace = (int(v) for v in value.split(","))
+    except ValueError:
+        _die(126, "malformed KERNPOOL_OUTPUT_CAPS %r" % value)
+    if capture <= 0 or trace < 256:
+        _die(126, "KERNPOOL_OUTPUT_CAPS out of range: %r" % value)
+    _CAPTURE_LIMIT, _TRACEBACK_LIMIT = capture, trace
 
 
 def _read_bootstrap(fd):
@@ -277,9 +292,9 @@ class _Cells:
             if tail is not None:
                 self._run(tail)
         except SystemExit as exc:
-            return "exit", "SystemExit: " + repr(exc.code), _exit_code(exc.code)
+            return "exit", _cap_text("SystemExit: " + _safe_repr(exc.code)), _exit_code(exc.code)
         except BaseException as exc:
-            return "error", _format(exc, self.sources), 1
+            return "error", _cap_text(_format(exc, self.sources)), 1
         return "ok", "", 0
 
 
@@ -314,6 +329,33 @@ def _format(exc, sources):
     return "".join(traceback.format_exception(type(exc), exc, tb))
 
 
+def _safe_repr(value):
+    try:
+        return repr(value)
+    except BaseException:
+        return "<unrepresentable>"
+
+
+def _group(n):
+    return "{:,}".format(n)
+
+
+def _cap_text(text):
+    """Cap text at _TRACEBACK_LIMIT UTF-8 bytes, notice included: head 40 %,
+    the reference's truncation notice, tail 60 %, cut on character
+    boundaries (envscrub.TruncationNotice words the same notice)."""
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= _TRACEBACK_LIMIT:
+        return text
+    room = _TRACEBACK_LIMIT - 96  # the notice's longest rendering
+    head = data[:room * 2 // 5].decode("utf-8", "ignore")
+    tail = data[len(data) - (room - room * 2 // 5):].decode("utf-8", "ignore")
+    kept = len(head.encode("utf-8", "surrogatepass")) + len(tail.encode("utf-8", "surrogatepass"))
+    notice = "\n\n... [OUTPUT TRUNCATED - %s bytes omitted out of %s total] ...\n\n" % (
+        _group(len(data) - kept), _group(len(data)))
+    return head + notice + tail
+
+
 def _clip(text):
     if len(text) <= _CAPTURE_LIMIT:
         return text, False
@@ -336,7 +378,22 @@ class _Runner:
         self.mark_fd = mark_fd
         self.cells = _Cells()
 
+    def begin(self):
+        """Mark where the next cell's fd-level output starts on both streams.
+
+        What threads of earlier cells left in Python's buffers is flushed
+        first, so it lands before the marks: written while no cell ran,
+        the host drops it."""
+        _flush_std()
+        mark = b"\n" + self.sentinel + b" B " + str(self.cells.count + 1).encode() + b"\n"
+        for fd in (self.frame_fd, self.mark_fd):
+            try:
+                os.write(fd, mark)
+            except OSError:
+                pass
+
     def cell(self, rid, source):
+        self.begin()
         out, err = io.StringIO(), io.StringIO()
         saved = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = out, err

@@ -1,10 +1,12 @@
 package kernel
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync/atomic"
 )
 
@@ -25,6 +27,7 @@ const maxHeaderDigits = 19
 type scanner struct {
 	r      io.Reader
 	marker []byte
+	kinds  string // header kinds accepted after the marker (' ': a bare number)
 	epoch  *atomic.Uint64
 	buf    []byte
 	start  int
@@ -34,17 +37,19 @@ type scanner struct {
 	carried      int
 	carriedEpoch uint64
 	readEpoch    uint64
+	bodyR        bodyReader
+	bodyBuf      *bufio.Reader
 }
 
-func newScanner(r io.Reader, marker []byte, epoch *atomic.Uint64) *scanner {
-	return &scanner{r: r, marker: marker, epoch: epoch, buf: make([]byte, scanBufSize)}
+func newScanner(r io.Reader, marker []byte, kinds string, epoch *atomic.Uint64) *scanner {
+	return &scanner{r: r, marker: marker, kinds: kinds, epoch: epoch, buf: make([]byte, scanBufSize)}
 }
 
 // run scans until the stream ends or a handler fails. raw receives output
 // bytes with their epoch; header receives each header's number and may read
 // a body that follows it with readBody. It returns io.EOF at the end of the
 // stream, a read error, or the handler's error.
-func (s *scanner) run(raw func([]byte, uint64), header func(int64) error) error {
+func (s *scanner) run(raw func([]byte, uint64), header func(kind byte, n int64) error) error {
 	for {
 		if err := s.fill(); err != nil {
 			s.emit(s.end-s.start, raw)
@@ -83,7 +88,7 @@ func (s *scanner) fill() error {
 
 // process handles every complete marker in the buffer and emits raw bytes
 // up to a possible partial marker at its end.
-func (s *scanner) process(raw func([]byte, uint64), header func(int64) error) error {
+func (s *scanner) process(raw func([]byte, uint64), header func(kind byte, n int64) error) error {
 	for {
 		data := s.buf[s.start:s.end]
 		i := bytes.Index(data, s.marker)
@@ -92,29 +97,69 @@ func (s *scanner) process(raw func([]byte, uint64), header func(int64) error) er
 			return nil
 		}
 		s.emit(i, raw)
-		digits := s.buf[s.start+len(s.marker) : s.end]
-		j := 0
-		for j < len(digits) && j <= maxHeaderDigits && digits[j] >= '0' && digits[j] <= '9' {
-			j++
-		}
-		switch {
-		case j > maxHeaderDigits:
+		kind, n, size, st := parseHeader(s.buf[s.start+len(s.marker):s.end], s.kinds)
+		switch st {
+		case headerTooLong:
 			return fmt.Errorf("%w: frame header has more than %d digits", ErrProtocol, maxHeaderDigits)
-		case j == len(digits):
-			return nil // header incomplete: read more
-		case j == 0 || digits[j] != '\n':
+		case headerIncomplete:
+			return nil // read more
+		case headerNone:
 			s.emit(len(s.marker), raw) // not a header: the marker is output
 			continue
 		}
-		var n int64
-		for _, c := range digits[:j] {
-			n = n*10 + int64(c-'0')
-		}
-		s.consume(len(s.marker) + j + 1)
-		if err := header(n); err != nil {
+		s.consume(len(s.marker) + size)
+		if err := header(kind, n); err != nil {
 			return err
 		}
 	}
+}
+
+// Results of parseHeader.
+const (
+	headerOK = iota
+	headerIncomplete
+	headerNone
+	headerTooLong
+)
+
+// parseHeader reads "[<kind> ]<digits>\n" after a marker: kind is one of
+// kinds (0 when kinds allows a bare number, i.e. starts with a space).
+// size is the header's length after the marker.
+func parseHeader(b []byte, kinds string) (kind byte, n int64, size, status int) {
+	i := 0
+	switch {
+	case len(b) == 0:
+		return 0, 0, 0, headerIncomplete
+	case b[0] >= 'A' && b[0] <= 'Z':
+		if strings.IndexByte(kinds, b[0]) < 0 {
+			return 0, 0, 0, headerNone
+		}
+		if len(b) < 2 {
+			return 0, 0, 0, headerIncomplete
+		}
+		if b[1] != ' ' {
+			return 0, 0, 0, headerNone
+		}
+		kind, i = b[0], 2
+	case kinds == "" || kinds[0] != ' ':
+		return 0, 0, 0, headerNone
+	}
+	j := i
+	for j < len(b) && j-i <= maxHeaderDigits && b[j] >= '0' && b[j] <= '9' {
+		j++
+	}
+	switch {
+	case j-i > maxHeaderDigits:
+		return 0, 0, 0, headerTooLong
+	case j == len(b):
+		return 0, 0, 0, headerIncomplete
+	case j == i || b[j] != '\n':
+		return 0, 0, 0, headerNone
+	}
+	for _, c := range b[i:j] {
+		n = n*10 + int64(c-'0')
+	}
+	return kind, n, j + 1, headerOK
 }
 
 // heldTail is how many bytes at the end of data could start a marker.
@@ -156,16 +201,54 @@ func (s *scanner) consume(n int) {
 	s.carried = max(s.carried-n, 0)
 }
 
-// readBody reads exactly n bytes following a header into a new buffer.
-func (s *scanner) readBody(n int64) ([]byte, error) {
-	body := make([]byte, n)
-	c := copy(body, s.buf[s.start:s.end])
+// body returns a reader of exactly the n bytes following a header: first
+// those already buffered, then the stream. Nothing of size n is
+// allocated; the caller decodes the body as it streams.
+func (s *scanner) body(n int64) *bufio.Reader {
+	c := int(min(int64(s.end-s.start), n))
+	s.bodyR.pre = s.buf[s.start : s.start+c]
+	s.bodyR.r = s.r
+	s.bodyR.left = n - int64(c)
 	s.consume(c)
-	if _, err := io.ReadFull(s.r, body[c:]); err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
-		}
-		return nil, fmt.Errorf("read frame body: %w", err)
+	if s.bodyBuf == nil {
+		s.bodyBuf = bufio.NewReaderSize(&s.bodyR, bodyBufSize)
+	} else {
+		s.bodyBuf.Reset(&s.bodyR)
 	}
-	return body, nil
+	return s.bodyBuf
+}
+
+// bodyBufSize is the frame decoder's read-ahead.
+const bodyBufSize = 16 << 10
+
+// bodyReader yields pre, then left bytes of r, then io.EOF. The stream
+// ending before that is io.ErrUnexpectedEOF (the kernel died mid-frame),
+// which is not the frame's end.
+type bodyReader struct {
+	pre  []byte
+	r    io.Reader
+	left int64
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	if len(b.pre) > 0 {
+		n := copy(p, b.pre)
+		b.pre = b.pre[n:]
+		return n, nil
+	}
+	if b.left <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	if errors.Is(err, io.EOF) {
+		if b.left > 0 {
+			return n, fmt.Errorf("read frame body: %w", io.ErrUnexpectedEOF)
+		}
+		err = nil
+	}
+	return n, err
 }

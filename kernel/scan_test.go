@@ -18,12 +18,12 @@ func scanAll(t *testing.T, r io.Reader, marker string) (raw string, bodies []str
 	t.Helper()
 	var epoch atomic.Uint64
 	var out bytes.Buffer
-	s := newScanner(r, []byte(marker), &epoch)
-	err = s.run(func(p []byte, _ uint64) { out.Write(p) }, func(n int64) error {
+	s := newScanner(r, []byte(marker), " ", &epoch)
+	err = s.run(func(p []byte, _ uint64) { out.Write(p) }, func(_ byte, n int64) error {
 		if n > 1<<20 {
 			return protocolErr("too big")
 		}
-		b, err := s.readBody(n)
+		b, err := io.ReadAll(s.body(n))
 		if err != nil {
 			return err
 		}

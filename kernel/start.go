@@ -15,11 +15,11 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// Defaults for the Spec caps.
+// Defaults for the Spec caps (DefaultMaxFrameBytes is derived from the
+// runner's caps in caps.go).
 const (
-	DefaultMaxFrameBytes = 64 << 20
-	DefaultRawStdoutCap  = 1_000_000
-	DefaultStderrCap     = 1_000_000
+	DefaultRawStdoutCap = 1_000_000
+	DefaultStderrCap    = 1_000_000
 )
 
 // runnerFile is the runner's name inside the staging dir.
@@ -60,7 +60,7 @@ func start(ctx context.Context, spec Spec, sentinel string) (*Kernel, error) {
 		sb:        spec.Sandbox,
 		sentinel:  sentinel,
 		maxFrame:  spec.MaxFrameBytes,
-		cell:      newCellState(spec.RawStdoutCap, spec.StderrCap),
+		cell:      newCellState(spec.RawStdoutCap, spec.StderrCap, spec.Budget()),
 		exited:    make(chan struct{}),
 		stdoutEOF: make(chan struct{}),
 		done:      make(chan struct{}),
@@ -94,15 +94,7 @@ func validate(spec *Spec) error {
 			return fmt.Errorf("invalid staging file name %q", name)
 		}
 	}
-	if spec.MaxFrameBytes == 0 {
-		spec.MaxFrameBytes = DefaultMaxFrameBytes
-	}
-	if spec.RawStdoutCap == 0 {
-		spec.RawStdoutCap = DefaultRawStdoutCap
-	}
-	if spec.StderrCap == 0 {
-		spec.StderrCap = DefaultStderrCap
-	}
+	spec.fillCaps()
 	if spec.Logger == nil {
 		spec.Logger = hclog.NewNullLogger()
 	}
@@ -175,6 +167,7 @@ func writeFile(path string, data []byte) error {
 func childEnv(env, setupEnv []string, id, staging string) (out []string, token string) {
 	own := map[string]string{
 		EnvKernelID:               id,
+		EnvOutputCaps:             outputCapsValue(),
 		"TMPDIR":                  filepath.Join(staging, "tmp"),
 		"TMP":                     filepath.Join(staging, "tmp"),
 		"TEMP":                    filepath.Join(staging, "tmp"),

@@ -1,7 +1,11 @@
 package kernel
 
 import (
+	"bufio"
 	"bytes"
+	"errors"
+	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -23,28 +27,39 @@ type wireReply struct {
 	StderrClosed   bool   `json:"stderr_closed"`
 }
 
-// decodeReply decodes one reply frame in a single pass.
+// maxNumberLen bounds a number token (an int64 has 20 characters with its sign).
+const maxNumberLen = 32
+
+// decodeFrame decodes one reply frame from r, which yields exactly the
+// frame's body and then io.EOF.
 //
-// It is a strict parser for the flat object the runner writes (string,
-// integer and boolean members; unknown members with scalar values are
-// skipped), not a general JSON decoder: encoding/json validates the whole
-// body and then decodes strings rune by rune, about 5 ms for a 1 MiB cell,
-// while this copies escape-free runs with memchr. Anything else (arrays,
-// nested objects, trailing bytes) is a protocol error. Invalid UTF-8 is
-// replaced with U+FFFD, as encoding/json does.
-func decodeReply(body []byte) (*wireReply, error) {
-	p := &wireParser{b: body, nextQ: -2, nextBS: -2}
-	p.ws()
-	if !p.eat('{') {
-		return nil, protocolErr("frame is not a JSON object")
+// It is a strict streaming parser for the flat object the runner writes
+// (string, integer and boolean members; unknown members with scalar values
+// are skipped unread), not a general JSON decoder: nothing is allocated for
+// what the frame claims, each member is decoded into a buffer that grows
+// only as its bytes arrive, capped per member (captureFieldBytes for stdout
+// and stderr, TracebackBytes, smallFieldBytes for the rest), and every byte
+// kept is charged to acct. Escape-free runs are copied with memchr.
+// Arrays, nested objects and trailing bytes are protocol errors. Invalid
+// UTF-8 is replaced with U+FFFD, as encoding/json does. An error reading r
+// other than the frame's end is returned as is (not a protocol error).
+func decodeFrame(r *bufio.Reader, acct *budget) (*wireReply, error) {
+	p := &wireParser{r: r, acct: acct}
+	if err := p.ws(); err != nil {
+		return nil, err
+	}
+	if c, err := p.byte(); err != nil || c != '{' {
+		return nil, p.fail(err, "frame is not a JSON object")
 	}
 	rep := new(wireReply)
 	if err := p.members(rep); err != nil {
 		return nil, err
 	}
-	p.ws()
-	if p.i != len(p.b) {
-		return nil, protocolErr("frame has bytes after its JSON object")
+	if err := p.ws(); err != nil {
+		return nil, err
+	}
+	if _, err := p.r.ReadByte(); !errors.Is(err, io.EOF) {
+		return nil, p.fail(err, "frame has bytes after its JSON object")
 	}
 	switch rep.Status {
 	case "ok", "error", "exit":
@@ -54,58 +69,98 @@ func decodeReply(body []byte) (*wireReply, error) {
 	return rep, nil
 }
 
+// decodeReply decodes a whole body held in memory (tests and fuzzing).
+func decodeReply(body []byte) (*wireReply, error) {
+	acct := &budget{limit: int64(len(body))*2 + 1024}
+	return decodeFrame(bufio.NewReader(bytes.NewReader(body)), acct)
+}
+
 type wireParser struct {
-	b []byte
-	i int
-	// Positions of the next '"' and '\\' at or after i (-1: none left);
-	// cached so a string with many escapes is still scanned once.
-	nextQ, nextBS int
+	r    *bufio.Reader
+	acct *budget
 }
 
-func (p *wireParser) ws() {
-	for p.i < len(p.b) {
-		switch p.b[p.i] {
-		case ' ', '\t', '\r', '\n':
-			p.i++
-		default:
-			return
-		}
+// fail turns the frame's end into a protocol error saying what was
+// expected; other read errors pass through.
+func (p *wireParser) fail(err error, detail string) error {
+	if err == nil || errors.Is(err, io.EOF) {
+		return protocolErr(detail)
 	}
+	return err
 }
 
-func (p *wireParser) eat(c byte) bool {
-	if p.i < len(p.b) && p.b[p.i] == c {
-		p.i++
-		return true
+func (p *wireParser) byte() (byte, error) { return p.r.ReadByte() }
+
+// peek returns the next byte without consuming it.
+func (p *wireParser) peek() (byte, error) {
+	b, err := p.r.Peek(1)
+	if err != nil {
+		return 0, err
 	}
-	return false
+	return b[0], nil
 }
 
-func (p *wireParser) members(rep *wireReply) error {
-	p.ws()
-	if p.eat('}') {
-		return nil
-	}
+// ws skips whitespace; the frame's end is not an error here.
+func (p *wireParser) ws() error {
 	for {
-		p.ws()
-		key, err := p.str()
+		c, err := p.peek()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
-		p.ws()
-		if !p.eat(':') {
-			return protocolErr("frame: expected ':' after member " + quote(key))
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			_, _ = p.r.ReadByte()
+		default:
+			return nil
 		}
-		p.ws()
+	}
+}
+
+// expect consumes c after optional whitespace.
+func (p *wireParser) expect(c byte, detail string) (bool, error) {
+	if err := p.ws(); err != nil {
+		return false, err
+	}
+	got, err := p.peek()
+	if err != nil {
+		return false, p.fail(err, detail)
+	}
+	if got != c {
+		return false, nil
+	}
+	_, _ = p.r.ReadByte()
+	return true, nil
+}
+
+func (p *wireParser) members(rep *wireReply) error {
+	if ok, err := p.expect('}', "frame: unterminated object"); ok || err != nil {
+		return err
+	}
+	for {
+		if err := p.ws(); err != nil {
+			return err
+		}
+		key, err := p.str(smallFieldBytes, "member name")
+		if err != nil {
+			return err
+		}
+		if ok, err := p.expect(':', "frame: unterminated object"); err != nil || !ok {
+			return p.fail(err, "frame: expected ':' after member "+quote(key))
+		}
+		if err := p.ws(); err != nil {
+			return err
+		}
 		if err := p.member(rep, key); err != nil {
 			return err
 		}
-		p.ws()
-		if p.eat('}') {
-			return nil
+		if ok, err := p.expect('}', "frame: unterminated object"); ok || err != nil {
+			return err
 		}
-		if !p.eat(',') {
-			return protocolErr("frame: expected ',' or '}' after member " + quote(key))
+		if ok, err := p.expect(',', "frame: unterminated object"); err != nil || !ok {
+			return p.fail(err, "frame: expected ',' or '}' after member "+quote(key))
 		}
 	}
 }
@@ -113,15 +168,15 @@ func (p *wireParser) members(rep *wireReply) error {
 func (p *wireParser) member(rep *wireReply, key string) (err error) {
 	switch key {
 	case "id":
-		rep.ID, err = p.str()
+		rep.ID, err = p.str(smallFieldBytes, key)
 	case "status":
-		rep.Status, err = p.str()
+		rep.Status, err = p.str(smallFieldBytes, key)
 	case "stdout":
-		rep.Stdout, err = p.str()
+		rep.Stdout, err = p.str(captureFieldBytes, key)
 	case "stderr":
-		rep.Stderr, err = p.str()
+		rep.Stderr, err = p.str(captureFieldBytes, key)
 	case "traceback":
-		rep.Traceback, err = p.str()
+		rep.Traceback, err = p.str(TracebackBytes, key)
 	case "stdout_clipped":
 		rep.StdoutClipped, err = p.boolean(key)
 	case "stderr_clipped":
@@ -140,34 +195,50 @@ func (p *wireParser) member(rep *wireReply, key string) (err error) {
 	return err
 }
 
+// token reads the run of bytes that can form a JSON number or literal
+// (at most maxNumberLen of them).
+func (p *wireParser) token(key string) (string, error) {
+	var buf [maxNumberLen + 1]byte
+	n := 0
+	for {
+		c, err := p.peek()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return "", err
+		}
+		if !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || c == '-' || c == '+' || c == '.' || c == 'E') {
+			break
+		}
+		if n == len(buf) {
+			return "", protocolErr("frame: member " + quote(key) + " has an over-long value")
+		}
+		buf[n] = c
+		n++
+		_, _ = p.r.ReadByte()
+	}
+	return string(buf[:n]), nil
+}
+
 func (p *wireParser) boolean(key string) (bool, error) {
+	tok, err := p.token(key)
 	switch {
-	case bytes.HasPrefix(p.b[p.i:], []byte("true")):
-		p.i += 4
+	case err != nil:
+		return false, err
+	case tok == "true":
 		return true, nil
-	case bytes.HasPrefix(p.b[p.i:], []byte("false")):
-		p.i += 5
+	case tok == "false":
 		return false, nil
 	}
 	return false, protocolErr("frame: member " + quote(key) + " is not a boolean")
 }
 
-// token returns the run of bytes that can form a JSON number or literal.
-func (p *wireParser) token() string {
-	start := p.i
-	for p.i < len(p.b) {
-		c := p.b[p.i]
-		if (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || c == '-' || c == '+' || c == '.' || c == 'E' {
-			p.i++
-			continue
-		}
-		break
-	}
-	return string(p.b[start:p.i])
-}
-
 func (p *wireParser) integer(key string) (int, error) {
-	tok := p.token()
+	tok, err := p.token(key)
+	if err != nil {
+		return 0, err
+	}
 	n, err := strconv.Atoi(tok)
 	if err != nil || (len(tok) > 1 && tok[0] == '0') || (len(tok) > 2 && tok[:2] == "-0") {
 		return 0, protocolErr("frame: member " + quote(key) + " is not an integer")
@@ -176,11 +247,13 @@ func (p *wireParser) integer(key string) (int, error) {
 }
 
 func (p *wireParser) skipScalar(key string) error {
-	if p.i < len(p.b) && p.b[p.i] == '"' {
-		_, err := p.str()
+	if c, err := p.peek(); err == nil && c == '"' {
+		return p.skipString(key)
+	}
+	tok, err := p.token(key)
+	if err != nil {
 		return err
 	}
-	tok := p.token()
 	switch tok {
 	case "true", "false", "null":
 		return nil
@@ -191,59 +264,67 @@ func (p *wireParser) skipScalar(key string) error {
 	return nil
 }
 
-// next finds c at or after p.i, reusing a cached position still ahead
-// (-1: none left, -2: unknown). p.i only grows, so "none left" stays true.
-func (p *wireParser) next(c byte, cached *int) int {
-	if *cached == -1 || *cached >= p.i {
-		return *cached
+// str decodes the JSON string at the reader into at most limit bytes,
+// charging what it keeps.
+func (p *wireParser) str(limit int, name string) (string, error) {
+	if c, err := p.byte(); err != nil || c != '"' {
+		return "", p.fail(err, "frame: expected a string")
 	}
-	k := bytes.IndexByte(p.b[p.i:], c)
-	if k >= 0 {
-		k += p.i
+	s := fieldBuf{limit: limit, name: name, acct: p.acct}
+	if err := p.scanString(s.add); err != nil {
+		return "", err
 	}
-	*cached = k
-	return k
+	return s.finish()
 }
 
-// str decodes the JSON string at p.i.
-func (p *wireParser) str() (string, error) {
-	if !p.eat('"') {
-		return "", protocolErr("frame: expected a string")
-	}
-	var buf []byte
+// skipString consumes an unknown member's string without keeping it.
+func (p *wireParser) skipString(string) error {
+	_, _ = p.r.ReadByte() // the opening quote
+	return p.scanString(func([]byte) error { return nil })
+}
+
+// scanString hands the decoded bytes of the string after its opening
+// quote to emit, in chunks, through the closing quote.
+func (p *wireParser) scanString(emit func([]byte) error) error {
+	var esc [utf8.UTFMax]byte
 	for {
-		q := p.next('"', &p.nextQ)
-		if q < 0 {
-			return "", protocolErr("frame: unterminated string")
+		chunk, err := p.r.Peek(max(p.r.Buffered(), 1))
+		if err != nil {
+			return p.fail(err, "frame: unterminated string")
 		}
-		bs := p.next('\\', &p.nextBS)
-		if bs < 0 || bs > q {
-			chunk := p.b[p.i:q]
-			p.i = q + 1
-			if buf == nil {
-				return validString(chunk), nil
-			}
-			return validString(append(buf, chunk...)), nil
+		stop := bytes.IndexByte(chunk, '"')
+		if stop < 0 {
+			stop = len(chunk)
 		}
-		if buf == nil {
-			buf = make([]byte, 0, len(p.b)-p.i)
+		if bs := bytes.IndexByte(chunk[:stop], '\\'); bs >= 0 {
+			stop = bs
 		}
-		buf = append(buf, p.b[p.i:bs]...)
-		p.i = bs + 1
-		var err error
-		if buf, err = p.escape(buf); err != nil {
-			return "", err
+		if err := emit(chunk[:stop]); err != nil {
+			return err
+		}
+		_, _ = p.r.Discard(stop)
+		if stop == len(chunk) {
+			continue
+		}
+		if c, _ := p.r.ReadByte(); c == '"' {
+			return nil
+		}
+		n, err := p.escape(esc[:0])
+		if err != nil {
+			return err
+		}
+		if err := emit(n); err != nil {
+			return err
 		}
 	}
 }
 
-// escape decodes the escape after a backslash (p.i is past it).
+// escape decodes the escape after a backslash into buf.
 func (p *wireParser) escape(buf []byte) ([]byte, error) {
-	if p.i >= len(p.b) {
-		return nil, protocolErr("frame: unterminated string")
+	c, err := p.r.ReadByte()
+	if err != nil {
+		return nil, p.fail(err, "frame: unterminated string")
 	}
-	c := p.b[p.i]
-	p.i++
 	switch c {
 	case '"', '\\', '/':
 		return append(buf, c), nil
@@ -273,25 +354,36 @@ func (p *wireParser) escape(buf []byte) ([]byte, error) {
 // lowSurrogate completes a surrogate pair if "\\uXXXX" follows, else
 // yields U+FFFD and leaves the input alone (as encoding/json does).
 func (p *wireParser) lowSurrogate(high rune) rune {
-	save := p.i
-	if p.i+1 < len(p.b) && p.b[p.i] == '\\' && p.b[p.i+1] == 'u' {
-		p.i += 2
-		if low, ok := p.hex4(); ok {
-			if r := utf16.DecodeRune(high, low); r != utf8.RuneError {
-				return r
-			}
-		}
+	next, err := p.r.Peek(6)
+	if err != nil || next[0] != '\\' || next[1] != 'u' {
+		return utf8.RuneError
 	}
-	p.i = save
+	low, ok := parseHex4(next[2:6])
+	if !ok {
+		return utf8.RuneError
+	}
+	if r := utf16.DecodeRune(high, low); r != utf8.RuneError {
+		_, _ = p.r.Discard(6)
+		return r
+	}
 	return utf8.RuneError
 }
 
 func (p *wireParser) hex4() (rune, bool) {
-	if p.i+4 > len(p.b) {
+	b, err := p.r.Peek(4)
+	if err != nil {
 		return 0, false
 	}
+	r, ok := parseHex4(b)
+	if ok {
+		_, _ = p.r.Discard(4)
+	}
+	return r, ok
+}
+
+func parseHex4(b []byte) (rune, bool) {
 	var r rune
-	for _, c := range p.b[p.i : p.i+4] {
+	for _, c := range b[:4] {
 		switch {
 		case c >= '0' && c <= '9':
 			c -= '0'
@@ -304,13 +396,47 @@ func (p *wireParser) hex4() (rune, bool) {
 		}
 		r = r<<4 | rune(c)
 	}
-	p.i += 4
 	return r, true
 }
 
-func validString(b []byte) string {
-	if utf8.Valid(b) {
-		return string(b)
+// fieldBuf collects one member's decoded bytes: it grows only as bytes
+// arrive (never to a claimed size), refuses to pass limit and charges each
+// growth of its backing array to acct.
+type fieldBuf struct {
+	b     []byte
+	limit int
+	name  string
+	acct  *budget
+}
+
+func (f *fieldBuf) add(p []byte) error {
+	if len(p) == 0 {
+		return nil
 	}
-	return strings.ToValidUTF8(string(b), "\uFFFD")
+	need := len(f.b) + len(p)
+	if need > f.limit {
+		return protocolErr(fmt.Sprintf("frame member %s exceeds its cap of %d bytes", quote(f.name), f.limit))
+	}
+	if need > cap(f.b) {
+		grown := min(max(2*cap(f.b), need, 512), f.limit)
+		if err := f.acct.charge(grown); err != nil {
+			return err
+		}
+		f.b = append(make([]byte, 0, grown), f.b...)
+	}
+	f.b = append(f.b, p...)
+	return nil
+}
+
+// finish returns the member as a string (invalid UTF-8 replaced), without
+// copying valid bytes again.
+func (f *fieldBuf) finish() (string, error) {
+	if utf8.Valid(f.b) {
+		return unsafeString(f.b), nil
+	}
+	s := strings.ToValidUTF8(string(f.b), "\uFFFD")
+	if err := f.acct.charge(len(s)); err != nil {
+		return "", err
+	}
+	return s, nil
 }
