@@ -29,9 +29,9 @@ type Output struct {
 
 // Finish cleans stdout and stderr, caps both (head 40 %, notice, tail
 // 60 %, cut on UTF-8 boundaries) and, when stdout was truncated, spills the
-// full cleaned stdout to <spillDir>/cell_<cell %06d>_stdout.txt (directory
-// 0700, file 0600, created exclusively, never through a symlink, capped at
-// the spill cap). Redaction happens before anything is written. A spill
+// full cleaned stdout to <spillDir>/SpillName(cell) (file 0640, created
+// exclusively, never through a symlink, capped at the spill cap; the
+// kernel's spill files are then trimmed to the spill quota, oldest first). Redaction happens before anything is written. A spill
 // that cannot be written (no spillDir, full disk, planted file) leaves no
 // partial file and says so in Warning; the inline result is still
 // returned. The error is non-nil only for a negative cell, and even then
@@ -53,7 +53,7 @@ func (f *Filter) Finish(stdout, stderr, spillDir string, cell int) (Output, erro
 		o.Warning = truncatedNoSpill("no spill directory")
 		return o, nil
 	}
-	path, err := spill(spillDir, fmt.Sprintf("cell_%06d_stdout.txt", cell), capSpill(out, f.p.spillC))
+	path, err := spill(spillDir, SpillName(cell), capSpill(out, f.p.spillC), f.p.quota)
 	if err != nil {
 		o.Warning = truncatedNoSpill(err.Error())
 		return o, nil
@@ -95,17 +95,25 @@ func TruncationNotice(omitted, total int) string {
 		groupThousands(total) + " total] ...\n\n"
 }
 
-// capSpill cuts s at limit bytes (on a rune boundary) and appends the
-// reference's cap notice.
+// capSpill cuts s (on a rune boundary) so that it and the reference's cap
+// notice after it fit in limit bytes.
 func capSpill(s string, limit int) string {
 	if len(s) <= limit {
 		return s
 	}
-	cut := limit
+	notice := "\n\n[... spill capped at " + groupThousands(limit) + " bytes ...]"
+	cut := max(limit-len(notice), 0)
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	return s[:cut] + "\n\n[... spill capped at " + groupThousands(limit) + " bytes ...]"
+	return s[:cut] + notice
+}
+
+// CapText cleans text (an error message, a traceback) and caps it like
+// stderr: head 40 %, the reference's notice, tail 60 %.
+func (f *Filter) CapText(text string) string {
+	out, _ := truncateMiddle(f.Clean(text), f.p.stderrCap)
+	return out
 }
 
 func groupThousands(n int) string {

@@ -35,7 +35,7 @@ func TestFinishSmallOutputUntouched(t *testing.T) {
 	}
 }
 
-// A 1 MB output: exact head/notice/tail, a 0600 spill file in a 0700 dir
+// A 1 MB output: exact head/notice/tail, a 0640 spill file in a 0700 dir
 // holding the full redacted text, named in the warning.
 func TestFinishTruncatesAndSpills(t *testing.T) {
 	secret := "s3cret-value-from-env"
@@ -74,7 +74,7 @@ func TestFinishTruncatesAndSpills(t *testing.T) {
 	if string(data) != clean {
 		t.Error("spill file is not the full cleaned stdout")
 	}
-	assertMode(t, wantPath, 0o600)
+	assertMode(t, wantPath, 0o640)
 	assertMode(t, dir, 0o700|os.ModeDir)
 
 	// The same cell again: the file exists, nothing is overwritten.
@@ -115,9 +115,10 @@ func TestSpillCap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := strings.Repeat("é", 500) + "\n\n[... spill capped at 1,000 bytes ...]"
-	if string(data) != want {
-		t.Errorf("spill = %q...", string(data)[:40])
+	// The notice (39 bytes) fits inside the cap: 961 bytes of room, 480 whole runes.
+	want := strings.Repeat("é", 480) + "\n\n[... spill capped at 1,000 bytes ...]"
+	if string(data) != want || len(data) != 999 {
+		t.Errorf("spill = %q... (%d bytes)", string(data)[:40], len(data))
 	}
 	if !utf8.ValidString(out.Stdout) {
 		t.Error("inline stdout split a rune")
@@ -224,4 +225,35 @@ func TestSpillFailuresLoseNothingElse(t *testing.T) {
 			t.Errorf("%+v %v", out.Warning, err)
 		}
 	})
+}
+
+// 10 spilling cells against a quota of 4 spills: the oldest go first and
+// the files left hold at most the quota.
+func TestSpillQuotaRemovesOldest(t *testing.T) {
+	f := NewPipeline(OutputConfig{InlineCap: 10, SpillCap: 100}).ForKernel(nil)
+	dir := filepath.Join(testTempDir(t), "spill")
+	for cell := 1; cell <= 10; cell++ {
+		out, err := f.Finish(strings.Repeat("x", 1000), "", dir, cell)
+		if err != nil || out.SpillPath == "" {
+			t.Fatalf("cell %d: %+v %v", cell, out, err)
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	total := int64(0)
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, e.Name())
+		total += info.Size()
+	}
+	want := "cell_000007_stdout.txt cell_000008_stdout.txt cell_000009_stdout.txt cell_000010_stdout.txt"
+	if strings.Join(names, " ") != want || total != 400 {
+		t.Fatalf("spill dir holds %v (%d bytes), want %s (400 bytes)", names, total, want)
+	}
 }

@@ -11,6 +11,9 @@ const (
 	DefaultInlineCap = 50_000
 	DefaultStderrCap = 10_000
 	DefaultSpillCap  = 5_000_000
+	// spillQuotaFactor: a kernel's spill files may hold this many spills
+	// at the cap together (SpillQuota's default).
+	spillQuotaFactor = 4
 )
 
 // OutputConfig configures the output pipeline. Zero values mean the
@@ -25,9 +28,12 @@ type OutputConfig struct {
 	InlineCap int
 	// StderrCap caps stderr the same way (default 10,000 bytes).
 	StderrCap int
-	// SpillCap caps the spill file holding the full stdout (default
-	// 5,000,000 bytes, then a cap notice).
+	// SpillCap caps the spill file holding the full stdout, its cap
+	// notice included (default 5,000,000 bytes).
 	SpillCap int
+	// SpillQuota caps the bytes one kernel's spill files hold together
+	// (default 4 x SpillCap); older spill files are removed first.
+	SpillQuota int64
 }
 
 // Pipeline makes per-kernel output filters. It is immutable and safe for
@@ -35,6 +41,7 @@ type OutputConfig struct {
 type Pipeline struct {
 	patterns                  bool
 	inline, stderrCap, spillC int
+	quota                     int64
 	bufs                      sync.Pool // scratch buffers of Clean (rewriter)
 }
 
@@ -45,6 +52,7 @@ func NewPipeline(cfg OutputConfig) *Pipeline {
 		inline:    cfg.InlineCap,
 		stderrCap: cfg.StderrCap,
 		spillC:    cfg.SpillCap,
+		quota:     cfg.SpillQuota,
 	}
 	if p.inline <= 0 {
 		p.inline = DefaultInlineCap
@@ -54,6 +62,9 @@ func NewPipeline(cfg OutputConfig) *Pipeline {
 	}
 	if p.spillC <= 0 {
 		p.spillC = DefaultSpillCap
+	}
+	if p.quota <= 0 {
+		p.quota = spillQuotaFactor * int64(p.spillC)
 	}
 	return p
 }
