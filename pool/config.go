@@ -61,6 +61,10 @@ type Config struct {
 	// Tools opens each kernel's tool-RPC listener; nil refuses requests that
 	// name tools with ErrBadRequest.
 	Tools ToolServerFactory
+	// Ceiling bounds Request.Limits: a request over it is refused with
+	// ErrBadRequest naming the field and the ceiling. Zero fields bound
+	// nothing (the sandbox may still refuse).
+	Ceiling Limits
 	// Logger receives the pool's logs (Named "pool"); nil discards them.
 	Logger hclog.Logger
 }

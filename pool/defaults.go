@@ -18,6 +18,10 @@ type identityFilter struct{}
 
 func (identityFilter) Clean(text string) string { return text }
 
+// CapText passes text unchanged: without a filter only the kernel's own
+// caps (kernel.TracebackBytes) bound it.
+func (identityFilter) CapText(text string) string { return text }
+
 func (identityFilter) Finish(stdout, stderr, _ string, _ int) (CellOutput, error) {
 	return CellOutput{
 		Stdout:           stdout,

@@ -27,6 +27,10 @@ var (
 	// ErrSpawn: a new kernel could not be started (interpreter, sandbox,
 	// environment or tool listener failure).
 	ErrSpawn = errors.New("pool: kernel spawn failed")
+	// ErrConflict: the request asks for limits or passthrough names other
+	// than those its live kernel runs with; Request.Reset restarts the
+	// kernel with the request's.
+	ErrConflict = errors.New("pool: the live kernel runs with other settings")
 
 	// errNoToolHandler answers the tool calls of a cell whose request
 	// carried no ToolHandler.

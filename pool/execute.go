@@ -63,6 +63,11 @@ func (p *Pool) executeOn(ctx context.Context, s *slot, rq normalized, start time
 		return nil, true, nil
 	}
 
+	if lv != nil && !rq.reset && !lv.dead() {
+		if why := conflict(rq, lv); why != "" {
+			return nil, false, fmt.Errorf("pool: execute: %w: %s; pass reset to restart it with the request's (its state is lost)", ErrConflict, why)
+		}
+	}
 	stateReset := false
 	if lv != nil && (rq.reset || lv.dead()) {
 		reason := reasonReset

@@ -130,6 +130,8 @@ func (m maskFilter) Clean(text string) string {
 	return text
 }
 
+func (m maskFilter) CapText(text string) string { return m.Clean(text) }
+
 func (m maskFilter) Finish(stdout, stderr, spillDir string, cell int) (CellOutput, error) {
 	out := CellOutput{Stdout: m.Clean(stdout), Stderr: m.Clean(stderr), StdoutBytesTotal: len(stdout), StderrBytesTotal: len(stderr)}
 	if len(out.Stdout) > 100 {

@@ -54,6 +54,9 @@ func New(cfg Config) (*Pool, error) {
 		stop:       make(chan struct{}),
 		reaperDone: make(chan struct{}),
 	}
+	if err := p.prepareSpillRoot(); err != nil {
+		return nil, err
+	}
 	p.killCtx, p.killAll = context.WithCancel(context.Background())
 	go p.reaper()
 	return p, nil
@@ -110,6 +113,7 @@ func (p *Pool) List() []KernelInfo {
 			e.info.MemoryCurrent, e.info.MemoryPeak, e.info.Pids = st.MemoryCurrent, st.MemoryPeak, st.Pids
 			e.info.CPUSeconds = st.CPUTime.Seconds()
 		}
+		e.info.DroppedOutputBytes = e.lv.k.DroppedOutput()
 		out[i] = e.info
 	}
 	slices.SortFunc(out, func(a, b KernelInfo) int {

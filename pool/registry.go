@@ -60,6 +60,8 @@ type live struct {
 	owner, mode string
 	pid, uid    int
 	tools       ToolServer // nil without tools
+	limits      Limits     // the request's limits it was started with
+	passthrough []string   // sorted passthrough names it was started with
 	filter      OutputFilter
 	startedAt   time.Time
 	isolation   kernel.Isolation // fixed at spawn
@@ -214,6 +216,7 @@ func (p *Pool) teardown(lv *live, reason string) {
 				p.log.Warn("tool server close failed", "id", lv.id, "error", err)
 			}
 		}
+		p.removeSpillDir(lv.id)
 		p.log.Info("kernel stopped", "id", lv.id, "owner", lv.owner, "mode", lv.mode, "pid", lv.pid, "reason", reason)
 	})
 }

@@ -94,13 +94,16 @@ func (p *Pool) normalize(req Request) (normalized, error) {
 			return bad("passthrough name %q is not an environment variable name", name)
 		}
 	}
+	if err := checkCeiling(req.Limits, p.cfg.Ceiling); err != nil {
+		return normalized{}, err
+	}
 	n := normalized{
 		key:         key{owner: owner, mode: mode, interpreter: interp, cwd: cwd, tools: strings.Join(tools, ",")},
 		tools:       tools,
 		code:        req.Code,
 		reset:       req.Reset,
 		timeout:     req.Timeout,
-		passthrough: req.Passthrough,
+		passthrough: slices.Compact(slices.Sorted(slices.Values(req.Passthrough))),
 		limits:      req.Limits,
 		budget:      req.MaxToolCalls,
 		handler:     req.ToolHandler,

@@ -58,7 +58,7 @@ func (p *Pool) settled(c cellState) *Result {
 	out := p.finish(c, res)
 	switch r.Status {
 	case "error":
-		trace := c.lv.filter.Clean(r.Traceback)
+		trace := c.lv.filter.CapText(r.Traceback)
 		res.Status, res.ExitCode = StatusError, 1
 		res.Error = cmpOr(trace, msgException)
 		res.Output = out.Stdout
@@ -119,13 +119,13 @@ func (p *Pool) failed(ctx context.Context, c cellState, err error, doom string) 
 		}
 		p.count(func(st *PoolStats) { st.Died++ })
 		res.Error = "The session kernel died while running the cell."
-		if tail := strings.TrimSpace(c.lv.filter.Clean(death.Stderr)); tail != "" {
+		if tail := strings.TrimSpace(c.lv.filter.CapText(death.Stderr)); tail != "" {
 			res.Error = "The session kernel died while running the cell: " + tail
 		}
 		return reasonDied, res
 	case errors.Is(err, kernel.ErrProtocol):
 		res.Status, res.Output = StatusError, stdout
-		res.Error = "The session kernel broke the wire protocol (" + c.lv.filter.Clean(err.Error()) + "); it was killed and " + msgStateLostTail
+		res.Error = "The session kernel broke the wire protocol (" + c.lv.filter.CapText(err.Error()) + "); it was killed and " + msgStateLostTail
 		return reasonProtocol, res
 	default: // ErrClosed (died between cells), ErrBusy, anything else
 		res.Status, res.Output = StatusError, stdout
@@ -133,18 +133,17 @@ func (p *Pool) failed(ctx context.Context, c cellState, err error, doom string) 
 		if kerr := c.lv.k.Err(); kerr != nil && errors.Is(err, kernel.ErrClosed) {
 			cause = kerr
 		}
-		res.Error = "The session kernel failed before running the cell (" + c.lv.filter.Clean(cause.Error()) + "); " + msgStateLostTail
+		res.Error = "The session kernel failed before running the cell (" + c.lv.filter.CapText(cause.Error()) + "); " + msgStateLostTail
 		return reasonDead, res
 	}
 }
 
 // finish runs the cell's output through the kernel's filter (clean, cap,
-// spill into <staging>/spill) and copies the truncation metadata into res.
+// spill into <StateDir>/spill/<id>) and copies the truncation metadata into res.
 // A filter error loses nothing: the texts are still cleaned and returned.
 func (p *Pool) finish(c cellState, res *Result) CellOutput {
 	r := c.reply
-	spill := filepath.Join(c.lv.k.StagingDir(), "spill")
-	out, err := c.lv.filter.Finish(r.Stdout, r.Stderr, spill, c.count)
+	out, err := c.lv.filter.Finish(r.Stdout, r.Stderr, p.spillDir(c.lv.id), c.count)
 	if err != nil {
 		p.log.Warn("output filter failed", "id", c.lv.id, "error", err)
 		out = CellOutput{
@@ -156,6 +155,11 @@ func (p *Pool) finish(c cellState, res *Result) CellOutput {
 	res.StdoutTruncated, res.StdoutBytesTotal = out.StdoutTruncated, out.StdoutBytesTotal
 	res.StderrTruncated, res.StderrBytesTotal = out.StderrTruncated, out.StderrBytesTotal
 	res.StdoutSpillPath, res.Warning = out.SpillPath, out.Warning
+	if out.SpillPath != "" {
+		res.StdoutSpillName = filepath.Base(out.SpillPath)
+		res.Warning += fmt.Sprintf(" The daemon also serves it: kernpool spill %s %s (GET /v1/kernels/%s/spill/%s).",
+			c.lv.id, res.StdoutSpillName, c.lv.id, res.StdoutSpillName)
+	}
 	if r.StdoutClipped {
 		res.StdoutTruncated = true
 		res.StdoutBytesTotal = max(res.StdoutBytesTotal, r.StdoutBytesTotal)

@@ -44,8 +44,11 @@ type EnvBuilder interface {
 // OutputFilter turns a kernel's raw output into what may leave the daemon
 // (envscrub.Pipeline). One per kernel, since it knows that kernel's secrets.
 type OutputFilter interface {
-	// Clean strips ANSI and redacts one text (errors, tracebacks).
+	// Clean strips ANSI and redacts one text.
 	Clean(text string) string
+	// CapText cleans one text (an error message, a traceback) and caps it
+	// like stderr (head and tail kept around the truncation notice).
+	CapText(text string) string
 	// Finish cleans, caps and (for stdout over the cap) spills one cell's
 	// output into spillDir; redaction happens before anything is spilled.
 	Finish(stdout, stderr, spillDir string, cell int) (CellOutput, error)
@@ -65,7 +68,7 @@ type CellOutput struct {
 	StdoutBytesTotal int
 	StderrTruncated  bool
 	StderrBytesTotal int
-	// SpillPath names the 0600 file holding the full (redacted) stdout.
+	// SpillPath names the file holding the full (redacted) stdout.
 	SpillPath string
 	// Warning tells the reader where the full output went.
 	Warning string

@@ -82,14 +82,15 @@ func TestEnvAndOutputWiring(t *testing.T) {
 	if _, err := p.Execute(t.Context(), Request{Owner: "x", Passthrough: []string{"REFUSED"}, Code: "pass"}); !errors.Is(err, ErrBadRequest) || !errors.Is(err, errRefused) {
 		t.Fatalf("refused passthrough = %v, want ErrBadRequest wrapping the builder's error", err)
 	}
-	// Output over the (fake) inline cap spills inside the kernel's staging dir.
+	// Output over the (fake) inline cap spills into the daemon's spill dir
+	// of the kernel, never inside its staging dir (which the kernel owns).
 	res = run(t, p, Request{Mode: "m", Code: "print('y' * 500)"})
 	if !res.StdoutTruncated || res.StdoutSpillPath == "" || res.Warning == "" || len(res.Output) != 100 {
 		t.Fatalf("spill result = %+v", res)
 	}
-	staging := filepath.Join(p.cfg.StateDir, "kernels", res.Kernel.ID)
-	if filepath.Dir(res.StdoutSpillPath) != filepath.Join(staging, "spill") {
-		t.Fatalf("spill path %s is not under %s/spill", res.StdoutSpillPath, staging)
+	spillDir := filepath.Join(p.cfg.StateDir, "spill", res.Kernel.ID)
+	if filepath.Dir(res.StdoutSpillPath) != spillDir || res.StdoutSpillName != "cell_000003_stdout.txt" {
+		t.Fatalf("spill path %s (name %q) is not %s/cell_000003_stdout.txt", res.StdoutSpillPath, res.StdoutSpillName, spillDir)
 	}
 	if b, err := os.ReadFile(res.StdoutSpillPath); err != nil || len(b) != 501 {
 		t.Fatalf("spill file: %d bytes, %v", len(b), err)

@@ -55,6 +55,12 @@ func (p *Pool) spawn(ctx context.Context, rq normalized) (*live, error) {
 		p.abandonSpawn(id, tools)
 		return nil, fmt.Errorf("%w: start kernel %s: %w", ErrSpawn, id, err)
 	}
+	if err := p.makeSpillDir(id, uid); err != nil {
+		_ = k.Kill()
+		p.abandonSpawn(id, tools)
+		p.removeSpillDir(id)
+		return nil, fmt.Errorf("%w: kernel %s: %w", ErrSpawn, id, err)
+	}
 	secrets := scrubbed
 	if tools != nil {
 		secrets = append(slices.Clip(secrets), tools.Token())
@@ -69,6 +75,7 @@ func (p *Pool) spawn(ctx context.Context, rq normalized) (*live, error) {
 	return &live{
 		k: k, id: id, owner: rq.key.owner, mode: rq.key.mode, pid: k.Pid(), uid: uid,
 		tools: tools, filter: filter, startedAt: time.Now(), isolation: k.Isolation(),
+		limits: rq.limits, passthrough: rq.passthrough,
 	}, nil
 }
 

@@ -58,6 +58,9 @@ type Result struct {
 	StderrTruncated  bool   `json:"stderr_truncated,omitempty"`
 	StderrBytesTotal int    `json:"stderr_bytes_total,omitempty"`
 	StdoutSpillPath  string `json:"stdout_spill_path,omitempty"`
+	// StdoutSpillName names the spill file inside the kernel's spill dir,
+	// as GET /v1/kernels/{id}/spill/{name} and `kernpool spill` take it.
+	StdoutSpillName string `json:"stdout_spill_name,omitempty"`
 	Warning          string `json:"warning,omitempty"`
 }
 
@@ -105,4 +108,7 @@ type KernelInfo struct {
 	MemoryPeak    int64   `json:"memory_peak_bytes,omitempty"`
 	Pids          int64   `json:"pids,omitempty"`
 	CPUSeconds    float64 `json:"cpu_seconds,omitempty"`
+	// DroppedOutputBytes counts output the kernel wrote while none of its
+	// cells ran (never delivered to any cell).
+	DroppedOutputBytes int64 `json:"dropped_output_bytes"`
 }

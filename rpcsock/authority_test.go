@@ -126,7 +126,7 @@ func TestNilHandlerRefuses(t *testing.T) {
 // connections each get their own reply; the budget holds across them.
 func TestConcurrentConnectionsShareBudget(t *testing.T) {
 	const conns, perConn, budget = 8, 10, 50
-	s := listen(t, Config{Tools: []string{"t"}})
+	s := listen(t, Config{Tools: []string{"t"}, MaxConns: conns})
 	h := HandlerFunc(func(_ context.Context, c Call) (string, error) { return string(c.Args), nil })
 	end := s.BeginCell(h, budget)
 	var wg sync.WaitGroup

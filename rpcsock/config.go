@@ -20,10 +20,17 @@ const (
 	DefaultIdleTimeout = 300 * time.Second
 	// DefaultBudget is the per-cell tool-call budget when BeginCell gets <= 0.
 	DefaultBudget = 50
-	// DefaultMaxLine caps one request line (bytes, without the newline).
-	DefaultMaxLine = 4 << 20
-	// DefaultMaxConns caps the live connections of one kernel.
-	DefaultMaxConns = 64
+	// DefaultMaxLine caps one request line (bytes, without the newline):
+	// tool arguments are prompts, queries, paths and file snippets, not
+	// bulk data.
+	DefaultMaxLine = 1 << 20
+	// DefaultMaxConns caps the live connections of one kernel: the stub
+	// keeps one per thread that calls tools at the same time.
+	DefaultMaxConns = 4
+	// DefaultMemoryBudget caps the bytes of unfinished request lines one
+	// kernel's connections hold together in the daemon (besides each
+	// connection's fixed 64 KiB read buffer).
+	DefaultMemoryBudget = 2 << 20
 	// maxToolName caps a tool name in bytes.
 	maxToolName = 128
 )
@@ -55,8 +62,13 @@ type Config struct {
 	// the connection stays usable.
 	MaxLineBytes int
 	// MaxConns caps simultaneous connections (0 = DefaultMaxConns); more
-	// are closed at once, unread.
+	// get MsgTooManyConns and are closed, unread.
 	MaxConns int
+	// MemoryBudget caps the request bytes all connections hold together
+	// while they assemble lines (0 = DefaultMemoryBudget, at least
+	// MaxLineBytes+1). A connection whose line would pass it gets
+	// MsgOverBudget and is closed.
+	MemoryBudget int64
 }
 
 // normalize validates cfg and returns a copy with defaults filled in and
@@ -68,7 +80,7 @@ func (cfg Config) normalize() (Config, error) {
 	if cfg.UID < -1 {
 		return cfg, fmt.Errorf("rpcsock: config: UID %d: %w", cfg.UID, ErrBadConfig)
 	}
-	if cfg.IdleTimeout < 0 || cfg.MaxLineBytes < 0 || cfg.MaxConns < 0 {
+	if cfg.IdleTimeout < 0 || cfg.MaxLineBytes < 0 || cfg.MaxConns < 0 || cfg.MemoryBudget < 0 {
 		return cfg, fmt.Errorf("rpcsock: config: negative limit: %w", ErrBadConfig)
 	}
 	if cfg.IdleTimeout == 0 {
@@ -80,6 +92,10 @@ func (cfg Config) normalize() (Config, error) {
 	if cfg.MaxConns == 0 {
 		cfg.MaxConns = DefaultMaxConns
 	}
+	if cfg.MemoryBudget == 0 {
+		cfg.MemoryBudget = DefaultMemoryBudget
+	}
+	cfg.MemoryBudget = max(cfg.MemoryBudget, int64(cfg.MaxLineBytes)+1)
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync/atomic"
 	"time"
 )
 
@@ -29,7 +30,13 @@ func (s *Server) serveConn(c net.Conn) {
 	r := bufio.NewReaderSize(c, readBufSize)
 	for {
 		_ = c.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
-		line, tooLong, partial, err := readLine(r, s.cfg.MaxLineBytes)
+		line, tooLong, partial, err := readLine(r, s.cfg.MaxLineBytes, &s.mem)
+		if errors.Is(err, errOverBudget) {
+			s.overBudget.Add(1)
+			s.log.Warn("connection dropped: request memory budget exceeded", "budget", s.cfg.MemoryBudget)
+			s.refuse(c, MsgOverBudget)
+			return
+		}
 		if err != nil {
 			s.endConn(c, err, partial)
 			return
@@ -44,6 +51,7 @@ func (s *Server) serveConn(c net.Conn) {
 		default:
 			reply = s.handleLine(line)
 		}
+		s.mem.release(cap(line))
 		_ = c.SetWriteDeadline(time.Now().Add(s.cfg.IdleTimeout))
 		if _, err := c.Write(reply); err != nil {
 			s.log.Debug("reply write failed", "error", err)
@@ -87,29 +95,85 @@ func (s *Server) endConn(c net.Conn, err error, partial bool) {
 	}
 }
 
-// readLine reads one newline-terminated line of at most max bytes. A longer
-// line is consumed and discarded (tooLong). partial reports whether any
-// byte of an unfinished line was read when err is returned.
-func readLine(r *bufio.Reader, limit int) (line []byte, tooLong, partial bool, err error) {
+// refuse writes msg as an error reply and closes c (the caller's defer
+// closes it), without reading what c sent: the stub reads the reply
+// before it would resend, and raises msg.
+func (s *Server) refuse(c net.Conn, msg string) {
+	_ = c.SetWriteDeadline(time.Now().Add(noticeWriteTimeout))
+	_, _ = c.Write(encodeReply("error", msg))
+}
+
+// readLine reads one newline-terminated line of at most limit bytes. A
+// longer line is consumed and discarded (tooLong). The line's backing
+// array grows only as bytes arrive, never past limit+1, and every growth
+// is charged to mem; the caller releases cap(line) once it is done with
+// it. A charge mem refuses returns errOverBudget (nothing stays charged).
+// partial reports whether any byte of an unfinished line was read when
+// err is returned.
+func readLine(r *bufio.Reader, limit int, mem *memBudget) (line []byte, tooLong, partial bool, err error) {
+	defer func() {
+		if err != nil {
+			mem.release(cap(line))
+			line = nil
+		}
+	}()
 	for {
-		chunk, err := r.ReadSlice('\n')
+		chunk, rerr := r.ReadSlice('\n')
 		if len(chunk) > 0 {
 			partial = true
 		}
 		if !tooLong {
-			if len(line)+len(chunk) > limit+1 { // +1: the newline itself
+			need := len(line) + len(chunk)
+			switch {
+			case need > limit+1: // +1: the newline itself
+				mem.release(cap(line))
 				tooLong, line = true, nil
-			} else {
+			case need > cap(line):
+				grown := min(max(2*cap(line), need, 512), limit+1)
+				if !mem.charge(grown - cap(line)) {
+					return line, tooLong, true, errOverBudget
+				}
+				line = append(make([]byte, 0, grown), line...)
+				line = append(line, chunk...)
+			default:
 				line = append(line, chunk...)
 			}
 		}
 		switch {
-		case err == nil:
-			return line[:max(len(line)-1, 0)], tooLong, false, nil
-		case errors.Is(err, bufio.ErrBufferFull):
+		case rerr == nil:
+			if tooLong {
+				return nil, true, false, nil
+			}
+			return line[:max(len(line)-1, 0)], false, false, nil
+		case errors.Is(rerr, bufio.ErrBufferFull):
 			continue
 		default:
-			return nil, tooLong, partial, err
+			return line, tooLong, partial, rerr
 		}
 	}
 }
+
+// errOverBudget: a line would pass the kernel's request memory budget.
+var errOverBudget = errors.New("request memory budget exceeded")
+
+// memBudget counts the request bytes a kernel's connections hold.
+type memBudget struct {
+	limit int64
+	held  atomic.Int64
+	peak  atomic.Int64
+}
+
+// charge records n more bytes held; false (nothing recorded) when that
+// would pass the limit.
+func (m *memBudget) charge(n int) bool {
+	held := m.held.Add(int64(n))
+	if held > m.limit {
+		m.held.Add(-int64(n))
+		return false
+	}
+	for p := m.peak.Load(); held > p && !m.peak.CompareAndSwap(p, held); p = m.peak.Load() {
+	}
+	return true
+}
+
+func (m *memBudget) release(n int) { m.held.Add(-int64(n)) }

@@ -162,8 +162,8 @@ func TestIdleDropSendsNotice(t *testing.T) {
 	}
 }
 
-// TestMaxConns: connections beyond the cap are closed unread; the ones
-// within keep working.
+// TestMaxConns: connections beyond the cap get MsgTooManyConns and are
+// closed unread; the ones within keep working.
 func TestMaxConns(t *testing.T) {
 	s := listen(t, Config{Tools: []string{"t"}, MaxConns: 2})
 	end := s.BeginCell(&echo{}, 0)
@@ -173,7 +173,11 @@ func TestMaxConns(t *testing.T) {
 	b.send(t, req("t", nil, s.Token()))
 	c := newClient(t, s)
 	_, _ = c.c.Write([]byte(req("t", nil, s.Token()) + "\n"))
-	if line, err := bufio.NewReader(c.c).ReadString('\n'); err == nil {
+	r := bufio.NewReader(c.c)
+	if line, err := r.ReadString('\n'); err != nil || line != `{"error":"`+MsgTooManyConns+`"}`+"\n" {
+		t.Fatalf("third connection: %q %v, want the refusal", line, err)
+	}
+	if line, err := r.ReadString('\n'); err == nil {
 		t.Fatalf("third connection was served: %q", line)
 	}
 	if got := a.send(t, req("t", nil, s.Token())); got["result"] == "" {

@@ -24,6 +24,11 @@ const (
 	// MsgCellSettled is the error a handler's cancellation is reported as
 	// when its cell settled while the call ran.
 	MsgCellSettled = "Tool call canceled: its cell has settled"
+	// MsgTooManyConns answers (and closes) a connection over Config.MaxConns.
+	MsgTooManyConns = "Tool RPC connection refused: this kernel already has its maximum number of connections open"
+	// MsgOverBudget answers (and closes) a connection whose unfinished
+	// request would pass the kernel's Config.MemoryBudget.
+	MsgOverBudget = "Tool RPC connection dropped: this kernel's unfinished requests exceed its memory budget in the daemon"
 )
 
 // Sub-texts after MsgInvalidPrefix.

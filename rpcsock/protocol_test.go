@@ -2,6 +2,7 @@ package rpcsock
 
 import (
 	"bufio"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -138,10 +139,11 @@ func TestReadLineLimits(t *testing.T) {
 	}
 	for _, tc := range tests {
 		r := bufio.NewReaderSize(strings.NewReader(tc.in), 16)
+		mem := &memBudget{limit: limit + 1}
 		var got []string
 		longs := 0
 		for {
-			line, tooLong, partial, err := readLine(r, limit)
+			line, tooLong, partial, err := readLine(r, limit, mem)
 			if err != nil {
 				if partial != tc.wantPartial {
 					t.Errorf("%s: partial = %v", tc.name, partial)
@@ -152,9 +154,34 @@ func TestReadLineLimits(t *testing.T) {
 				longs++
 			}
 			got = append(got, string(line))
+			mem.release(cap(line))
+		}
+		if held := mem.held.Load(); held != 0 {
+			t.Errorf("%s: %d bytes still charged after every line was released", tc.name, held)
 		}
 		if strings.Join(got, "|") != strings.Join(tc.want, "|") || longs != tc.wantLongs {
 			t.Errorf("%s: got %q (%d long), want %q (%d)", tc.name, got, longs, tc.want, tc.wantLongs)
 		}
+	}
+}
+
+// Two connections' half lines share one budget: the line that would pass
+// it fails with errOverBudget and leaves nothing charged for itself.
+func TestReadLineSharedBudget(t *testing.T) {
+	mem := &memBudget{limit: 1000}
+	a := bufio.NewReaderSize(strings.NewReader(strings.Repeat("a", 700)), 16)
+	if _, _, _, err := readLine(a, 900, mem); err == nil || errors.Is(err, errOverBudget) {
+		t.Fatalf("first half line: %v, want EOF", err)
+	}
+	// The first reader's line was released at EOF; hold 700 bytes as a live line would.
+	if !mem.charge(700) {
+		t.Fatal("charge refused")
+	}
+	b := bufio.NewReaderSize(strings.NewReader(strings.Repeat("b", 800)+"\n"), 16)
+	if _, _, _, err := readLine(b, 900, mem); !errors.Is(err, errOverBudget) {
+		t.Fatalf("second line: %v, want errOverBudget", err)
+	}
+	if held := mem.held.Load(); held != 700 {
+		t.Fatalf("held = %d after the refused line, want 700", held)
 	}
 }

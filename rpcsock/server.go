@@ -41,9 +41,13 @@ type Server struct {
 	closeOnce sync.Once
 	closeErr  error
 
+	mem memBudget // request bytes all connections hold
+
 	// Counters for tests and logs.
 	refusedPeers atomic.Int64
 	linesRead    atomic.Int64
+	overBudget   atomic.Int64 // connections dropped by the memory budget
+	overConns    atomic.Int64 // connections refused by MaxConns
 }
 
 // Listen opens the tool listener of one kernel: a 0600 Unix socket
@@ -73,6 +77,7 @@ func Listen(cfg Config) (*Server, error) {
 		wantUID:  cfg.UID,
 		conns:    make(map[net.Conn]struct{}),
 	}
+	s.mem.limit = cfg.MemoryBudget
 	if s.wantUID < 0 {
 		s.wantUID = os.Getuid()
 	}
@@ -152,7 +157,11 @@ func (s *Server) acceptLoop() {
 			continue
 		}
 		backoff = 5 * time.Millisecond
-		if !s.track(c) {
+		if full, ok := s.track(c); !ok {
+			if full {
+				s.overConns.Add(1)
+				s.refuse(c, MsgTooManyConns)
+			}
 			_ = c.Close()
 			continue
 		}
@@ -160,20 +169,20 @@ func (s *Server) acceptLoop() {
 	}
 }
 
-// track registers c; false when the server is closed or full.
-func (s *Server) track(c net.Conn) bool {
+// track registers c; ok is false when the server is closed or full.
+func (s *Server) track(c net.Conn) (full, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return false
+		return false, false
 	}
 	if len(s.conns) >= s.cfg.MaxConns {
 		s.log.Warn("connection refused: too many connections", "max", s.cfg.MaxConns)
-		return false
+		return true, false
 	}
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)
-	return true
+	return false, true
 }
 
 func (s *Server) untrack(c net.Conn) {

@@ -4,14 +4,19 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
 //go:embed stub.py
 var stubTemplate string
 
-// stubMarker is where the tool table goes in stub.py.
-const stubMarker = "# @@GENERATED@@"
+// stubMarker is where the tool table goes in stub.py, maxConnsMarker
+// where the connection cap goes.
+const (
+	stubMarker     = "# @@GENERATED@@"
+	maxConnsMarker = "@@MAXCONNS@@"
+)
 
 // reservedIdents are the stub's own public names; a tool mapping to one of
 // them gets a "_" suffix so it cannot replace the module's machinery.
@@ -39,7 +44,8 @@ func Stub(tools []string) []byte {
 		fmt.Fprintf(&b, "    %s: %s,\n", pyString(m[0]), pyString(m[1]))
 	}
 	b.WriteString("}")
-	return []byte(strings.Replace(stubTemplate, stubMarker, b.String(), 1))
+	src := strings.Replace(stubTemplate, stubMarker, b.String(), 1)
+	return []byte(strings.Replace(src, maxConnsMarker, strconv.Itoa(DefaultMaxConns), 1))
 }
 
 // FunctionNames maps each tool of a sorted set to its stub function name:

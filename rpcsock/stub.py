@@ -24,6 +24,9 @@ import sys as _sys
 import threading as _threading
 
 DEFAULT_TIMEOUT = 300.0
+# The server serves this many connections of one kernel at once (rpcsock's
+# DefaultMaxConns); more threads calling tools take turns.
+MAX_CONNECTIONS = @@MAXCONNS@@
 
 # @@GENERATED@@
 
@@ -95,11 +98,33 @@ class _Conn:
                 self.sock.sendall(line)
             except (BrokenPipeError, ConnectionResetError):
                 # The peer closed before taking the whole line: a line the
-                # server did not fully read is never processed.
+                # server did not fully read is never processed. It may have
+                # said why first (over its memory or connection limit).
+                said = self._pending_line()
+                if said is not None:
+                    return said
                 raise _Resend()
             except _socket.timeout:
                 raise ToolTimeout("tool call timed out while sending; not retried")
             return self._readline()
+
+    def _pending_line(self):
+        """A complete line the server sent before it closed, or None."""
+        try:
+            self.sock.setblocking(False)
+            while b"\n" not in self.buf:
+                chunk = self.sock.recv(65536)
+                if not chunk:
+                    break
+                self.buf += chunk
+        except OSError:
+            pass
+        end = self.buf.find(b"\n")
+        if end < 0:
+            return None
+        line = bytes(self.buf[:end])
+        del self.buf[:end + 1]
+        return line
 
     def _readline(self):
         start = 0
@@ -132,13 +157,15 @@ class _Conn:
 
 _pool_lock = _threading.Lock()
 _idle = []
+_slots = _threading.BoundedSemaphore(MAX_CONNECTIONS)
 
 
 def _after_fork():
     # A forked child must not share the parent's sockets or a held lock.
-    global _pool_lock, _idle
+    global _pool_lock, _idle, _slots
     _pool_lock = _threading.Lock()
     _idle = []
+    _slots = _threading.BoundedSemaphore(MAX_CONNECTIONS)
 
 
 if hasattr(_os, "register_at_fork"):
@@ -180,6 +207,16 @@ def _send(line, timeout):
     endpoint, _ = _settings()
     if not endpoint:
         raise ToolError("kernpool_tools: no tool RPC endpoint in this process")
+    slots = _slots
+    if not slots.acquire(timeout=timeout):
+        raise ToolTimeout("tool call timed out waiting for a free connection; not sent")
+    try:
+        return _send_on(endpoint, line, timeout)
+    finally:
+        slots.release()
+
+
+def _send_on(endpoint, line, timeout):
     for attempt in (1, 2):
         try:
             conn = _take(endpoint, timeout) if attempt == 1 else _Conn(endpoint, timeout)

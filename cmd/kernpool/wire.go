@@ -198,6 +198,8 @@ type outputFilter struct{ f *envscrub.Filter }
 
 func (o outputFilter) Clean(text string) string { return o.f.Clean(text) }
 
+func (o outputFilter) CapText(text string) string { return o.f.CapText(text) }
+
 func (o outputFilter) Finish(stdout, stderr, spillDir string, cell int) (pool.CellOutput, error) {
 	out, err := o.f.Finish(stdout, stderr, spillDir, cell)
 	return pool.CellOutput(out), err // identical fields by design

@@ -1,0 +1,28 @@
+package units
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestParseSize(t *testing.T) {
+	cases := []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"64MiB", 64 << 20, true}, {"1GiB", 1 << 30, true}, {"512M", 512 << 20, true},
+		{"1GB", 1_000_000_000, true}, {"1048576", 1 << 20, true}, {" 2 KiB ", 2048, true},
+		{"max", 0, true}, {"", 0, true}, {"0", 0, true}, {"1.5KiB", 1536, true},
+		{"-1", 0, false}, {"lots", 0, false}, {"64XB", 0, false}, {"9999999TiB", 0, false}, {"NaN", 0, false},
+	}
+	for _, c := range cases {
+		got, err := ParseSize(c.in)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d ok=%t", c.in, got, err, c.want, c.ok)
+		}
+		if err != nil && !errors.Is(err, ErrSize) {
+			t.Errorf("ParseSize(%q) error %v does not wrap ErrSize", c.in, err)
+		}
+	}
+}
