@@ -1,12 +1,14 @@
 package kernel
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
 	"strings"
 	"sync/atomic"
+	"runtime"
 	"testing"
 	"testing/iotest"
 	"unicode/utf8"
@@ -136,7 +138,14 @@ func FuzzDecodeReply(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		got, err := decodeReply(body)
+		acct := &budget{limit: 1 << 40}
+		got, err := decodeFrame(bufio.NewReader(bytes.NewReader(body)), acct)
+		// The decoder holds no more than what arrived: at most twice the
+		// body (a buffer's doubling, or invalid UTF-8 replaced) plus the
+		// small minimum of each member's buffer.
+		if bound := 2*int64(len(body)) + 16*512; acct.peak.Load() > bound {
+			t.Fatalf("decoder held %d bytes for a %d-byte body (bound %d)", acct.peak.Load(), len(body), bound)
+		}
 		if err != nil {
 			if !errors.Is(err, ErrProtocol) {
 				t.Fatalf("error %v does not wrap ErrProtocol", err)
@@ -159,4 +168,58 @@ func FuzzDecodeReply(f *testing.F) {
 // caseFolded: encoding/json also matches member names case-insensitively.
 func caseFolded(body []byte) bool {
 	return bytes.ContainsFunc(body, func(r rune) bool { return r >= 'A' && r <= 'Z' || r > 0x7f })
+}
+
+// A header may claim any length up to the frame limit: nothing of that
+// size is allocated before the bytes arrive, and a body that ends early is
+// a read error (the kernel died), not a decoded reply.
+func TestClaimedLengthNotAllocated(t *testing.T) {
+	const claim = DefaultMaxFrameBytes
+	in := "\n@@S@@ " + itoa(claim) + "\n" + `{"id":"1","status":"ok","stdout":"abc`
+	var epoch atomic.Uint64
+	s := newScanner(strings.NewReader(in), []byte("\n@@S@@ "), " ", &epoch)
+	acct := &budget{limit: 1 << 30}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	err := s.run(func([]byte, uint64) {}, func(_ byte, n int64) error {
+		_, err := decodeFrame(s.body(n), acct)
+		return err
+	})
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, ErrProtocol) {
+		t.Fatalf("error %v, want an unexpected EOF that is no protocol error", err)
+	}
+	if acct.peak.Load() > 4096 {
+		t.Fatalf("decoder charged %d bytes for a %d-byte claim with 40 bytes of body", acct.peak.Load(), claim)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
+		t.Fatalf("%d bytes allocated for a %d-byte claim", got, claim)
+	}
+}
+
+// Per-member caps and the budget: an over-long member and a frame that
+// repeats a large member are protocol errors, refused as the bytes arrive.
+func TestFrameMemberCapsAndBudget(t *testing.T) {
+	big := strings.Repeat("x", captureFieldBytes/2+1)
+	cases := []struct {
+		name, body, detail string
+		limit              int64
+	}{
+		{"id over its cap", `{"id":"` + strings.Repeat("1", 65) + `","status":"ok"}`, `"id" exceeds its cap of 64 bytes`, 1 << 30},
+		{"stdout over its cap", `{"id":"1","status":"ok","stdout":"` + big + big + `"}`, `"stdout" exceeds its cap of 4000000 bytes`, 1 << 30},
+		{"repeated member over the budget", `{"id":"1","status":"ok","stdout":"` + big + `","stdout":"` + big + `","stdout":"` + big + `"}`, "memory budget", 5_000_000},
+		{"over-long number", `{"id":"1","status":"ok","exit_code":` + strings.Repeat("9", 40) + `}`, "over-long value", 1 << 30},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			acct := &budget{limit: c.limit}
+			_, err := decodeFrame(bufio.NewReader(strings.NewReader(c.body)), acct)
+			if !errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), c.detail) {
+				t.Fatalf("error %v, want a protocol error saying %q", err, c.detail)
+			}
+			if acct.peak.Load() > c.limit {
+				t.Fatalf("peak %d over the budget %d", acct.peak.Load(), c.limit)
+			}
+		})
+	}
 }

@@ -2,6 +2,7 @@ package rpcsock
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"strings"
 	"testing"
@@ -184,4 +185,37 @@ func TestReadLineSharedBudget(t *testing.T) {
 	if held := mem.held.Load(); held != 700 {
 		t.Fatalf("held = %d after the refused line, want 700", held)
 	}
+}
+
+// FuzzReadLine checks readLine against a reference split on '\n': every
+// complete line comes back whole or as tooLong, the unterminated rest is
+// an error with partial set, and the budget never holds more than one
+// line's cap (limit+1) nor anything once each line was released.
+func FuzzReadLine(f *testing.F) {
+	f.Add([]byte("ok\nhalf"), uint8(8))
+	f.Add([]byte(strings.Repeat("x", 100)+"\n\nabc\n"), uint8(40))
+	f.Add([]byte("\n\n\n"), uint8(0))
+	f.Fuzz(func(t *testing.T, in []byte, lim uint8) {
+		limit := int(lim)
+		mem := &memBudget{limit: int64(limit) + 1}
+		r := bufio.NewReaderSize(bytes.NewReader(in), 16)
+		parts := bytes.Split(in, []byte("\n"))
+		for i, want := range parts[:len(parts)-1] {
+			line, tooLong, _, err := readLine(r, limit, mem)
+			if err != nil {
+				t.Fatalf("line %d: %v", i, err)
+			}
+			if tooLong != (len(want) > limit) || (!tooLong && !bytes.Equal(line, want)) {
+				t.Fatalf("line %d: got %q tooLong=%v, want %q (limit %d)", i, line, tooLong, want, limit)
+			}
+			mem.release(cap(line))
+		}
+		_, _, partial, err := readLine(r, limit, mem)
+		if err == nil || partial != (len(parts[len(parts)-1]) > 0) {
+			t.Fatalf("rest %q: err %v partial %v", parts[len(parts)-1], err, partial)
+		}
+		if mem.peak.Load() > int64(limit)+1 || mem.held.Load() != 0 {
+			t.Fatalf("budget peak %d held %d, limit %d", mem.peak.Load(), mem.held.Load(), limit)
+		}
+	})
 }
