@@ -45,6 +45,9 @@ func (l *Limits) UnmarshalJSON(b []byte) error {
 		if err != nil {
 			return fmt.Errorf("%w: field \"limits.%s\": %s, got %s", ErrBadRequest, name, limitWant[name], shortJSON(v))
 		}
+		if out.MemoryMax < 0 || out.PidsMax < 0 || out.CPUMax < 0 {
+			return fmt.Errorf("%w: field \"limits.%s\" must not be negative", ErrBadRequest, name)
+		}
 	}
 	*l = out
 	return nil

@@ -43,20 +43,25 @@ func runPs(ctx context.Context, e *env, args []string) int {
 }
 
 // printKernelTable prints ID OWNER MODE PID IDLE EXEC BUSY, plus MEM,
-// PIDS and CPU when any kernel has cgroup figures, and last ISOLATION:
+// PIDS and CPU when any kernel has cgroup figures, DROPPED (output written
+// while no cell ran) when any kernel dropped some, and last ISOLATION:
 // what is enforced (kernel.Isolation.Summary, the result's
 // kernel.isolation on one line).
 func printKernelTable(e *env, kernels []pool.KernelInfo) {
-	withStats := false
+	withStats, withDropped := false, false
 	for _, k := range kernels {
 		if k.MemoryCurrent > 0 || k.Pids > 0 || k.CPUSeconds > 0 {
 			withStats = true
 		}
+		withDropped = withDropped || k.DroppedOutputBytes > 0
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprint(tw, "ID\tOWNER\tMODE\tPID\tIDLE\tEXEC\tBUSY")
 	if withStats {
 		fmt.Fprint(tw, "\tMEM\tPIDS\tCPU")
+	}
+	if withDropped {
+		fmt.Fprint(tw, "\tDROPPED")
 	}
 	fmt.Fprintln(tw, "\tISOLATION")
 	for _, k := range kernels {
@@ -64,6 +69,9 @@ func printKernelTable(e *env, kernels []pool.KernelInfo) {
 			formatSeconds(k.IdleSeconds), k.ExecutionCount, yesNo(k.Busy))
 		if withStats {
 			fmt.Fprintf(tw, "\t%s\t%d\t%s", humanBytes(k.MemoryCurrent), k.Pids, formatSeconds(k.CPUSeconds))
+		}
+		if withDropped {
+			fmt.Fprintf(tw, "\t%s", humanBytes(k.DroppedOutputBytes))
 		}
 		fmt.Fprintln(tw, "\t"+k.Isolation.Summary())
 	}

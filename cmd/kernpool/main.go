@@ -43,6 +43,7 @@ func commands() []command {
 		{"ps", "list live kernels", runPs},
 		{"shutdown", "kill every kernel of an owner", runShutdown},
 		{"kill", "kill one kernel by id", runKill},
+		{"spill", "print a cell's full spilled stdout", runSpill},
 		{"doctor", "report configuration and host capabilities", runDoctor},
 		{"version", "print the version", runVersion},
 	}

@@ -119,7 +119,7 @@ func serve(ctx context.Context, cfg *Config, log hclog.Logger) error {
 	})
 	srv := newHTTPServer(handler, log)
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(api.LimitConns(ln, api.DefaultMaxConns)) }()
 	log.Info("kernpool serving", "socket", cfg.Socket, "state_dir", cfg.StateDir,
 		"isolation", sm.Isolation, "version", version, "pid", os.Getpid())
 
@@ -182,6 +182,7 @@ func poolConfig(cfg *Config, interp string, sm seams, log hclog.Logger) pool.Con
 		StateDir: cfg.StateDir, DefaultInterpreter: interp, Modes: cfg.Modes(),
 		IdleTimeout: cfg.IdleTimeout, CellTimeout: cfg.CellTimeout, MaxCellTimeout: cfg.MaxCellTimeout,
 		MaxKernels: cfg.MaxKernels, MaxToolCalls: cfg.MaxToolCalls,
+		Ceiling: pool.Limits{MemoryMax: cfg.Ceiling.MemoryMax, PidsMax: cfg.Ceiling.PidsMax, CPUMax: cfg.Ceiling.CPUMax},
 		Sandboxes: sm.Sandboxes, Env: sm.Env, Output: sm.Output, Tools: sm.Tools, Logger: log,
 	}
 }

@@ -183,6 +183,25 @@ func (c *Client) Kill(ctx context.Context, id string) error {
 	return nil
 }
 
+// Spill copies the spill file name of the live kernel id to w and returns
+// the bytes copied; errors.Is(err, pool.ErrNotFound) when the kernel or
+// the file does not exist.
+func (c *Client) Spill(ctx context.Context, id, name string, w io.Writer) (int64, error) {
+	resp, err := c.send(ctx, http.MethodGet, "/v1/kernels/"+url.PathEscape(id)+"/spill/"+url.PathEscape(name), nil)
+	if err != nil {
+		return 0, fmt.Errorf("spill: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("spill: %w", readError(resp))
+	}
+	n, err := io.Copy(w, resp.Body)
+	if err != nil {
+		return n, fmt.Errorf("spill: %w", err)
+	}
+	return n, nil
+}
+
 // Health returns the daemon's health report.
 func (c *Client) Health(ctx context.Context) (*Health, error) {
 	var h Health

@@ -1,50 +1,98 @@
 package api
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"reflect"
 	"sort"
 	"strings"
+	"time"
+
+	"github.com/kernpool/kernpool/pool"
+)
+
+// Body errors with their own status (wrapped in ErrBadRequest).
+var (
+	errTooLarge    = errors.New("request body too large")
+	errBodyTimeout = errors.New("request body too slow")
 )
 
 // decodeBody reads exactly one JSON object from r's body into dst,
-// refusing unknown fields, wrong types, trailing data and bodies over
-// limit. The error message names the problem (field, expected type) and
-// wraps ErrBadRequest.
-func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, dst any) error {
-	body := http.MaxBytesReader(w, r.Body, limit)
-	dec := json.NewDecoder(body)
+// refusing anything but an object (null, arrays, scalars), unknown
+// fields, wrong types, trailing data, bodies over limit (errTooLarge) and
+// bodies that take longer than timeout to arrive (errBodyTimeout). The
+// error message names the problem (field, expected type) and wraps
+// ErrBadRequest.
+func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, timeout time.Duration, dst any) error {
+	if timeout > 0 {
+		// A slow client holds no more than its deadline; the deadline goes
+		// once the body is in, since a cell may run much longer.
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Now().Add(timeout))
+		defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
+	}
+	return decodeObject(http.MaxBytesReader(w, r.Body, limit), limit, timeout, dst)
+}
+
+// decodeObject is decodeBody's parsing half (the fuzz target).
+func decodeObject(body io.Reader, limit int64, timeout time.Duration, dst any) error {
+	br := bufio.NewReader(body)
+	if err := expectObject(br); err != nil {
+		return describeDecodeError(err, limit, timeout, dst)
+	}
+	dec := json.NewDecoder(br)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
-		return describeDecodeError(err, limit, dst)
+		return describeDecodeError(err, limit, timeout, dst)
 	}
 	// Exactly one value: anything after it (but whitespace) is an error.
 	// Reading to EOF also lets the server notice a client disconnect.
 	var extra json.RawMessage
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		if err != nil {
-			return describeDecodeError(err, limit, dst)
+			return describeDecodeError(err, limit, timeout, dst)
 		}
 		return fmt.Errorf("%w: unexpected data after the JSON object", ErrBadRequest)
 	}
 	return nil
 }
 
-func describeDecodeError(err error, limit int64, dst any) error {
+// expectObject checks, before decoding, that the body's first value
+// starts an object: encoding/json would take null for an empty request.
+func expectObject(br *bufio.Reader) error {
+	for {
+		c, err := br.ReadByte()
+		if err != nil {
+			return err
+		}
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '{':
+			return br.UnreadByte()
+		}
+		return fmt.Errorf("%w: expected a JSON object, got %s", ErrBadRequest, jsonKind([]byte{c}))
+	}
+}
+
+func describeDecodeError(err error, limit int64, timeout time.Duration, dst any) error {
 	var (
 		typeErr   *json.UnmarshalTypeError
 		syntaxErr *json.SyntaxError
 		maxErr    *http.MaxBytesError
 	)
 	switch {
-	case errors.Is(err, ErrBadRequest):
+	case errors.Is(err, ErrBadRequest), errors.Is(err, pool.ErrBadRequest):
 		return err // from a field's own UnmarshalJSON; already names the field
 	case errors.As(err, &maxErr):
-		return fmt.Errorf("%w: request body exceeds %d bytes", ErrBadRequest, limit)
+		return fmt.Errorf("%w: %w: the request body exceeds %d bytes", ErrBadRequest, errTooLarge, limit)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return fmt.Errorf("%w: %w: the request body did not arrive within %s", ErrBadRequest, errBodyTimeout, timeout)
 	case errors.Is(err, io.EOF):
 		return fmt.Errorf("%w: empty body: expected a JSON object", ErrBadRequest)
 	case errors.Is(err, io.ErrUnexpectedEOF):

@@ -30,6 +30,16 @@ const (
 	CodeClosed           = "closed"
 	CodeSpawnFailed      = "spawn_failed"
 	CodeInternal         = "internal"
+	// CodeConflict (409): the live kernel runs with other limits or
+	// passthrough; resend with reset.
+	CodeConflict = "conflict"
+	// CodeTooLarge (413): the request body is over the limit.
+	CodeTooLarge = "too_large"
+	// CodeTimeout (408): the request body did not arrive in time.
+	CodeTimeout = "request_timeout"
+	// CodeTooManyConnections (503): the daemon serves its maximum number
+	// of client connections.
+	CodeTooManyConnections = "too_many_connections"
 )
 
 // APIError is an error answer of the daemon as the client sees it.
@@ -60,6 +70,10 @@ func (e *APIError) Unwrap() error {
 		return pool.ErrClosed
 	case CodeSpawnFailed:
 		return pool.ErrSpawn
+	case CodeConflict:
+		return pool.ErrConflict
+	case CodeTooLarge, CodeTimeout:
+		return pool.ErrBadRequest
 	}
 	return nil
 }

@@ -32,7 +32,7 @@ func TestBadRequests(t *testing.T) {
 		{"timeout wrong type", "POST", "/v1/execute", `{"code":"1","timeout":true}`, 400, api.CodeBadRequest, []string{`"timeout"`, "boolean"}},
 		{"timeout negative", "POST", "/v1/execute", `{"code":"1","timeout":-3}`, 400, api.CodeBadRequest, []string{`"timeout"`, "negative"}},
 		{"trailing data", "POST", "/v1/execute", `{"code":"1"} {"code":"2"}`, 400, api.CodeBadRequest, []string{"after the JSON object"}},
-		{"body too large", "POST", "/v1/execute", big, 400, api.CodeBadRequest, []string{"exceeds"}},
+		{"body too large", "POST", "/v1/execute", big, 413, api.CodeTooLarge, []string{"exceeds 16777216 bytes"}},
 		{"relative interpreter", "POST", "/v1/execute", `{"code":"1","interpreter":"python3"}`, 400, api.CodeBadRequest, []string{"interpreter"}},
 		{"bad tool name", "POST", "/v1/execute", `{"code":"1","tools":["no such"]}`, 400, api.CodeBadRequest, []string{"tool"}},
 		{"tool answer malformed", "POST", "/v1/tool-calls/t1", `{"result":`, 400, api.CodeBadRequest, []string{"ends in the middle"}},

@@ -23,8 +23,8 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req ExecuteRequest
-	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
-		writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
+	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, s.cfg.BodyReadTimeout, &req); err != nil {
+		writeBodyError(w, err)
 		return
 	}
 	preq := req.Request
@@ -176,8 +176,8 @@ func (st *stream) handleTool(ctx context.Context, call pool.ToolCall) (string, e
 func (s *Server) handleToolAnswer(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	var a ToolAnswer
-	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &a); err != nil {
-		writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
+	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, s.cfg.BodyReadTimeout, &a); err != nil {
+		writeBodyError(w, err)
 		return
 	}
 	if (a.Result == nil) == (a.Error == nil) {

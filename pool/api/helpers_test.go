@@ -40,6 +40,8 @@ type daemon struct {
 type daemonOpts struct {
 	pool   func(*pool.Config)
 	server func(*api.ServerConfig)
+	// maxConns, when set, serves through api.LimitConns(ln, maxConns).
+	maxConns int
 }
 
 // shortTempDir returns a short private dir: a Unix socket path must fit
@@ -82,9 +84,13 @@ func startDaemon(tb testing.TB, o daemonOpts) *daemon {
 	d.pool, d.server = p, api.NewServer(p, scfg)
 	srv := &http.Server{Handler: d.server, ReadHeaderTimeout: 5 * time.Second}
 	served := make(chan struct{})
+	var serveLn net.Listener = ln
+	if o.maxConns > 0 {
+		serveLn = api.LimitConns(ln, o.maxConns)
+	}
 	go func() {
 		defer close(served)
-		_ = srv.Serve(ln)
+		_ = srv.Serve(serveLn)
 	}()
 	d.client = api.NewClient(d.socket)
 	tb.Cleanup(func() {

@@ -19,6 +19,9 @@ const (
 	DefaultMaxBodyBytes = 16 << 20
 	// DefaultToolCallTimeout bounds how long a streamed tool call waits.
 	DefaultToolCallTimeout = 120 * time.Second
+	// DefaultBodyReadTimeout bounds how long a request body may take to
+	// arrive (headers are bounded by the http.Server's ReadHeaderTimeout).
+	DefaultBodyReadTimeout = 30 * time.Second
 	// retryAfterSeconds is the Retry-After hint of a capacity refusal.
 	retryAfterSeconds = "1"
 )
@@ -33,8 +36,12 @@ type ServerConfig struct {
 	// ToolCallTimeout bounds how long a streamed tool call waits for its
 	// answer before the cell gets an error result (default 120s).
 	ToolCallTimeout time.Duration
-	// MaxBodyBytes caps request bodies (default 16 MiB).
+	// MaxBodyBytes caps request bodies (default 16 MiB); a larger one is
+	// answered 413.
 	MaxBodyBytes int64
+	// BodyReadTimeout bounds the arrival of a request body (default 30s);
+	// a slower one is answered 408 and its connection closed.
+	BodyReadTimeout time.Duration
 	// Logger receives the API's logs (Named "api"); nil discards them.
 	Logger hclog.Logger
 	// CheckAccess, when set, vets a request's own interpreter or cwd
@@ -62,6 +69,9 @@ func NewServer(p *pool.Pool, cfg ServerConfig) *Server {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if cfg.BodyReadTimeout <= 0 {
+		cfg.BodyReadTimeout = DefaultBodyReadTimeout
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
@@ -82,6 +92,7 @@ func (s *Server) routes() *http.ServeMux {
 		{http.MethodPost, "/v1/tool-calls/{id}", s.handleToolAnswer},
 		{http.MethodGet, "/v1/kernels", s.handleList},
 		{http.MethodDelete, "/v1/kernels/{id}", s.handleKill},
+		{http.MethodGet, "/v1/kernels/{id}/spill/{name}", s.handleSpill},
 		{http.MethodPost, "/v1/owners/{owner}/shutdown", s.handleShutdownOwner},
 		{http.MethodGet, "/v1/health", s.handleHealth},
 	}
@@ -183,6 +194,8 @@ func classify(err error) (int, string) {
 		return http.StatusServiceUnavailable, CodeCapacity
 	case errors.Is(err, pool.ErrClosed):
 		return http.StatusServiceUnavailable, CodeClosed
+	case errors.Is(err, pool.ErrConflict):
+		return http.StatusConflict, CodeConflict
 	case errors.Is(err, pool.ErrSpawn):
 		return http.StatusInternalServerError, CodeSpawnFailed
 	}
@@ -198,6 +211,21 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func writeError(w http.ResponseWriter, status int, code, msg string) {
 	writeJSON(w, status, ErrorBody{Error: msg, Code: code})
+}
+
+// writeBodyError answers a request whose body could not be decoded: 413
+// when it was too large, 408 when it was too slow (the connection is then
+// closed), else 400.
+func writeBodyError(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, errTooLarge):
+		writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, err.Error())
+	case errors.Is(err, errBodyTimeout):
+		w.Header().Set("Connection", "close")
+		writeError(w, http.StatusRequestTimeout, CodeTimeout, err.Error())
+	default:
+		writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
+	}
 }
 
 // statusRecorder remembers the status for the request log. It forwards
