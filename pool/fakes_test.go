@@ -135,7 +135,7 @@ func (m maskFilter) CapText(text string) string { return m.Clean(text) }
 func (m maskFilter) Finish(stdout, stderr, spillDir string, cell int) (CellOutput, error) {
 	out := CellOutput{Stdout: m.Clean(stdout), Stderr: m.Clean(stderr), StdoutBytesTotal: len(stdout), StderrBytesTotal: len(stderr)}
 	if len(out.Stdout) > 100 {
-		// Spill like envscrub does, to prove the spill dir is inside staging.
+		// Spill like envscrub does, into the daemon-owned dir the pool names.
 		if err := os.MkdirAll(spillDir, 0o700); err != nil {
 			return out, err
 		}

@@ -1,0 +1,88 @@
+package pool
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+
+	"github.com/kernpool/kernpool/envscrub"
+	"github.com/kernpool/kernpool/internal/memtest"
+)
+
+// maxAttackGrowth bounds the daemon's peak RSS growth during one attack.
+const maxAttackGrowth = 32 << 20
+
+// maxResultBytes bounds one cell's whole JSON result (no displays yet).
+const maxResultBytes = 1 << 20
+
+// realOutput wires envscrub's pipeline, as cmd/kernpool does.
+type realOutput struct{ cfg envscrub.OutputConfig }
+
+func (o realOutput) ForKernel(secrets []string) OutputFilter {
+	return realFilter{envscrub.NewPipeline(o.cfg).ForKernel(secrets)}
+}
+
+type realFilter struct{ f *envscrub.Filter }
+
+func (r realFilter) Clean(text string) string   { return r.f.Clean(text) }
+func (r realFilter) CapText(text string) string { return r.f.CapText(text) }
+func (r realFilter) Finish(stdout, stderr, dir string, cell int) (CellOutput, error) {
+	out, err := r.f.Finish(stdout, stderr, dir, cell)
+	return CellOutput(out), err
+}
+
+// underAttack runs attack while another owner keeps running cells on the
+// same pool, and returns the daemon's peak RSS growth during the attack.
+// It fails the test when a bystander cell fails or none completed while
+// the attack ran (the daemon stopped answering others).
+func underAttack(t *testing.T, p *Pool, attack func()) int64 {
+	t.Helper()
+	run(t, p, Request{Owner: "bystander", Code: "n = 0"}) // the bystander's kernel exists before
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	served, failed := 0, []string(nil)
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			res, err := p.Execute(context.Background(), Request{Owner: "bystander", Code: "n += 1\nn"})
+			mu.Lock()
+			if err != nil || res.Status != StatusSuccess {
+				failed = append(failed, res.Error)
+			} else {
+				served++
+			}
+			mu.Unlock()
+		}
+	})
+	growth := memtest.PeakGrowth(t, attack)
+	close(stop)
+	wg.Wait()
+	if served == 0 || len(failed) > 0 {
+		t.Errorf("bystander during the attack: %d served, failures %q", served, failed)
+	}
+	t.Logf("daemon peak RSS growth during the attack: %.1f MiB; bystander cells served meanwhile: %d", float64(growth)/(1<<20), served)
+	if growth > maxAttackGrowth {
+		t.Errorf("daemon peak RSS grew by %d bytes, over the %d bound", growth, maxAttackGrowth)
+	}
+	return growth
+}
+
+// assertResultBounded fails when a field or the whole result is over its cap.
+func assertResultBounded(t *testing.T, res *Result, maxOutput, maxError int) {
+	t.Helper()
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("result: %d bytes of JSON, output %d, error %d, warning %d", len(b), len(res.Output), len(res.Error), len(res.Warning))
+	if len(res.Output) > maxOutput || len(res.Error) > maxError || len(res.Warning) > 4096 || len(b) > maxResultBytes {
+		t.Fatalf("result over its caps: JSON %d (max %d), output %d (max %d), error %d (max %d), warning %d (max 4096)",
+			len(b), maxResultBytes, len(res.Output), maxOutput, len(res.Error), maxError, len(res.Warning))
+	}
+}
