@@ -61,7 +61,7 @@ type Result struct {
 	// StdoutSpillName names the spill file inside the kernel's spill dir,
 	// as GET /v1/kernels/{id}/spill/{name} and `kernpool spill` take it.
 	StdoutSpillName string `json:"stdout_spill_name,omitempty"`
-	Warning          string `json:"warning,omitempty"`
+	Warning         string `json:"warning,omitempty"`
 }
 
 // Result statuses.
