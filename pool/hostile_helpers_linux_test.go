@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -73,16 +74,17 @@ func underAttack(t *testing.T, p *Pool, attack func()) int64 {
 	return growth
 }
 
-// assertResultBounded fails when a field or the whole result is over its cap.
-func assertResultBounded(t *testing.T, res *Result, maxOutput, maxError int) {
+// assertResultBounded fails when a field or the whole result is over its
+// cap, and returns a line with the figures for the test's log.
+func assertResultBounded(t *testing.T, res *Result, maxOutput, maxError int) string {
 	t.Helper()
 	b, err := json.Marshal(res)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("result: %d bytes of JSON, output %d, error %d, warning %d", len(b), len(res.Output), len(res.Error), len(res.Warning))
 	if len(res.Output) > maxOutput || len(res.Error) > maxError || len(res.Warning) > 4096 || len(b) > maxResultBytes {
 		t.Fatalf("result over its caps: JSON %d (max %d), output %d (max %d), error %d (max %d), warning %d (max 4096)",
 			len(b), maxResultBytes, len(res.Output), maxOutput, len(res.Error), maxError, len(res.Warning))
 	}
+	return fmt.Sprintf("result: %d bytes of JSON, output %d, error %d, warning %d", len(b), len(res.Output), len(res.Error), len(res.Warning))
 }
