@@ -14,6 +14,11 @@ const (
 	// spillQuotaFactor: a kernel's spill files may hold this many spills
 	// at the cap together (SpillQuota's default).
 	spillQuotaFactor = 4
+	// ResultTextBudget bounds the text of one cell's result: inline stdout
+	// plus three texts capped like stderr (stderr, traceback, error), so
+	// InlineCap + 3 x StderrCap must stay within it (about 1 MiB with the
+	// notices and the fixed fields).
+	ResultTextBudget = 1_000_000
 )
 
 // OutputConfig configures the output pipeline. Zero values mean the

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclparse"
 
+	"github.com/kernpool/kernpool/envscrub"
 	"github.com/kernpool/kernpool/kernel"
 )
 
@@ -78,6 +79,9 @@ type OutputConfig struct {
 	StderrCap int
 	// SpillCap caps the spill file holding a cell's full stdout.
 	SpillCap int
+	// SpillQuota caps one kernel's spill files together (0: 4 x SpillCap);
+	// the oldest go first.
+	SpillQuota int64
 }
 
 // CgroupConfig configures the pool-owned cgroup parent.
@@ -215,7 +219,10 @@ func (c *Config) Validate() error {
 		{c.MaxToolCalls < 0, "max_tool_calls must not be negative"},
 		{c.ToolCallTimeout <= 0, "tool_call_timeout must be positive"},
 		{c.DrainGrace < 0, "drain_grace must not be negative"},
-		{c.Output.InlineCap <= 0 || c.Output.StderrCap <= 0 || c.Output.SpillCap <= 0, "output caps must be positive"},
+		{c.Output.InlineCap <= 0 || c.Output.StderrCap <= 0 || c.Output.SpillCap <= 0 || c.Output.SpillQuota < 0, "output caps must be positive"},
+		{int64(c.Output.InlineCap)+3*int64(c.Output.StderrCap) > envscrub.ResultTextBudget,
+			fmt.Sprintf("output.inline_cap + 3 x output.stderr_cap must stay within %d bytes (one result: stdout, stderr, traceback, error)", envscrub.ResultTextBudget)},
+		{c.Output.SpillQuota > 0 && c.Output.SpillQuota < int64(c.Output.SpillCap), "output.spill_quota must hold at least one spill (spill_cap)"},
 		{c.Users.UIDFirst <= 0 || c.Users.UIDLast < c.Users.UIDFirst, "users.uid_range must be FIRST-LAST with 0 < FIRST <= LAST"},
 	}
 	for _, ch := range check {

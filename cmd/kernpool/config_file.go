@@ -46,6 +46,7 @@ type fileOutput struct {
 	InlineCap      hcl.Expression `hcl:"inline_cap,optional"`
 	StderrCap      hcl.Expression `hcl:"stderr_cap,optional"`
 	SpillCap       hcl.Expression `hcl:"spill_cap,optional"`
+	SpillQuota     hcl.Expression `hcl:"spill_quota,optional"`
 }
 
 type fileCgroup struct {
@@ -106,6 +107,7 @@ func (f *fileConfig) apply(cfg *Config) hcl.Diagnostics {
 		diags = append(diags, intSizeAttr(o.InlineCap, "inline_cap", &cfg.Output.InlineCap)...)
 		diags = append(diags, intSizeAttr(o.StderrCap, "stderr_cap", &cfg.Output.StderrCap)...)
 		diags = append(diags, intSizeAttr(o.SpillCap, "spill_cap", &cfg.Output.SpillCap)...)
+		diags = append(diags, sizeAttr(o.SpillQuota, "spill_quota", &cfg.Output.SpillQuota)...)
 	}
 	if c := f.Cgroup; c != nil {
 		setStr(&cfg.Cgroup.Parent, c.Parent)

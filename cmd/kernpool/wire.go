@@ -73,6 +73,7 @@ func buildSeams(cfg *Config, log hclog.Logger) (seams, error) {
 		InlineCap:               cfg.Output.InlineCap,
 		StderrCap:               cfg.Output.StderrCap,
 		SpillCap:                cfg.Output.SpillCap,
+		SpillQuota:              cfg.Output.SpillQuota,
 	})
 	return seams{
 		Sandboxes: sandboxFactory{iso},
