@@ -7,17 +7,27 @@
 // The host writes one JSON object {"id","code"} per line to the runner's
 // stdin. For each request the runner writes, in order:
 //
-//	stderr: "\n" SENTINEL " E " <execution_count> "\n"
-//	stdout: "\n" SENTINEL " " <len(body)> "\n" <body>
+//	stdout and stderr: "\n" SENTINEL " B " <execution_count> "\n"  (begin)
+//	... the cell runs ...
+//	stderr: "\n" SENTINEL " E " <execution_count> "\n"            (end)
+//	stdout: "\n" SENTINEL " " <len(body)> "\n" <body>             (reply)
+//
+// The runner flushes Python's stdout and stderr buffers before the begin
+// markers: what threads of earlier cells wrote lands before them, was
+// written while no cell ran, and is dropped and counted
+// (Kernel.DroppedOutput), never delivered.
 //
 // body is a compact UTF-8 JSON object (see wireReply). The per-kernel random
 // SENTINEL never reaches cells (it comes on the request pipe, never in the
 // environment, and stays in the runner's locals), so a
 // cell cannot forge frames by accident. Bytes outside frames are fd-level
 // output (a subprocess's): they belong to the running cell and are dropped
-// between cells. A marker not followed by "<digits>\n" is output. A frame
-// longer than Spec.MaxFrameBytes is refused from its header, before its body
-// is read; a frame that is not a JSON object reply is a protocol error.
+// between cells. A marker not followed by a header is output. A frame
+// longer than Spec.MaxFrameBytes (by default the runner's worst case,
+// derived in caps.go from the caps the runner gets) is refused from its
+// header, before any of its body is read; the body is then decoded as it
+// streams, each member capped, every byte charged to the kernel's Budget;
+// a frame that is not a JSON object reply is a protocol error.
 // Exec settles when both the frame and the stderr marker arrived, so a
 // subprocess's stderr is attributed to its cell; it never polls.
 //

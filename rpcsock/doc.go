@@ -31,7 +31,7 @@
 // Checks, in order; every refusal is an error reply, consumes no budget and
 // leaves the connection usable:
 //
-//  1. line over MaxLineBytes (4 MiB) -> "Invalid RPC request: line too long"
+//  1. line over MaxLineBytes (1 MiB) -> "Invalid RPC request: line too long"
 //     (the line is skipped to its newline); invalid UTF-8, invalid JSON or
 //     not an object -> "Invalid RPC request: <reason>" (the reason is the
 //     JSON decoder's message, "not valid UTF-8" or "not a JSON object").
@@ -52,6 +52,14 @@
 // error becomes {"error": err.Error()}, a cancellation after the cell
 // settled becomes "Tool call canceled: its cell has settled", a panic
 // becomes "tool handler failed". Blank lines are ignored.
+//
+// Bounds: at most MaxConns (4) connections per kernel; more get
+// {"error": MsgTooManyConns} and are closed unread. Lines are assembled in
+// buffers that grow only as bytes arrive, charged to one MemoryBudget
+// (2 MiB) shared by the kernel's connections; a connection whose line
+// would pass it gets {"error": MsgOverBudget} and is closed. The stub reads
+// such a reply even when the close broke its send, and raises it as
+// ToolError.
 //
 // A connection that sends nothing for IdleTimeout (300 s) is dropped. When
 // no byte of a next request was read, the server first writes the idle
@@ -81,7 +89,9 @@
 // returns the string. Errors raise ToolError, timeouts ToolTimeout (also a
 // TimeoutError).
 //
-// Connections are pooled: each call takes an idle connection (or dials),
+// Connections are pooled, at most MAX_CONNECTIONS (DefaultMaxConns) at
+// once; more threads wait their turn (within their timeout). Each call
+// takes an idle connection (or dials),
 // holds that connection's lock for the send and the reply, and returns it.
 // A pooled connection with anything readable (the idle notice or EOF) is
 // discarded before use. After the request was sent, the call is sent once
