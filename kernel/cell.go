@@ -197,6 +197,10 @@ func (c *cellState) begun(stderr bool, n int64) {
 func (c *cellState) wantsFrame() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.frameRefusedLocked()
+}
+
+func (c *cellState) frameRefusedLocked() error {
 	switch {
 	case c.epoch.Load()%2 == 0:
 		return protocolErr("reply frame while no cell runs")
@@ -210,12 +214,10 @@ func (c *cellState) wantsFrame() error {
 func (c *cellState) frame(r *wireReply) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	switch {
-	case c.epoch.Load()%2 == 0:
-		return protocolErr("reply frame while no cell runs")
-	case c.gotFrame:
-		return protocolErr("second reply frame for one cell")
-	case r.ID != c.id:
+	if err := c.frameRefusedLocked(); err != nil {
+		return err
+	}
+	if r.ID != c.id {
 		return protocolErr("reply frame for request " + quote(r.ID) + " while " + quote(c.id) + " runs")
 	}
 	c.gotFrame = true
