@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 // findSentinel is cell code that digs the runner's frame sentinel out of
@@ -32,7 +34,7 @@ const (
 // is killed, the result says why in plain words, the daemon's memory stays
 // flat and other owners are served throughout.
 func TestHostileForgedFrames(t *testing.T) {
-	requirePython(t)
+	testenv.RequirePython(t)
 	cases := []struct {
 		name, code, detail string
 	}{

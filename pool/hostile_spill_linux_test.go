@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/kernpool/kernpool/internal/testenv"
 	"github.com/kernpool/kernpool/kernel"
 )
 
@@ -50,9 +51,7 @@ func (f uidSandboxes) NewSandbox(string, string, string, Limits) (kernel.Sandbox
 // names, but cannot write, remove, replace or redirect it: the spill dir
 // is the daemon's (setgid 0750, the kernel's group), the files 0640.
 func TestHostileSpillSwap(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("needs root to run a kernel as another uid")
-	}
+	testenv.RequireRoot(t)
 	state, err := os.MkdirTemp("", "kpspill")
 	if err != nil {
 		t.Fatal(err)
