@@ -102,5 +102,8 @@ func (b *budget) charge(n int) error {
 	}
 }
 
+// release records n bytes no longer held.
+func (b *budget) release(n int) { b.held.Add(-int64(n)) }
+
 // reset forgets what was held (a new cell begins).
 func (b *budget) reset() { b.held.Store(0) }

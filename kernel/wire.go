@@ -71,7 +71,7 @@ func decodeFrame(r *bufio.Reader, acct *budget) (*wireReply, error) {
 
 // decodeReply decodes a whole body held in memory (tests and fuzzing).
 func decodeReply(body []byte) (*wireReply, error) {
-	acct := &budget{limit: int64(len(body))*2 + 1024}
+	acct := &budget{limit: 1 << 40}
 	return decodeFrame(bufio.NewReader(bytes.NewReader(body)), acct)
 }
 
@@ -283,8 +283,13 @@ func (p *wireParser) skipString(string) error {
 	return p.scanString(func([]byte) error { return nil })
 }
 
+// maxEscapeLen is the longest escape: a surrogate pair, \uXXXX\uXXXX.
+const maxEscapeLen = 12
+
 // scanString hands the decoded bytes of the string after its opening
-// quote to emit, in chunks, through the closing quote.
+// quote to emit, in chunks, through the closing quote. It works on the
+// reader's buffer: escape-free runs are found with memchr and escapes
+// decoded in place; only an escape across the buffer's end is refilled.
 func (p *wireParser) scanString(emit func([]byte) error) error {
 	var esc [utf8.UTFMax]byte
 	for {
@@ -292,93 +297,106 @@ func (p *wireParser) scanString(emit func([]byte) error) error {
 		if err != nil {
 			return p.fail(err, "frame: unterminated string")
 		}
-		stop := bytes.IndexByte(chunk, '"')
-		if stop < 0 {
-			stop = len(chunk)
-		}
-		if bs := bytes.IndexByte(chunk[:stop], '\\'); bs >= 0 {
-			stop = bs
-		}
-		if err := emit(chunk[:stop]); err != nil {
+		i, done, err := scanChunk(chunk, esc[:0], emit)
+		_, _ = p.r.Discard(i)
+		if done || err != nil {
 			return err
 		}
-		_, _ = p.r.Discard(stop)
-		if stop == len(chunk) {
+		if i == len(chunk) {
 			continue
 		}
-		if c, _ := p.r.ReadByte(); c == '"' {
-			return nil
+		// An escape that may cross the buffer's end: look at it whole.
+		tail, err := p.r.Peek(maxEscapeLen)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return err
 		}
-		n, err := p.escape(esc[:0])
+		out, n, err := unescape(tail, esc[:0])
 		if err != nil {
 			return err
 		}
-		if err := emit(n); err != nil {
+		if err := emit(out); err != nil {
 			return err
 		}
+		_, _ = p.r.Discard(n)
 	}
 }
 
-// escape decodes the escape after a backslash into buf.
-func (p *wireParser) escape(buf []byte) ([]byte, error) {
-	c, err := p.r.ReadByte()
-	if err != nil {
-		return nil, p.fail(err, "frame: unterminated string")
+// scanChunk emits the decoded bytes of chunk up to the closing quote
+// (done, i past it), the end of chunk, or an escape within maxEscapeLen of
+// its end (i at the backslash).
+func scanChunk(chunk, esc []byte, emit func([]byte) error) (i int, done bool, err error) {
+	for {
+		rest := chunk[i:]
+		// The backslash first: where escapes are dense, both searches
+		// then stay short (the closing quote may be far away).
+		stop := bytes.IndexByte(rest, '\\')
+		if stop < 0 {
+			stop = len(rest)
+		}
+		if q := bytes.IndexByte(rest[:stop], '"'); q >= 0 {
+			return i + q + 1, true, emit(rest[:q])
+		}
+		if err := emit(rest[:stop]); err != nil {
+			return i, false, err
+		}
+		i += stop
+		if i == len(chunk) || len(chunk)-i < maxEscapeLen {
+			return i, false, nil
+		}
+		out, n, err := unescape(chunk[i:], esc)
+		if err == nil {
+			err = emit(out)
+		}
+		if err != nil {
+			return i, false, err
+		}
+		i += n
 	}
-	switch c {
+}
+
+// unescape decodes the escape at the start of b (b[0] is the backslash)
+// into buf and reports how many bytes of b it used. A high surrogate not
+// followed by its low half yields U+FFFD and leaves the rest alone (as
+// encoding/json does).
+func unescape(b, buf []byte) ([]byte, int, error) {
+	if len(b) < 2 {
+		return nil, 0, protocolErr("frame: unterminated string")
+	}
+	switch c := b[1]; c {
 	case '"', '\\', '/':
-		return append(buf, c), nil
+		return append(buf, c), 2, nil
 	case 'b':
-		return append(buf, '\b'), nil
+		return append(buf, '\b'), 2, nil
 	case 'f':
-		return append(buf, '\f'), nil
+		return append(buf, '\f'), 2, nil
 	case 'n':
-		return append(buf, '\n'), nil
+		return append(buf, '\n'), 2, nil
 	case 'r':
-		return append(buf, '\r'), nil
+		return append(buf, '\r'), 2, nil
 	case 't':
-		return append(buf, '\t'), nil
+		return append(buf, '\t'), 2, nil
 	case 'u':
-		r, ok := p.hex4()
+		if len(b) < 6 {
+			return nil, 0, protocolErr("frame: bad \\u escape")
+		}
+		r, ok := parseHex4(b[2:6])
 		if !ok {
-			return nil, protocolErr("frame: bad \\u escape")
+			return nil, 0, protocolErr("frame: bad \\u escape")
 		}
-		if utf16.IsSurrogate(r) {
-			r = p.lowSurrogate(r)
+		if !utf16.IsSurrogate(r) {
+			return utf8.AppendRune(buf, r), 6, nil
 		}
-		return utf8.AppendRune(buf, r), nil
+		if len(b) >= 12 && b[6] == '\\' && b[7] == 'u' {
+			if low, ok := parseHex4(b[8:12]); ok {
+				if pair := utf16.DecodeRune(r, low); pair != utf8.RuneError {
+					return utf8.AppendRune(buf, pair), 12, nil
+				}
+			}
+		}
+		return utf8.AppendRune(buf, utf8.RuneError), 6, nil
+	default:
+		return nil, 0, protocolErr("frame: bad escape \\" + string(rune(c)))
 	}
-	return nil, protocolErr("frame: bad escape \\" + string(rune(c)))
-}
-
-// lowSurrogate completes a surrogate pair if "\\uXXXX" follows, else
-// yields U+FFFD and leaves the input alone (as encoding/json does).
-func (p *wireParser) lowSurrogate(high rune) rune {
-	next, err := p.r.Peek(6)
-	if err != nil || next[0] != '\\' || next[1] != 'u' {
-		return utf8.RuneError
-	}
-	low, ok := parseHex4(next[2:6])
-	if !ok {
-		return utf8.RuneError
-	}
-	if r := utf16.DecodeRune(high, low); r != utf8.RuneError {
-		_, _ = p.r.Discard(6)
-		return r
-	}
-	return utf8.RuneError
-}
-
-func (p *wireParser) hex4() (rune, bool) {
-	b, err := p.r.Peek(4)
-	if err != nil {
-		return 0, false
-	}
-	r, ok := parseHex4(b)
-	if ok {
-		_, _ = p.r.Discard(4)
-	}
-	return r, ok
 }
 
 func parseHex4(b []byte) (rune, bool) {
@@ -401,7 +419,7 @@ func parseHex4(b []byte) (rune, bool) {
 
 // fieldBuf collects one member's decoded bytes: it grows only as bytes
 // arrive (never to a claimed size), refuses to pass limit and charges each
-// growth of its backing array to acct.
+// growth of its backing array to acct (the replaced array is garbage).
 type fieldBuf struct {
 	b     []byte
 	limit int
@@ -419,24 +437,39 @@ func (f *fieldBuf) add(p []byte) error {
 	}
 	if need > cap(f.b) {
 		grown := min(max(2*cap(f.b), need, 512), f.limit)
-		if err := f.acct.charge(grown); err != nil {
+		if err := f.acct.charge(grown - cap(f.b)); err != nil {
 			return err
 		}
 		f.b = append(make([]byte, 0, grown), f.b...)
 	}
-	f.b = append(f.b, p...)
+	// Reslicing in place stores no pointer: no GC write barrier per chunk.
+	n := len(f.b)
+	f.b = f.b[:need]
+	copy(f.b[n:], p)
 	return nil
 }
 
 // finish returns the member as a string (invalid UTF-8 replaced), without
-// copying valid bytes again.
+// copying valid bytes again. A replaced copy must fit the member's cap
+// and the budget too; the raw buffer is then dropped.
 func (f *fieldBuf) finish() (string, error) {
 	if utf8.Valid(f.b) {
 		return unsafeString(f.b), nil
 	}
-	s := strings.ToValidUTF8(string(f.b), "\uFFFD")
-	if err := f.acct.charge(len(s)); err != nil {
+	if err := f.acct.charge(len(f.b) + 3); err != nil { // the copy ToValidUTF8 starts with
 		return "", err
 	}
+	s := strings.ToValidUTF8(unsafeString(f.b), "\uFFFD")
+	if extra := len(s) - len(f.b) - 3; extra > 0 {
+		if len(s) > f.limit {
+			return "", protocolErr(fmt.Sprintf("frame member %s exceeds its cap of %d bytes", quote(f.name), f.limit))
+		}
+		if err := f.acct.charge(extra); err != nil {
+			return "", err
+		}
+	} else {
+		f.acct.release(-extra)
+	}
+	f.acct.release(cap(f.b))
 	return s, nil
 }
