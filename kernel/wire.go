@@ -78,6 +78,41 @@ func decodeReply(body []byte) (*wireReply, error) {
 type wireParser struct {
 	r    *bufio.Reader
 	acct *budget
+	// Scratch for member names and number tokens: nothing is allocated
+	// per member, however many members a frame repeats.
+	name [smallFieldBytes]byte
+	tok  [maxNumberLen + 1]byte
+}
+
+// memberNames are the members the runner writes; memberName returns one of
+// these (or unknownMember), never a string built from the frame.
+var memberNames = []string{"id", "status", "stdout", "stderr", "stdout_clipped", "stdout_len",
+	"stderr_clipped", "traceback", "exit_code", "execution_count", "stderr_closed"}
+
+const unknownMember = "(unknown member)"
+
+// memberName decodes a member name into the parser's scratch space.
+func (p *wireParser) memberName() (string, error) {
+	if c, err := p.byte(); err != nil || c != '"' {
+		return "", p.fail(err, "frame: expected a string")
+	}
+	n := 0
+	err := p.scanString(func(b []byte) error {
+		if n+len(b) > len(p.name) {
+			return protocolErr(fmt.Sprintf("frame member name exceeds %d bytes", len(p.name)))
+		}
+		n += copy(p.name[n:], b)
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	for _, m := range memberNames {
+		if string(p.name[:n]) == m {
+			return m, nil
+		}
+	}
+	return unknownMember, nil
 }
 
 // fail turns the frame's end into a protocol error saying what was
@@ -143,7 +178,7 @@ func (p *wireParser) members(rep *wireReply) error {
 		if err := p.ws(); err != nil {
 			return err
 		}
-		key, err := p.str(smallFieldBytes, "member name")
+		key, err := p.memberName()
 		if err != nil {
 			return err
 		}
@@ -198,7 +233,7 @@ func (p *wireParser) member(rep *wireReply, key string) (err error) {
 // token reads the run of bytes that can form a JSON number or literal
 // (at most maxNumberLen of them).
 func (p *wireParser) token(key string) (string, error) {
-	var buf [maxNumberLen + 1]byte
+	buf := &p.tok
 	n := 0
 	for {
 		c, err := p.peek()
@@ -218,7 +253,8 @@ func (p *wireParser) token(key string) (string, error) {
 		n++
 		_, _ = p.r.ReadByte()
 	}
-	return string(buf[:n]), nil
+	// A view of the scratch space: callers compare and parse it, never keep it.
+	return unsafeString(buf[:n]), nil
 }
 
 func (p *wireParser) boolean(key string) (bool, error) {
