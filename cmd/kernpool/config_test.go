@@ -109,6 +109,13 @@ ceiling { memory_max = "8GiB" }
 			}
 		}},
 		{name: "unknown isolation", src: "\nisolation = \"vm\"\n", err: []string{"test.hcl:2", "isolation", `"sandbox" or "process"`, `"vm"`}},
+		{name: "result over its budget", src: "output {\n  inline_cap = \"990KB\"\n}\n", err: []string{"inline_cap + 3 x output.stderr_cap", "1000000"}},
+		{name: "spill quota below one spill", src: "output {\n  spill_quota = \"1MB\"\n}\n", err: []string{"spill_quota"}},
+		{name: "spill quota", src: "output {\n  spill_quota = \"64MiB\"\n}\n", check: func(t *testing.T, c *Config) {
+			if c.Output.SpillQuota != 64<<20 {
+				t.Errorf("spill_quota = %d, want %d", c.Output.SpillQuota, 64<<20)
+			}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
