@@ -48,7 +48,7 @@ output {
   inline_cap      = 50000   # bytes of stdout returned inline
   stderr_cap      = 10000   # bytes of stderr returned inline
   spill_cap       = 5000000 # bytes of full stdout kept in the spill file
-  spill_quota     = "20MB"  # bytes one kernel's spill files hold together (oldest go first)
+  # spill_quota   = "20MB"  # bytes one kernel's spill files hold together (default 4 x spill_cap; oldest go first)
 }
 
 # One cgroup per kernel under a pool-owned, marked parent.
