@@ -216,3 +216,21 @@ print(kernpool_tools.search(q="small"))`})
 		t.Fatalf("output %q, want %q", res.Output, want)
 	}
 }
+
+// A daemon's spills do not outlive it: a new pool on the same state dir
+// removes what the previous one left under <state>/spill.
+func TestSpillRootSweptAtStart(t *testing.T) {
+	state := testTempDir(t)
+	stale := filepath.Join(state, "spill", "kdeadbeefdeadbeef")
+	if err := os.MkdirAll(stale, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(stale, "cell_000001_stdout.txt"), []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	newTestPool(t, func(c *Config) { c.StateDir = state })
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Fatalf("a previous daemon's spill dir survived the start: %v", err)
+	}
+	assertOwner(t, filepath.Join(state, "spill"), os.Getuid(), os.Getgid(), fs.ModeDir|0o711)
+}
