@@ -39,7 +39,8 @@
 // secret, Authorization and API-key headers, quoted secret keys in JSON or
 // Python dict dumps, Telegram bot tokens, PEM private keys, database DSN
 // passwords, bare-token URL userinfo and JWTs. Filter.Finish caps stdout
-// and stderr and spills the full (already redacted) stdout to a 0600 file.
+// and stderr and spills the full (already redacted) stdout to a 0640 file
+// (within the kernel's spill quota).
 //
 // Every pass is a hand-written scanner gated on a cheap literal check; Go's
 // RE2 has no look-around, so the reference's boundaries are emulated by
