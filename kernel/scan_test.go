@@ -207,7 +207,8 @@ func TestFrameMemberCapsAndBudget(t *testing.T) {
 	}{
 		{"id over its cap", `{"id":"` + strings.Repeat("1", 65) + `","status":"ok"}`, `"id" exceeds its cap of 64 bytes`, 1 << 30},
 		{"stdout over its cap", `{"id":"1","status":"ok","stdout":"` + big + big + `"}`, `"stdout" exceeds its cap of 4000000 bytes`, 1 << 30},
-		{"repeated member over the budget", `{"id":"1","status":"ok","stdout":"` + big + `","stdout":"` + big + `","stdout":"` + big + `"}`, "memory budget", 5_000_000},
+		{"repeated member", `{"id":"1","status":"ok","stdout":"x","stdout":"` + big + `"}`, `frame repeats member "stdout"`, 1 << 30},
+		{"members over the budget", `{"id":"1","status":"ok","stdout":"` + big + `","stderr":"` + big + `"}`, "memory budget", 3_000_000},
 		{"over-long number", `{"id":"1","status":"ok","exit_code":` + strings.Repeat("9", 40) + `}`, "over-long value", 1 << 30},
 	}
 	for _, c := range cases {

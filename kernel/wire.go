@@ -89,10 +89,11 @@ var memberNames = []string{"id", "status", "stdout", "stderr", "stdout_clipped",
 
 const unknownMember = "(unknown member)"
 
-// memberName decodes a member name into the parser's scratch space.
-func (p *wireParser) memberName() (string, error) {
+// memberName decodes a member name into the parser's scratch space and
+// returns it with its index in memberNames (-1: unknown).
+func (p *wireParser) memberName() (string, int, error) {
 	if c, err := p.byte(); err != nil || c != '"' {
-		return "", p.fail(err, "frame: expected a string")
+		return "", -1, p.fail(err, "frame: expected a string")
 	}
 	n := 0
 	err := p.scanString(func(b []byte) error {
@@ -103,14 +104,14 @@ func (p *wireParser) memberName() (string, error) {
 		return nil
 	})
 	if err != nil {
-		return "", err
+		return "", -1, err
 	}
-	for _, m := range memberNames {
+	for i, m := range memberNames {
 		if string(p.name[:n]) == m {
-			return m, nil
+			return m, i, nil
 		}
 	}
-	return unknownMember, nil
+	return unknownMember, -1, nil
 }
 
 // fail turns the frame's end into a protocol error saying what was
@@ -172,13 +173,20 @@ func (p *wireParser) members(rep *wireReply) error {
 	if ok, err := p.expect('}', "frame: unterminated object"); ok || err != nil {
 		return err
 	}
+	var seen uint32 // known members decoded so far: the runner never repeats one
 	for {
 		if err := p.ws(); err != nil {
 			return err
 		}
-		key, err := p.memberName()
+		key, idx, err := p.memberName()
 		if err != nil {
 			return err
+		}
+		if idx >= 0 {
+			if seen&(1<<idx) != 0 {
+				return protocolErr("frame repeats member " + quote(key))
+			}
+			seen |= 1 << idx
 		}
 		if ok, err := p.expect(':', "frame: unterminated object"); err != nil || !ok {
 			return p.fail(err, "frame: expected ':' after member "+quote(key))

@@ -68,7 +68,7 @@ func underAttack(t *testing.T, p *Pool, attack func()) int64 {
 		t.Errorf("bystander during the attack: %d served, failures %q", served, failed)
 	}
 	t.Logf("daemon peak RSS growth during the attack: %.1f MiB; bystander cells served meanwhile: %d", float64(growth)/(1<<20), served)
-	if growth > maxAttackGrowth {
+	if growth > maxAttackGrowth && !memtest.RaceEnabled {
 		t.Errorf("daemon peak RSS grew by %d bytes, over the %d bound", growth, maxAttackGrowth)
 	}
 	return growth

@@ -29,10 +29,10 @@ const (
 )
 
 // A cell that forges reply frames with the real sentinel: a 60 MB claim is
-// refused from its header, and a frame under the limit that repeats its
-// largest member passes the kernel's memory budget; either way the kernel
-// is killed, the result says why in plain words, the daemon's memory stays
-// flat and other owners are served throughout.
+// refused from its header, and a frame under the limit with every member
+// at its cap that then repeats one is refused at the repeat; either way
+// the kernel is killed, the result says why in plain words, the daemon's
+// memory stays bounded and other owners are served throughout.
 func TestHostileForgedFrames(t *testing.T) {
 	testenv.RequirePython(t)
 	cases := []struct {
@@ -44,12 +44,12 @@ chunk = b"x" * (1 << 20)
 for _ in range(60):
     os.write(1, chunk)
 `, "a reply frame of 60000000 bytes exceeds the 12397312-byte limit"},
-		{"repeated member over the budget", findSentinel + `
-big = b'"' + b"x" * 3_900_000 + b'"'
-body = b'{"id":"1","status":"ok","stdout":' + big + b',"stdout":' + big + b',"stdout":' + big + b'}'
+		{"members at their caps, then repeated", findSentinel + `
+big = b'"' + b"x" * 4_000_000 + b'"'
+body = b'{"id":"1","status":"ok","stdout":' + big + b',"stderr":' + big + b',"stdout":' + big + b'}'
 os.write(1, b"\n" + sent + b" " + str(len(body)).encode() + b"\n" + body)
 import time; time.sleep(60)
-`, "memory budget in the daemon"},
+`, `frame repeats member "stdout"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
