@@ -414,3 +414,23 @@ func TestExecRefusesUnusableCwd(t *testing.T) {
 		t.Fatalf("exec with cwd /: %+v", r)
 	}
 }
+
+// kernpool spill prints exactly the spill a result names; a spill that is
+// not there is exit 1, a missing argument exit 2.
+func TestSpillCommand(t *testing.T) {
+	d := startServe(t)
+	r := cli(t, "", "exec", "--socket", d.socket, "--owner", "s", "--json", "print('z' * 60000)")
+	var res pool.Result
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || res.StdoutSpillName == "" {
+		t.Fatalf("exec: %v %+v", err, r)
+	}
+	if got := cli(t, "", "spill", "--socket", d.socket, res.Kernel.ID, res.StdoutSpillName); got.code != 0 || got.stdout != strings.Repeat("z", 60000)+"\n" {
+		t.Fatalf("spill: exit %d, %d bytes, stderr %q", got.code, len(got.stdout), got.stderr)
+	}
+	if got := cli(t, "", "spill", "--socket", d.socket, res.Kernel.ID, "cell_000099_stdout.txt"); got.code != 1 || !strings.Contains(got.stderr, "no spill") {
+		t.Fatalf("missing spill: %+v", got)
+	}
+	if got := cli(t, "", "spill", "--socket", d.socket, res.Kernel.ID); got.code != 2 {
+		t.Fatalf("spill without a name: %+v", got)
+	}
+}
