@@ -53,7 +53,7 @@ func (f *Filter) Finish(stdout, stderr, spillDir string, cell int) (Output, erro
 		o.Warning = truncatedNoSpill("no spill directory")
 		return o, nil
 	}
-	path, err := spill(spillDir, SpillName(cell), capSpill(out, f.p.spillC), f.p.quota)
+	path, err := spill(spillDir, SpillName(cell), capSpill(out, f.p.spillC))
 	if err != nil {
 		o.Warning = truncatedNoSpill(err.Error())
 		return o, nil
@@ -61,6 +61,10 @@ func (f *Filter) Finish(stdout, stderr, spillDir string, cell int) (Output, erro
 	o.SpillPath = path
 	o.Warning = "stdout was truncated (head/tail shown); the cell did run. FULL output (redacted) saved to " +
 		path + " - read it there instead of re-running."
+	if err := enforceQuota(spillDir, SpillName(cell), f.p.quota); err != nil {
+		// The new spill stands; only older ones may now exceed the quota.
+		o.Warning += " (Older spills could not be removed to keep the spill quota: " + err.Error() + ".)"
+	}
 	return o, nil
 }
 

@@ -19,16 +19,15 @@ const (
 // SpillName is the name of cell's spill file inside its spill directory.
 func SpillName(cell int) string { return fmt.Sprintf("%s%06d%s", spillPrefix, cell, spillSuffix) }
 
-// spill writes text to dir/name and returns the path, then removes the
-// oldest spill files of dir until they hold at most quota bytes (never
-// the new one). dir is created 0700 if missing; the daemon normally
+// spill writes text to dir/name and returns the path. dir is created 0700
+// if missing; the daemon normally
 // creates it (<state>/spill/<kernel id>, which no kernel can write).
 // Every step is resolved inside dir's parent through an os.Root, so no
 // symlink can redirect the write: the directory must be a real directory,
 // and the file is created exclusively (O_EXCL, plus O_NOFOLLOW where the
 // platform has it), mode 0640 so that the kernel's group (set by a setgid
 // spill dir) can read it. A failed write removes the partial file.
-func spill(dir, name, text string, quota int64) (string, error) {
+func spill(dir, name, text string) (string, error) {
 	parent, base := filepath.Dir(dir), filepath.Base(dir)
 	root, err := os.OpenRoot(parent)
 	if err != nil {
@@ -60,16 +59,18 @@ func spill(dir, name, text string, quota int64) (string, error) {
 		_ = sub.Remove(name) // leave no partial file behind
 		return "", fmt.Errorf("write spill file: %w", err)
 	}
-	if err := enforceQuota(sub, name, quota); err != nil {
-		return "", err
-	}
 	return filepath.Join(dir, name), nil
 }
 
-// enforceQuota removes the oldest spill files (lowest cell number first)
-// until the spill files left hold at most quota bytes; keep is never
-// removed.
-func enforceQuota(dir *os.Root, keep string, quota int64) error {
+// enforceQuota removes the oldest spill files of dir (lowest cell number
+// first) until the spill files left hold at most quota bytes; keep is
+// never removed. Like spill, it works inside an os.Root of dir.
+func enforceQuota(dirPath, keep string, quota int64) error {
+	dir, err := os.OpenRoot(dirPath)
+	if err != nil {
+		return fmt.Errorf("open spill dir: %w", err)
+	}
+	defer dir.Close()
 	d, err := dir.Open(".")
 	if err != nil {
 		return fmt.Errorf("list spill dir: %w", err)
