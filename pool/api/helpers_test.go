@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -145,6 +146,21 @@ func (d *daemon) raw(tb testing.TB, method, path, body string) (int, http.Header
 		}
 	}
 	return resp.StatusCode, resp.Header, eb
+}
+
+// expect sends one raw request and fails the test unless the answer has
+// status and error code, and its message mentions each of want.
+func (d *daemon) expect(tb testing.TB, method, path, body string, status int, code string, want []string) {
+	tb.Helper()
+	got, _, eb := d.raw(tb, method, path, body)
+	if got != status || eb.Code != code {
+		tb.Fatalf("status %d code %q (%q), want %d %q", got, eb.Code, eb.Error, status, code)
+	}
+	for _, w := range want {
+		if !strings.Contains(eb.Error, w) {
+			tb.Errorf("error %q does not mention %q", eb.Error, w)
+		}
+	}
 }
 
 // exec runs code for owner and fails the test on an API error.

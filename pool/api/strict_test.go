@@ -49,17 +49,7 @@ func TestStrictRequestBodies(t *testing.T) {
 		{"sizes as in the config", `{"code":"1","limits":{"memory_max":"64MiB","pids_max":50,"cpu_max":0.5}}`, 200, "", nil},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			status, _, body := d.raw(t, "POST", "/v1/execute", tt.body)
-			if status != tt.status || body.Code != tt.code {
-				t.Fatalf("status %d code %q (%q), want %d %q", status, body.Code, body.Error, tt.status, tt.code)
-			}
-			for _, w := range tt.wantInMsg {
-				if !strings.Contains(body.Error, w) {
-					t.Errorf("error %q does not mention %q", body.Error, w)
-				}
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { d.expect(t, "POST", "/v1/execute", tt.body, tt.status, tt.code, tt.wantInMsg) })
 	}
 	// Only the one valid request started a kernel.
 	if ks := d.pool.List(); len(ks) != 1 {
