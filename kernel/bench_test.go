@@ -2,6 +2,10 @@ package kernel
 
 import (
 	"context"
+	"errors"
+	"io"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/kernpool/kernpool/internal/testenv"
@@ -50,4 +54,25 @@ func BenchmarkExecWarm(b *testing.B) { benchExec(b, "x=1", "") }
 func BenchmarkExec1MiB(b *testing.B) {
 	b.SetBytes(1 << 20)
 	benchExec(b, "print(s, end='')", "s = 'x' * (1 << 20)")
+}
+
+// BenchmarkDecodeFrame1MiB: the streaming frame decoder on a 1 MiB stdout
+// with an escape every 13 bytes (the dense case), through a scanner's body
+// reader as on the kernel's pipe.
+func BenchmarkDecodeFrame1MiB(b *testing.B) {
+	body := `{"id":"1","status":"ok","stdout":"` + strings.Repeat(`hello world\n`, 1<<16) +
+		`","stderr":"","traceback":"","exit_code":0,"execution_count":1}`
+	in := "\n@@S@@ " + itoa(len(body)) + "\n" + body
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		var epoch atomic.Uint64
+		s := newScanner(strings.NewReader(in), []byte("\n@@S@@ "), " ", &epoch)
+		err := s.run(func([]byte, uint64) {}, func(_ byte, n int64) error {
+			_, err := decodeFrame(s.body(n), &budget{limit: 1 << 30})
+			return err
+		})
+		if !errors.Is(err, io.EOF) {
+			b.Fatal(err)
+		}
+	}
 }
