@@ -150,7 +150,7 @@ func DefaultConfig() *Config {
 		MaxToolCalls:    50,
 		ToolCallTimeout: 120 * time.Second,
 		DrainGrace:      10 * time.Second,
-		Output:          OutputConfig{RedactPatterns: true, InlineCap: 50000, StderrCap: 10000, SpillCap: 5000000},
+		Output:          OutputConfig{RedactPatterns: true, InlineCap: envscrub.DefaultInlineCap, StderrCap: envscrub.DefaultStderrCap, SpillCap: envscrub.DefaultSpillCap},
 		Cgroup:          CgroupConfig{Enabled: true},
 		Users:           UsersConfig{Enabled: true, UIDFirst: 60000, UIDLast: 60999},
 		Profiles:        map[string]Profile{DefaultProfile: defaultProfile()},
