@@ -42,16 +42,18 @@ func (s *Server) serveConn(c net.Conn) {
 			return
 		}
 		s.linesRead.Add(1)
+		blank := !tooLong && len(bytes.TrimSpace(line)) == 0
 		var reply []byte
 		switch {
 		case tooLong:
 			reply = encodeReply("error", MsgInvalidPrefix+invalidTooLong)
-		case len(bytes.TrimSpace(line)) == 0:
-			continue // blank lines are keep-alives, as in the reference
-		default:
+		case !blank:
 			reply = s.handleLine(line)
 		}
 		s.mem.release(cap(line))
+		if blank {
+			continue // blank lines are keep-alives, as in the reference
+		}
 		_ = c.SetWriteDeadline(time.Now().Add(s.cfg.IdleTimeout))
 		if _, err := c.Write(reply); err != nil {
 			s.log.Debug("reply write failed", "error", err)

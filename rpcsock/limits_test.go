@@ -2,7 +2,9 @@ package rpcsock
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestCloseUnblocksReadsAndHandlers: Close returns with a connection parked
@@ -30,5 +32,55 @@ func TestCloseUnblocksReadsAndHandlers(t *testing.T) {
 	}
 	if end := s.BeginCell(&echo{}, 0); end() != 0 {
 		t.Fatal("a cell begun after Close must dispatch nothing")
+	}
+}
+
+// TestMemoryBudgetDropsConnection: two connections' unfinished lines (past
+// the fixed 64 KiB read buffer) share one budget; the one whose line would
+// pass it gets MsgOverBudget and is closed, the other finishes its line and
+// is served, and the budget is free again afterwards.
+func TestMemoryBudgetDropsConnection(t *testing.T) {
+	s := listen(t, Config{Tools: []string{"t"}, MaxLineBytes: 400_000, MemoryBudget: 600_000})
+	end := s.BeginCell(&echo{}, 0)
+	defer end()
+	a, b := newClient(t, s), newClient(t, s)
+	full := req("t", map[string]string{"q": strings.Repeat("a", 300_000)}, s.Token())
+	half := len(full) - 10
+	if _, err := a.c.Write([]byte(full[:half])); err != nil {
+		t.Fatal(err)
+	}
+	// a holds 262,144 bytes once four full 64 KiB reads of it arrived.
+	waitUntil(t, func() bool { return s.mem.held.Load() == 262_144 })
+	// b's fifth 64 KiB read needs its line to grow to 400,001 bytes:
+	// 662,145 in all, over the 600,000 budget.
+	if _, err := b.c.Write([]byte(req("t", map[string]string{"q": strings.Repeat("b", 350_000)}, s.Token()))); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := b.r.ReadString('\n'); err != nil || line != `{"error":"`+MsgOverBudget+`"}`+"\n" {
+		t.Fatalf("b: %q %v, want the over-budget refusal", line, err)
+	}
+	if _, err := b.r.ReadString('\n'); err == nil {
+		t.Fatal("b still open after the refusal")
+	}
+	got, err := a.trySend(full[half:])
+	if err != nil || got["result"] == "" {
+		t.Fatalf("a: %v %v", got, err)
+	}
+	if n := s.overBudget.Load(); n != 1 {
+		t.Fatalf("%d connections dropped over the budget, want 1", n)
+	}
+	if _, err := a.c.Write([]byte("\n\n")); err != nil { // keep-alives hold nothing either
+		t.Fatal(err)
+	}
+	waitUntil(t, func() bool { return s.mem.held.Load() == 0 })
+}
+
+// waitUntil polls cond (tests only) for up to 10 s.
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); !cond(); time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("condition not met within 10 s")
+		}
 	}
 }
