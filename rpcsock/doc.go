@@ -54,9 +54,10 @@
 // becomes "tool handler failed". Blank lines are ignored.
 //
 // Bounds: at most MaxConns (4) connections per kernel; more get
-// {"error": MsgTooManyConns} and are closed unread. Lines are assembled in
-// buffers that grow only as bytes arrive, charged to one MemoryBudget
-// (2 MiB) shared by the kernel's connections; a connection whose line
+// {"error": MsgTooManyConns} and are closed unread. Each connection has a
+// fixed 64 KiB read buffer; longer lines are assembled in buffers that
+// grow only as bytes arrive, charged to one MemoryBudget (2 MiB) shared
+// by the kernel's connections; a connection whose line
 // would pass it gets {"error": MsgOverBudget} and is closed. The stub reads
 // such a reply even when the close broke its send, and raises it as
 // ToolError.
