@@ -76,9 +76,8 @@ profile "default" {
   cpu_max         = 1.0     # cores
   cpu_weight      = 100
   passthrough     = []
-  network         = true
-  pid_namespace   = false
-  private_tmp     = false
+  network         = false   # true: the host network; false: own netns, only loopback
+  tmp_size        = "64MiB" # each private /tmp, /var/tmp, /dev/shm (counts as memory)
 }
 
 # An example of a tighter mode (not a default).
@@ -87,9 +86,7 @@ profile "untrusted" {
   pids_max      = 32
   cpu_max       = 0.5
   network       = false
-  pid_namespace = true
-  # private_tmp = true  # needs the kernel init step (issue 9, part A); until
-                        # it lands, setting it refuses to start.
+  tmp_size      = "16MiB"
 }
 
 # Per-request limit overrides may not exceed these.

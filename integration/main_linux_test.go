@@ -32,7 +32,8 @@ func run(m *testing.M) int {
 		}
 		defer os.RemoveAll(dir)
 		kernpoolBin = filepath.Join(dir, "kernpool")
-		build := exec.Command("go", "build", "-o", kernpoolBin, "github.com/kernpool/kernpool/cmd/kernpool")
+		// Both binaries, as installed: the daemon runs kernpool-init beside it.
+		build := exec.Command("go", "build", "-o", dir+"/", "github.com/kernpool/kernpool/cmd/kernpool", "github.com/kernpool/kernpool/cmd/kernpool-init")
 		build.Stdout, build.Stderr = os.Stderr, os.Stderr
 		if err := build.Run(); err != nil {
 			fmt.Fprintln(os.Stderr, "integration: building ./cmd/kernpool failed:", err)

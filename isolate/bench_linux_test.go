@@ -2,8 +2,11 @@ package isolate
 
 import (
 	"bufio"
+	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -190,4 +193,94 @@ func readFile(b *testing.B, p string) string {
 		b.Fatal(err)
 	}
 	return string(d)
+}
+
+// buildInit builds cmd/kernpool-init, the small init binary.
+func buildInit(b *testing.B) string {
+	b.Helper()
+	bin := filepath.Join(b.TempDir(), "kernpool-init")
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "github.com/kernpool/kernpool/cmd/kernpool-init")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("build kernpool-init: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// BenchmarkColdStart: request to first result of a whole sandboxed kernel
+// (uid, cgroup with limits, kernel.Start, first cell `x=1`) with the
+// kernel init step (namespaces, private tmpfs, /proc, seccomp) through the
+// small kernpool-init binary, the same through the re-executed test binary,
+// and without the init step; teardown runs outside the timer. "paired"
+// starts one kernel with and one without the init step per iteration, in
+// alternating order, and reports both means and their difference: on a
+// shared, loaded host the paired difference is the figure to trust.
+func BenchmarkColdStart(b *testing.B) {
+	testenv.RequireRoot(b)
+	testenv.RequireCgroupMode(b, cgroup.DetectMode(""), cgroup.ModeLegacy, cgroup.ModeHybrid, cgroup.ModeUnified)
+	testenv.RequirePython(b)
+	small := buildInit(b)
+	for _, c := range []struct {
+		name string
+		init bool
+		path string
+	}{{"init", true, small}, {"init-reexec", true, ""}, {"noinit", false, ""}} {
+		b.Run(c.name, func(b *testing.B) {
+			iso := newIso(b, func(cfg *Config) { cfg.InitStep, cfg.InitPath = c.init, c.path })
+			for b.Loop() {
+				coldStart(b, iso)
+			}
+		})
+	}
+	b.Run("paired", func(b *testing.B) {
+		with := newIso(b, func(cfg *Config) { cfg.InitPath = small })
+		without := newIso(b, func(cfg *Config) { cfg.InitStep = false })
+		var tWith, tWithout time.Duration
+		n := 0
+		for b.Loop() {
+			order := []*Isolator{with, without}
+			if n%2 == 1 {
+				order[0], order[1] = without, with
+			}
+			for _, iso := range order {
+				d := coldStart(b, iso)
+				if iso == with {
+					tWith += d
+				} else {
+					tWithout += d
+				}
+			}
+			n++
+		}
+		b.ReportMetric(float64(tWith.Nanoseconds())/float64(n), "init-ns/op")
+		b.ReportMetric(float64(tWithout.Nanoseconds())/float64(n), "noinit-ns/op")
+		b.ReportMetric(float64((tWith-tWithout).Nanoseconds())/float64(n), "delta-ns/op")
+	})
+}
+
+// coldStart starts one kernel in a new sandbox of iso, runs `x=1` and
+// returns the time from the request to the result; the teardown is not
+// timed.
+func coldStart(b *testing.B, iso *Isolator) time.Duration {
+	ctx := context.Background()
+	t0 := time.Now()
+	id := kernelID(b)
+	sb, err := iso.NewSandbox(id, "alice", "default", Limits{MemoryMax: 256 << 20, PidsMax: 64})
+	if err != nil {
+		b.Fatal(err)
+	}
+	k, err := kernel.Start(ctx, kernel.Spec{
+		ID: id, Interpreter: testenv.Python, StateDir: iso.cfg.StateDir,
+		Env: []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}, Sandbox: sb,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := k.Exec(ctx, kernel.Cell{Code: "x=1"}); err != nil {
+		b.Fatal(err)
+	}
+	d := time.Since(t0)
+	b.StopTimer()
+	_ = k.Kill()
+	b.StartTimer()
+	return d
 }

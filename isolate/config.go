@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime"
 	"sort"
 	"strings"
 
@@ -67,6 +68,17 @@ type Config struct {
 	Rlimits []Rlimit
 	// NoNewPrivs makes the runner set PR_SET_NO_NEW_PRIVS before user code.
 	NoNewPrivs bool
+	// InitStep starts every kernel through the kernel init step (package
+	// kinit): own mount, pid, ipc, uts and network namespaces, private
+	// tmpfs on /tmp, /var/tmp and /dev/shm, a fresh /proc, umask 077 and a
+	// seccomp filter, all before user code. Linux only; needs root.
+	// DefaultConfig sets it when the daemon is root on Linux. New fails
+	// (never degrades) when the init step does not work on this host.
+	InitStep bool
+	// InitPath is the executable re-executed as the init step; it must call
+	// kinit.Main first thing in main. Default "/proc/self/exe": the running
+	// binary, even after its file was replaced on disk.
+	InitPath string
 	// StateDir is the daemon's state directory (holds kernels/<id> staging
 	// dirs); it also marks the pool's cgroups. Required.
 	StateDir string
@@ -80,14 +92,26 @@ type Profile struct {
 	// memory+swap total; equal to Limit when unset, i.e. no swap),
 	// Pids.Limit, CPU.Quota/Period and CPU.Shares (weight).
 	Resources *specs.LinuxResources
-	// NoNetwork gives the kernel its own empty network namespace (only a
-	// down loopback). Unix sockets (the tool RPC) still work.
+	// Network keeps the host network for kernels of this profile. Without
+	// it, under InitStep, a kernel gets its own network namespace with only
+	// loopback up: it reaches nothing outside, and no other kernel's
+	// loopback or abstract sockets. Unix sockets by path (the tool RPC)
+	// still work.
+	Network bool
+	// TmpSize is the size in bytes of each of the kernel's private /tmp,
+	// /var/tmp and /dev/shm (InitStep; 0: 64 MiB). Their pages count
+	// against the kernel's memory limit.
+	TmpSize int64
+	// NoNetwork, without InitStep, gives the kernel an empty network
+	// namespace (loopback down). Under InitStep the network namespace is
+	// the default and Network opts out of it.
 	NoNetwork bool
-	// PIDNamespace gives the kernel its own pid namespace (it is pid 1 there).
+	// PIDNamespace, without InitStep, gives the kernel its own pid
+	// namespace (it is pid 1 there, with the host's /proc). Under InitStep
+	// every kernel has one, with its own /proc and an init reaping orphans.
 	PIDNamespace bool
-	// PrivateTmp asks for a private /tmp mount. Unsupported until the
-	// kernel init step exists (issue 9 part A): Go cannot mount between
-	// fork and exec; every kernel already has its own TMPDIR.
+	// PrivateTmp asks for private /tmp, /var/tmp and /dev/shm: always the
+	// case under InitStep; refused without it (only the init step can mount).
 	PrivateTmp bool
 }
 
@@ -122,6 +146,7 @@ func DefaultConfig(stateDir string) Config {
 		Profiles:      map[string]Profile{DefaultProfile: {Resources: LimitsResources(Limits{MemoryMax: 1 << 30, PidsMax: 512})}},
 		UIDRange:      [2]int{60000, 60999},
 		RunAsUser:     os.Geteuid() == 0,
+		InitStep:      os.Geteuid() == 0 && runtime.GOOS == "linux",
 		Rlimits:       []Rlimit{{Name: "core"}, {Name: "nofile", Soft: 1024, Hard: 1024}},
 		NoNewPrivs:    true,
 		StateDir:      stateDir,
@@ -289,6 +314,9 @@ func (c *Config) validate() error {
 	if _, err := kernel.ParseIsolationMode(string(c.Isolation)); err != nil {
 		return fmt.Errorf("%w: %v", ErrBadConfig, err)
 	}
+	if c.InitStep && runtime.GOOS != "linux" {
+		return fmt.Errorf("%w: the kernel init step (namespaces, private tmpfs, seccomp) exists only on Linux: %w", ErrBadConfig, ErrUnsupported)
+	}
 	if c.RunAsUser && (c.UIDRange[0] <= 0 || c.UIDRange[1] < c.UIDRange[0]) {
 		return fmt.Errorf("%w: UIDRange %d-%d: want 0 < first <= last", ErrBadConfig, c.UIDRange[0], c.UIDRange[1])
 	}
@@ -297,8 +325,11 @@ func (c *Config) validate() error {
 		if l.MemoryMax < 0 || l.PidsMax < 0 || l.CPUMax < 0 {
 			return fmt.Errorf("%w: profile %q has a negative limit", ErrBadConfig, name)
 		}
-		if p.PrivateTmp {
-			return fmt.Errorf("%w: profile %q: private /tmp needs the kernel init step (a mount between fork and exec, which Go's exec cannot do; each kernel already has its own TMPDIR): %w", ErrBadConfig, name, ErrUnsupported)
+		if p.TmpSize < 0 {
+			return fmt.Errorf("%w: profile %q has a negative tmp_size", ErrBadConfig, name)
+		}
+		if p.PrivateTmp && !c.InitStep {
+			return fmt.Errorf("%w: profile %q: private /tmp needs the kernel init step (Linux, a root daemon): %w", ErrBadConfig, name, ErrUnsupported)
 		}
 	}
 	for _, r := range c.Rlimits {

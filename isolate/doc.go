@@ -2,9 +2,13 @@
 // confinement around it: its own process group, death with the daemon
 // (Pdeathsig), rlimits and no_new_privs (applied by the runner before user
 // code), an unprivileged uid/gid per live kernel (or per owner) when the
-// daemon is root, optional network and pid namespaces, and a cgroup (package
-// cgroup) holding its limits. Isolator is the pool's SandboxFactory; Sandbox
-// implements kernel.Sandbox.
+// daemon is root, and a cgroup (package cgroup) holding its limits. On
+// Linux with a root daemon every kernel starts through the kernel init step
+// (package kinit, Config.InitStep): its own mount, pid, ipc, uts and network
+// namespaces, private tmpfs on /tmp, /var/tmp and /dev/shm, a fresh /proc
+// and a seccomp filter (compiled here, seccomp_linux.go), all before user
+// code; New probes it (ProbeInit) and fails rather than run with less.
+// Isolator is the pool's SandboxFactory; Sandbox implements kernel.Sandbox.
 //
 // It fails closed: in sandbox mode (Config.Isolation, the default) New
 // refuses with ErrIsolation when kernels would get less than the

@@ -15,10 +15,16 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kernpool/kernpool/internal/testenv"
+	"github.com/kernpool/kernpool/isolate/kinit"
 	"github.com/kernpool/kernpool/kernel"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain doubles as the kernel init step: kernels started by these tests
+// re-execute this test binary (/proc/self/exe) as their init.
+func TestMain(m *testing.M) {
+	kinit.Main()
+	goleak.VerifyTestMain(m)
+}
 
 // stateDir is a state dir kernel uids can traverse (0711 up to /tmp).
 func stateDir(t testing.TB) string {

@@ -24,6 +24,9 @@ type Isolator struct {
 	uids     *uidPool        // nil: kernels keep the daemon's uid
 	facts    initFacts
 	report   Report
+	useInit  bool     // kernels start through the init step (it works here)
+	seccomp  [][]byte // compiled filters the init step loads
+	initPath string   // the init step's binary (ResolveInitPath)
 	oomKills atomic.Int64
 	mu       sync.Mutex
 	closed   bool
@@ -84,12 +87,31 @@ func New(cfg Config) (*Isolator, error) {
 	return i, nil
 }
 
+// checkNamespaces prepares the namespaces the configuration asks for:
+// under a working init step (probed in New) its seccomp filters; else the
+// older per-profile clone flags, which need root. A failed init step is a
+// Lost protection (New's caller decides through enforce).
 func (i *Isolator) checkNamespaces(root bool) error {
 	names := make([]string, 0, len(i.cfg.Profiles))
 	for n := range i.cfg.Profiles {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	if i.facts.Works {
+		var err error
+		if i.seccomp, err = compileSeccomp(); err != nil {
+			return err
+		}
+		i.useInit, i.initPath = true, i.facts.Path
+		i.report.InitStep, i.report.InitPath, i.report.Seccomp = true, i.initPath, true
+		i.report.Namespaces = []string{"mnt", "pid", "ipc", "uts"}
+		for _, n := range names {
+			if !i.cfg.Profiles[n].Network {
+				i.report.Namespaces = append(i.report.Namespaces, "net (profile "+n+")")
+			}
+		}
+		return nil
+	}
 	for _, n := range names {
 		p := i.cfg.Profiles[n]
 		if (p.NoNetwork || p.PIDNamespace) && !root {

@@ -93,8 +93,8 @@ func TestScrubRemovesOnlyTheUIDsFiles(t *testing.T) {
 	}
 }
 
-// A sandbox reports the limits its cgroup really has, the kernel's uid and
-// its profile's network.
+// A sandbox reports the limits its cgroup really has, the kernel's uid,
+// its profile's network, and the init step's namespaces and seccomp.
 func TestSandboxIsolationMatchesTheCgroup(t *testing.T) {
 	testenv.RequireCgroupMode(t, cgroup.DetectMode(""), cgroup.ModeLegacy, cgroup.ModeHybrid, cgroup.ModeUnified)
 	iso := newIso(t, func(c *Config) {
@@ -106,8 +106,9 @@ func TestSandboxIsolationMatchesTheCgroup(t *testing.T) {
 	}
 	defer sb.Release()
 	is := sb.Isolation()
-	want := kernel.Isolation{Mode: kernel.IsolationSandbox, UID: sb.UID(), Namespaces: []string{"net"}, MemoryMax: 96 << 20, PidsMax: 40, CPUMax: 0.25}
-	if is.Mode != want.Mode || is.UID != want.UID || is.UID < 60000 || is.Network || strings.Join(is.Namespaces, ",") != "net" ||
+	want := kernel.Isolation{Mode: kernel.IsolationSandbox, UID: sb.UID(), Namespaces: []string{"ipc", "mnt", "net", "pid", "uts"}, Seccomp: true,
+		MemoryMax: 96 << 20, PidsMax: 40, CPUMax: 0.25}
+	if is.Mode != want.Mode || is.UID != want.UID || is.UID < 60000 || is.Network || strings.Join(is.Namespaces, ",") != "ipc,mnt,net,pid,uts" || !is.Seccomp ||
 		is.MemoryMax != want.MemoryMax || is.PidsMax != want.PidsMax || is.CPUMax != want.CPUMax {
 		t.Errorf("isolation = %+v, want %+v", is, want)
 	}
@@ -127,7 +128,10 @@ func TestSandboxIsolationMatchesTheCgroup(t *testing.T) {
 func TestProcessModeKillWaitsForTheGroup(t *testing.T) {
 	testenv.RequireRoot(t)
 	testenv.RequirePython(t)
-	iso := newIso(t, func(c *Config) { c.CgroupEnabled, c.RunAsUser, c.Isolation = false, false, kernel.IsolationProcess })
+	// Without the init step too: a kernel that is nothing but its group.
+	iso := newIso(t, func(c *Config) {
+		c.CgroupEnabled, c.RunAsUser, c.Isolation, c.InitStep = false, false, kernel.IsolationProcess, false
+	})
 	if a := iso.Report().Allows(); !strings.Contains(a, "own uid 0") || !strings.Contains(a, "signal and kill each other") {
 		t.Errorf("Allows() = %q", a)
 	}

@@ -8,18 +8,15 @@ import (
 	"github.com/kernpool/kernpool/kernel"
 )
 
-// initFacts is what the kernel init step (issue 9, part A) gives every
+// initFacts is what the kernel init step (package kinit) gives every
 // kernel on this host. It is THE one place the init step's host probe
-// plugs in: probeInit fills it, and everything else (the fail-closed check
-// in New, each kernel's Isolation(), the doctor report) reads it. Until
-// the init step exists, kernels get only the namespaces their profile asks
-// for through SysProcAttr (net, pid) and no seccomp filter.
-//
-// With part A's ProbeInit, probeInit becomes: on error, {Probed: true,
-// Why: err.Error() + the fix}; else {Probed: true, Works: true,
-// Namespaces: mnt, ipc, uts, pid (net follows the profile's network),
-// Seccomp: true}. A failed probe is then a Lost protection, which sandbox
-// mode refuses and process mode reports.
+// plugs in: probeInit (ProbeInit under Config.InitStep) fills it, and
+// everything else (the fail-closed check in New, each kernel's
+// Isolation(), the doctor report) reads it. A failed probe is a Lost
+// protection, which sandbox mode refuses and process mode reports; then,
+// and without InitStep, kernels get only the namespaces their profile asks
+// for through SysProcAttr (net, pid) and no seccomp filter. Once a kernel
+// started, its Isolation() reports what its own init saw.
 type initFacts struct {
 	// Probed: an init step exists and was probed on this host.
 	Probed bool
@@ -32,10 +29,19 @@ type initFacts struct {
 	Namespaces []string
 	// Seccomp: the init step installs the seccomp filter.
 	Seccomp bool
+	// Path is the binary run as each kernel's init (ResolveInitPath).
+	Path string
 }
 
-// probeInit probes the kernel init step. Part A replaces this body.
-func probeInit(Config) initFacts { return initFacts{} }
+// hostNetwork says whether kernels of profile p share the host's network:
+// under a working init step unless p.Network opts in, else unless
+// p.NoNetwork asks for a namespace.
+func (f initFacts) hostNetwork(p Profile) bool {
+	if f.Works {
+		return p.Network
+	}
+	return !p.NoNetwork
+}
 
 // namespacesFor lists the namespaces a kernel of profile p gets: the init
 // step's, plus the ones p asks for, sorted and without duplicates.
@@ -44,10 +50,10 @@ func (f initFacts) namespacesFor(p Profile) []string {
 	for _, n := range f.Namespaces {
 		set[n] = true
 	}
-	if p.NoNetwork {
+	if !f.hostNetwork(p) {
 		set["net"] = true
 	}
-	if p.PIDNamespace {
+	if p.PIDNamespace && !f.Works {
 		set["pid"] = true
 	}
 	out := make([]string, 0, len(set))
@@ -112,7 +118,7 @@ func profileReports(cfg Config, facts initFacts, uid int) map[string]kernel.Isol
 		l := profileLimits(p.Resources)
 		out[name] = kernel.Isolation{
 			Mode: cfg.isolationMode(), UID: uid, Namespaces: facts.namespacesFor(p), Seccomp: facts.Seccomp,
-			MemoryMax: l.MemoryMax, PidsMax: l.PidsMax, CPUMax: l.CPUMax, Network: !p.NoNetwork,
+			MemoryMax: l.MemoryMax, PidsMax: l.PidsMax, CPUMax: l.CPUMax, Network: facts.hostNetwork(p),
 		}
 	}
 	return out

@@ -42,10 +42,15 @@ type Report struct {
 	// NoNewPrivs and Rlimits are applied by the runner before user code.
 	NoNewPrivs bool
 	Rlimits    string
-	// Namespaces lists the namespaces profiles ask for (e.g. "net (profile x)").
+	// Namespaces lists the namespaces kernels get (e.g. "net (profile x)").
 	Namespaces []string
 	// Seccomp: kernels run under the init step's seccomp filter.
 	Seccomp bool
+	// InitStep: kernels start through the kernel init step (kinit), which
+	// ProbeInit showed working on this host.
+	InitStep bool
+	// InitPath is the binary run as each kernel's init.
+	InitPath string
 	// Profiles is what a kernel of each mode gets (uid -1: one from the
 	// range, or the daemon's; limits as configured, before per-request
 	// overrides), by mode name.
@@ -106,6 +111,11 @@ func (r Report) String() string {
 	w("no_new_privs", fmt.Sprint(r.NoNewPrivs))
 	w("rlimits", orNone(r.Rlimits))
 	w("namespaces", orNone(strings.Join(r.Namespaces, ", ")))
+	if r.InitStep {
+		w("init step", r.InitPath+": private /tmp, /var/tmp, /dev/shm; own /proc; umask 077; orphans reaped")
+	} else {
+		w("init step", "off: kernels share /tmp, /dev/shm, SysV IPC, the network and /proc with the host")
+	}
 	if r.Swept > 0 {
 		w("crash recovery", fmt.Sprintf("swept %d leftover kernel group(s)", r.Swept))
 	}

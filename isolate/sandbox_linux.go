@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -34,6 +35,7 @@ type Sandbox struct {
 	isolation kernel.Isolation
 
 	mu       sync.Mutex
+	init     *initStep // nil without the init step
 	cgfd     *os.File
 	pid      int
 	released bool
@@ -44,9 +46,12 @@ type Sandbox struct {
 var _ kernel.Sandbox = (*Sandbox)(nil)
 
 // Prepare sets the child's process attributes (own process group,
-// Pdeathsig, credentials with no supplementary groups, namespaces, the v2
-// cgroup fd), appends the runner's KERNPOOL_* variables, and gives the
-// staging tree and the group files the kernel writes to its uid.
+// Pdeathsig, the v2 cgroup fd, namespaces) and gives the staging tree and
+// the group files the kernel writes to its uid. Under the init step it
+// wraps cmd in the kernel init (package kinit), which applies the rest
+// before it forks the interpreter; otherwise the credentials go on cmd and
+// the runner's KERNPOOL_* variables carry rlimits, no_new_privs and v1
+// placement.
 func (s *Sandbox) Prepare(cmd *exec.Cmd, staging string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -60,10 +65,33 @@ func (s *Sandbox) Prepare(cmd *exec.Cmd, staging string) error {
 	a := cmd.SysProcAttr
 	a.Pdeathsig = syscall.SIGKILL
 	if s.uid >= 0 {
-		a.Credential = &syscall.Credential{Uid: uint32(s.uid), Gid: uint32(s.gid), Groups: []uint32{}}
 		if err := chownTree(staging, s.uid, s.gid); err != nil {
 			return fmt.Errorf("isolate: prepare %s: chown staging: %w", s.id, err)
 		}
+	}
+	var env, placement []string
+	if s.group != nil {
+		var err error
+		if placement, err = s.prepareGroup(a, &env); err != nil {
+			return fmt.Errorf("isolate: prepare %s: %w", s.id, err)
+		}
+	}
+	if s.iso.useInit {
+		cmd.Env = append(cmd.Env, env...)
+		if err := s.wrapInit(cmd, staging, placement); err != nil {
+			return fmt.Errorf("isolate: prepare %s: %w", s.id, err)
+		}
+		return nil
+	}
+	s.prepareDirect(a, &env, placement)
+	cmd.Env = append(cmd.Env, env...)
+	return nil
+}
+
+// prepareDirect confines a kernel started without the init step.
+func (s *Sandbox) prepareDirect(a *syscall.SysProcAttr, env *[]string, placement []string) {
+	if s.uid >= 0 {
+		a.Credential = &syscall.Credential{Uid: uint32(s.uid), Gid: uint32(s.gid), Groups: []uint32{}}
 	}
 	if s.profile.NoNetwork {
 		a.Cloneflags |= syscall.CLONE_NEWNET
@@ -71,30 +99,24 @@ func (s *Sandbox) Prepare(cmd *exec.Cmd, staging string) error {
 	if s.profile.PIDNamespace {
 		a.Cloneflags |= syscall.CLONE_NEWPID
 	}
-	var env []string
-	if s.group != nil {
-		if err := s.prepareGroup(a, &env); err != nil {
-			return fmt.Errorf("isolate: prepare %s: %w", s.id, err)
-		}
+	if len(placement) > 0 {
+		*env = append(*env, kernel.EnvCgroupProcs+"="+strings.Join(placement, string(os.PathListSeparator)))
 	}
 	if rl := rlimitEnv(s.iso.cfg.Rlimits); rl != "" {
-		env = append(env, kernel.EnvRlimits+"="+rl)
+		*env = append(*env, kernel.EnvRlimits+"="+rl)
 	}
 	if s.iso.cfg.NoNewPrivs {
-		env = append(env, kernel.EnvNoNewPrivs+"=1")
+		*env = append(*env, kernel.EnvNoNewPrivs+"=1")
 	}
-	cmd.Env = append(cmd.Env, env...)
-	return nil
 }
 
-func (s *Sandbox) prepareGroup(a *syscall.SysProcAttr, env *[]string) error {
+// prepareGroup chowns the group, sets the v2 cgroup fd and the runner's
+// kill file; it returns the v1 cgroup.procs files to place the kernel in.
+func (s *Sandbox) prepareGroup(a *syscall.SysProcAttr, env *[]string) ([]string, error) {
 	if s.uid >= 0 {
 		if err := s.group.Chown(s.uid, s.gid); err != nil {
-			return err
+			return nil, err
 		}
-	}
-	if files := s.group.PlacementFiles(); len(files) > 0 {
-		*env = append(*env, kernel.EnvCgroupProcs+"="+strings.Join(files, string(os.PathListSeparator)))
 	}
 	// v2, and a hybrid host's cgroup2 mount: clone straight into the group.
 	f, err := s.group.OpenFD()
@@ -106,26 +128,34 @@ func (s *Sandbox) prepareGroup(a *syscall.SysProcAttr, env *[]string) error {
 		s.cgfd = f
 		a.UseCgroupFD, a.CgroupFD = true, int(f.Fd())
 	case !errors.Is(err, cgroup.ErrUnsupported):
-		return err
+		return nil, err
 	}
 	if kf := s.group.KillFile(); kf != "" {
 		*env = append(*env, kernel.EnvCgroupKill+"="+kf)
 	}
-	return nil
+	return s.group.PlacementFiles(), nil
 }
 
-// Started records the kernel's pid and closes the cgroup fd.
+// Started records the kernel's pid and closes the cgroup fd. Under the
+// init step it waits for the init's report: an init that could not apply
+// a namespace, a mount or the seccomp filter fails the start (fail closed).
 func (s *Sandbox) Started(pid int) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.pid = pid
 	_ = s.pg.Started(pid)
+	var err error
 	if s.cgfd != nil {
-		err := s.cgfd.Close()
+		err = s.cgfd.Close()
 		s.cgfd = nil
-		if err != nil {
-			return fmt.Errorf("isolate: started %s: %w", s.id, err)
-		}
+	}
+	st := s.init
+	s.mu.Unlock()
+	if err == nil && st != nil {
+		// Unlocked: Kill must stay possible while the init sets up.
+		err = st.awaitInit()
+	}
+	if err != nil {
+		return fmt.Errorf("isolate: started %s: %w", s.id, err)
 	}
 	return nil
 }
@@ -188,6 +218,10 @@ func (s *Sandbox) Release() (kernel.Verdict, error) {
 			clean = false
 		}
 	}
+	if s.init != nil && s.init.status != nil {
+		s.verdict.Reported, s.verdict.ExitCode, s.verdict.Signal = s.init.exitStatus()
+		s.closeInit()
+	}
 	if s.uid >= 0 {
 		if clean {
 			s.iso.uids.release(s.uid)
@@ -241,10 +275,16 @@ func (s *Sandbox) Stats() (kernel.Stats, error) {
 // UID is the uid the kernel runs as (-1: the daemon's own).
 func (s *Sandbox) UID() int { return s.uid }
 
-// Isolation reports what is enforced for the kernel (fixed at NewSandbox).
+// Isolation reports what is enforced for the kernel: fixed at NewSandbox,
+// and once the kernel's init reported, its namespaces and seccomp as the
+// init saw them in force.
 func (s *Sandbox) Isolation() kernel.Isolation {
 	is := s.isolation
 	is.Namespaces = append([]string{}, is.Namespaces...)
+	if ns := s.Namespaces(); ns != nil {
+		sort.Strings(ns)
+		is.Namespaces, is.Seccomp = ns, s.Seccomp()
+	}
 	return is
 }
 
@@ -255,7 +295,7 @@ func (s *Sandbox) fillIsolation(want Limits) error {
 	cfg := &s.iso.cfg
 	s.isolation = kernel.Isolation{
 		Mode: cfg.isolationMode(), UID: s.uid, Namespaces: s.iso.facts.namespacesFor(s.profile),
-		Seccomp: s.iso.facts.Seccomp, Network: !s.profile.NoNetwork,
+		Seccomp: s.iso.facts.Seccomp, Network: s.iso.facts.hostNetwork(s.profile),
 	}
 	if s.uid < 0 {
 		s.isolation.UID = os.Geteuid()

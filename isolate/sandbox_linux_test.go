@@ -214,7 +214,7 @@ def try_(f):
     try:
         f()
         return "ALLOWED"
-    except PermissionError:
+    except (PermissionError, FileNotFoundError, ProcessLookupError):  # invisible under the init step
         return "denied"
 print(try_(lambda: os.listdir(%[1]q)))
 print(try_(lambda: open(%[1]q + "/tmp/secret").read()))
@@ -232,12 +232,30 @@ print(try_(lambda: open("/proc/%[3]d/environ").read()))
 func TestNamespaces(t *testing.T) {
 	testenv.RequireRoot(t)
 	testenv.RequirePython(t)
-	iso := newIso(t, func(c *Config) {
-		c.Profiles["sealed"] = Profile{NoNetwork: true, PIDNamespace: true}
-	})
-	k, _ := startKernel(t, iso, "alice", "sealed", Limits{})
-	r := run(t, k, "import os, socket\nprint(os.getpid(), [n for _, n in socket.if_nameindex()])")
-	if got := strings.TrimSpace(r.Stdout); got != "1 ['lo']" {
-		t.Errorf("sealed kernel sees %q, want pid 1 and only lo", got)
+	code := "import os, socket\nprint(os.getpid() == 1, os.getppid() == 1, [n for _, n in socket.if_nameindex()])"
+	cases := []struct {
+		name string
+		edit func(*Config)
+		want string
+	}{
+		// The init is pid 1 and the interpreter's parent; only lo exists.
+		{"init step", nil, "False True ['lo']"},
+		// Without the init the interpreter is pid 1 itself.
+		{"profile flags without the init step", func(c *Config) { c.InitStep = false }, "True False ['lo']"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			iso := newIso(t, func(cfg *Config) {
+				cfg.Profiles["sealed"] = Profile{NoNetwork: true, PIDNamespace: true}
+				if c.edit != nil {
+					c.edit(cfg)
+				}
+			})
+			k, _ := startKernel(t, iso, "alice", "sealed", Limits{})
+			r := run(t, k, code)
+			if got := strings.TrimSpace(r.Stdout); got != c.want {
+				t.Errorf("sealed kernel sees %q, want %q", got, c.want)
+			}
+		})
 	}
 }

@@ -47,3 +47,9 @@ func (s *Sandbox) Isolation() kernel.Isolation {
 
 // ID is the kernel id the sandbox was made for.
 func (s *Sandbox) ID() string { return s.id }
+
+// Namespaces is nil: kernels get no namespaces of their own here.
+func (s *Sandbox) Namespaces() []string { return nil }
+
+// Seccomp is false: there is no seccomp filter here.
+func (s *Sandbox) Seccomp() bool { return false }

@@ -127,3 +127,9 @@ func (s *Sandbox) Isolation() kernel.Isolation {
 
 // ID is the kernel id the sandbox was made for.
 func (s *Sandbox) ID() string { return s.id }
+
+// Namespaces is nil: Windows has no namespaces; the Job Object confines.
+func (s *Sandbox) Namespaces() []string { return nil }
+
+// Seccomp is false: there is no seccomp filter on Windows.
+func (s *Sandbox) Seccomp() bool { return false }

@@ -79,6 +79,12 @@ type Verdict struct {
 	OOMKilled bool
 	// MemoryLimit is the memory limit in bytes (0 when none).
 	MemoryLimit int64
+	// Reported: an init step stood between kernel and the interpreter and
+	// saw how the interpreter ended; ExitCode (-1 when signaled) and Signal
+	// ("SIGKILL") then replace the wait status of the process kernel started.
+	Reported bool
+	ExitCode int
+	Signal   string
 }
 
 // Stats are live resource figures of one kernel, from its cgroup.
@@ -99,9 +105,12 @@ type Sandbox interface {
 	// child starts. It sets cmd.SysProcAttr (process group, credentials,
 	// cgroup fd, namespaces), may append KERNPOOL_* entries to cmd.Env that
 	// the runner consumes before user code (rlimits, self-placement paths),
-	// and chowns the staging dir tree to the kernel's uid.
+	// and chowns the staging dir tree to the kernel's uid. It may wrap cmd
+	// in an init step (cmd.Path, cmd.Args, cmd.ExtraFiles) that execs the
+	// interpreter with cmd's original arguments, directory and environment.
 	Prepare(cmd *exec.Cmd, staging string) error
-	// Started runs right after the child started, with its pid.
+	// Started runs right after the child started, with its pid. An error
+	// (e.g. an init step that could not confine the kernel) fails the start.
 	Started(pid int) error
 	// Kill kills every process of the kernel: the whole cgroup where there is
 	// one, else the process group. Idempotent and safe to call concurrently.

@@ -177,5 +177,8 @@ func deathError(ps *os.ProcessState, waitErr error, v Verdict, stderr string) *D
 		return d
 	}
 	d.ExitCode, d.Signal = exitStatus(ps)
+	if v.Reported { // the init's status only mirrors the interpreter's
+		d.ExitCode, d.Signal = v.ExitCode, v.Signal
+	}
 	return d
 }

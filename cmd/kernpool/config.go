@@ -117,12 +117,18 @@ type Profile struct {
 	CPUWeight uint64
 	// Passthrough names extra variables kernels of this mode keep.
 	Passthrough []string
-	// Network keeps network access (false: an empty network namespace).
+	// Network keeps the host network (false, the default: the kernel's own
+	// network namespace with only loopback up).
 	Network bool
-	// PIDNamespace runs the kernel in its own pid namespace.
+	// PIDNamespace: kept for older configs. Every kernel has its own pid
+	// namespace and /proc under the kernel init step.
 	PIDNamespace bool
-	// PrivateTmp gives the kernel a private /tmp.
+	// PrivateTmp: kept for older configs. Every kernel has private /tmp,
+	// /var/tmp and /dev/shm under the kernel init step.
 	PrivateTmp bool
+	// TmpSize is the size in bytes of each private tmpfs (/tmp, /var/tmp,
+	// /dev/shm; 0: 64 MiB); the pages count against MemoryMax.
+	TmpSize int64
 }
 
 // Ceiling bounds per-request resource overrides.
@@ -159,7 +165,7 @@ func DefaultConfig() *Config {
 }
 
 func defaultProfile() Profile {
-	return Profile{MemoryMax: 512 << 20, PidsMax: 256, CPUMax: 1.0, CPUWeight: 100, Network: true}
+	return Profile{MemoryMax: 512 << 20, PidsMax: 256, CPUMax: 1.0, CPUWeight: 100, TmpSize: 64 << 20}
 }
 
 // LoadConfigFile reads an HCL config file over the defaults. Every problem

@@ -71,6 +71,7 @@ type fileProfile struct {
 	Network       *bool          `hcl:"network,optional"`
 	PIDNamespace  *bool          `hcl:"pid_namespace,optional"`
 	PrivateTmp    *bool          `hcl:"private_tmp,optional"`
+	TmpSize       hcl.Expression `hcl:"tmp_size,optional"`
 }
 
 type fileCeiling struct {
@@ -155,6 +156,7 @@ func (f *fileConfig) applyProfiles(cfg *Config) hcl.Diagnostics {
 		setBool(&p.Network, fp.Network)
 		setBool(&p.PIDNamespace, fp.PIDNamespace)
 		setBool(&p.PrivateTmp, fp.PrivateTmp)
+		diags = append(diags, sizeAttr(fp.TmpSize, "tmp_size", &p.TmpSize)...)
 		cfg.Profiles[fp.Name] = p
 	}
 	return diags

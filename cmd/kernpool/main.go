@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/kernpool/kernpool/isolate/kinit"
 )
 
 // version is the daemon's version, overridable at link time
@@ -50,6 +52,9 @@ func commands() []command {
 }
 
 func main() {
+	// A kernel's init step is this binary re-executed (docs/design.md, "The
+	// sandbox"): it never gets past this line.
+	kinit.Main()
 	e := &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
 	// serve installs its own signal handling (drain, then force); every
 	// other command cancels its context on the first SIGINT/SIGTERM, which

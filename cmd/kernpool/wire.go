@@ -102,6 +102,8 @@ func isolateConfig(cfg *Config, log hclog.Logger) isolate.Config {
 	for name, p := range cfg.Profiles {
 		ic.Profiles[name] = isolate.Profile{
 			Resources:    profileResources(p),
+			Network:      p.Network,
+			TmpSize:      p.TmpSize,
 			NoNetwork:    !p.Network,
 			PIDNamespace: p.PIDNamespace,
 			PrivateTmp:   p.PrivateTmp,
@@ -253,8 +255,8 @@ func doctorReport(ctx context.Context, cfg *Config, interp string) string {
 		cfg.Users.Enabled, cfg.Users.UIDFirst, cfg.Users.UIDLast, cfg.Users.PerOwner)
 	for _, name := range sortedProfileNames(cfg) {
 		p := cfg.Profiles[name]
-		fmt.Fprintf(&b, "profile %-6q memory %s, swap %s, pids %d, cpu %g, weight %d, network %t\n",
-			name, formatLimit(p.MemoryMax), formatSwap(p.MemorySwapMax), p.PidsMax, p.CPUMax, p.CPUWeight, p.Network)
+		fmt.Fprintf(&b, "profile %-6q memory %s, swap %s, pids %d, cpu %g, weight %d, network %t, tmp %s\n",
+			name, formatLimit(p.MemoryMax), formatSwap(p.MemorySwapMax), p.PidsMax, p.CPUMax, p.CPUWeight, p.Network, formatLimit(p.TmpSize))
 	}
 	b.WriteString(isolationReport(ctx, cfg, interp))
 	return b.String()

@@ -18,7 +18,8 @@ build_payload() {
 	: >"$dir/tests.list"
 	export CGO_ENABLED=0
 	vm_log "building kernpool and static test binaries"
-	if ! (cd "$REPO" && go build -o "$dir/bin/kernpool" ./cmd/kernpool) >"$OUT_DIR/build-kernpool.log" 2>&1; then
+	# kernpool-init beside kernpool, as installed: each kernel's init step.
+	if ! (cd "$REPO" && go build -o "$dir/bin/" ./cmd/kernpool ./cmd/kernpool-init) >"$OUT_DIR/build-kernpool.log" 2>&1; then
 		echo "kernpool: go build ./cmd/kernpool failed (see $OUT_DIR/build-kernpool.log)" >>"$OUT_DIR/build.failures"
 	fi
 	for pkg in "$@"; do

@@ -1,0 +1,103 @@
+package kinit
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Arg0 is the argv[0] the daemon gives the re-executed binary; together
+// with EnvConfig it marks a process as a kernel init.
+const Arg0 = "kernpool-init"
+
+// EnvConfig carries the JSON Config to the init, EnvSeccomp its filters
+// (base64 programs joined by commas: a JSON string would cost the init a
+// tenth of a millisecond to scan). The init removes both from the
+// environment the interpreter gets.
+const (
+	EnvConfig  = "KERNPOOL_INIT"
+	EnvSeccomp = "KERNPOOL_INIT_SECCOMP"
+)
+
+// StatusFD is the init's end of the status pipe (the daemon's ExtraFiles[0]).
+const StatusFD = 3
+
+// DefaultTmpSize is the size of each private tmpfs when Config.TmpSize is 0.
+const DefaultTmpSize = 64 << 20
+
+// Config is what the daemon asks the init to do for one kernel.
+type Config struct {
+	// Path, Args and Dir are the interpreter command the init forks.
+	Path string   `json:"path"`
+	Args []string `json:"args"`
+	Dir  string   `json:"dir"`
+	// UID and GID are the kernel's credentials (-1: keep the init's).
+	UID int `json:"uid"`
+	GID int `json:"gid"`
+	// CgroupProcs are v1 cgroup.procs files the init writes "0" into first
+	// (on v2 the daemon already cloned it into the kernel's group).
+	CgroupProcs []string `json:"cgroup_procs,omitempty"`
+	// Rlimits are set before the interpreter starts.
+	Rlimits []Rlimit `json:"rlimits,omitempty"`
+	// Network keeps the host network: the daemon did not give the init a
+	// network namespace of its own, so there is no loopback to bring up.
+	Network bool `json:"network"`
+	// TmpSize is the size in bytes of each private tmpfs (0: DefaultTmpSize).
+	TmpSize int64 `json:"tmp_size"`
+	// Keep are directories (the staging dir, the cwd) that stay visible at
+	// their path when they lie under /tmp, /var/tmp or /dev/shm: they are
+	// bound back into the private tmpfs.
+	Keep []string `json:"keep,omitempty"`
+	// Seccomp are the raw BPF programs (struct sock_filter arrays in native
+	// byte order) the init loads, compiled once by the daemon.
+	Seccomp [][]byte `json:"-"`
+	// Peer is the daemon's pid: the init compares its namespaces with it.
+	Peer int `json:"peer"`
+	// Probe: set everything up, check that the seccomp filter refuses a
+	// new user namespace, report and exit 0 without forking anything.
+	Probe bool `json:"probe,omitempty"`
+}
+
+// Rlimit is one resource limit; Name is lower case without RLIMIT_.
+type Rlimit struct {
+	Name string `json:"name"`
+	Soft uint64 `json:"soft"`
+	Hard uint64 `json:"hard"`
+}
+
+// Env renders c as the EnvConfig and EnvSeccomp entries of the init's
+// environment.
+func (c Config) Env() ([]string, error) {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("encode init config: %w", err)
+	}
+	progs := make([]string, len(c.Seccomp))
+	for i, p := range c.Seccomp {
+		progs[i] = base64.StdEncoding.EncodeToString(p)
+	}
+	return []string{EnvConfig + "=" + string(b), EnvSeccomp + "=" + strings.Join(progs, ",")}, nil
+}
+
+// decode reads the two values Env made.
+func decode(config, seccomp string) (Config, error) {
+	var c Config
+	if err := json.Unmarshal([]byte(config), &c); err != nil {
+		return c, fmt.Errorf("decode init config: %w", err)
+	}
+	for _, p := range strings.Split(seccomp, ",") {
+		if p == "" {
+			continue
+		}
+		prog, err := base64.StdEncoding.DecodeString(p)
+		if err != nil {
+			return c, fmt.Errorf("decode init seccomp: %w", err)
+		}
+		c.Seccomp = append(c.Seccomp, prog)
+	}
+	if c.TmpSize == 0 {
+		c.TmpSize = DefaultTmpSize
+	}
+	return c, nil
+}

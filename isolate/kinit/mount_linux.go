@@ -1,0 +1,141 @@
+package kinit
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// privateDirs get a private tmpfs each. A tenant's files there are
+// invisible to every other kernel and vanish with the kernel's mount
+// namespace; their pages are charged to the kernel's memory cgroup.
+var privateDirs = []string{"/tmp", "/var/tmp", "/dev/shm"}
+
+// keptDir is a directory opened before the private tmpfs hid it.
+type keptDir struct {
+	path string
+	fd   int
+}
+
+// setupMounts makes the mount tree private (nothing propagates back to the
+// host), mounts the private tmpfs, binds the kept directories back and
+// mounts a /proc of the kernel's pid namespace.
+func setupMounts(cfg Config) error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make mounts private: %w", err)
+	}
+	masked, err := maskedDirs()
+	if err != nil {
+		return err
+	}
+	kept, err := openKept(cfg.Keep, masked)
+	defer func() {
+		for _, k := range kept {
+			_ = unix.Close(k.fd)
+		}
+	}()
+	if err != nil {
+		return err
+	}
+	for _, dir := range masked {
+		flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV)
+		if dir == "/dev/shm" {
+			flags |= unix.MS_NOEXEC
+		}
+		opts := "mode=1777,size=" + strconv.FormatInt(cfg.TmpSize, 10)
+		if err := unix.Mount("tmpfs", dir, "tmpfs", flags, opts); err != nil {
+			return fmt.Errorf("mount tmpfs on %s: %w", dir, err)
+		}
+	}
+	for _, k := range kept {
+		if err := bindBack(k); err != nil {
+			return err
+		}
+	}
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount /proc: %w", err)
+	}
+	return nil
+}
+
+// maskedDirs resolves privateDirs (one may be a symlink to another) and
+// skips those that do not exist: there is nothing to share there.
+func maskedDirs() ([]string, error) {
+	var out []string
+	for _, d := range privateDirs {
+		real, err := filepath.EvalSymlinks(d)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("resolve %s: %w", d, err)
+		}
+		dup := false
+		for _, o := range out {
+			dup = dup || o == real
+		}
+		if !dup {
+			out = append(out, real)
+		}
+	}
+	return out, nil
+}
+
+// openKept opens each kept directory that lies under a masked one, by its
+// resolved path, shortest first (so a kept dir inside another is bound
+// after it).
+func openKept(paths, masked []string) ([]keptDir, error) {
+	var kept []keptDir
+	seen := map[string]bool{}
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			return kept, fmt.Errorf("resolve %s: %w", p, err)
+		}
+		if seen[real] || !underAny(real, masked) {
+			continue
+		}
+		seen[real] = true
+		fd, err := unix.Open(real, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return kept, fmt.Errorf("open %s: %w", real, err)
+		}
+		kept = append(kept, keptDir{path: real, fd: fd})
+	}
+	sort.Slice(kept, func(i, j int) bool { return len(kept[i].path) < len(kept[j].path) })
+	return kept, nil
+}
+
+func underAny(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if p == d || strings.HasPrefix(p, d+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// bindBack recreates k's path inside the private tmpfs (parents 0711, root's)
+// and binds the original directory there through its open fd.
+func bindBack(k keptDir) error {
+	if err := os.MkdirAll(filepath.Dir(k.path), 0o711); err != nil {
+		return fmt.Errorf("keep %s: %w", k.path, err)
+	}
+	if err := os.Mkdir(k.path, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("keep %s: %w", k.path, err)
+	}
+	src := "/proc/self/fd/" + strconv.Itoa(k.fd)
+	if err := unix.Mount(src, k.path, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("keep %s: bind: %w", k.path, err)
+	}
+	return nil
+}
