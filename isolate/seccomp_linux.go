@@ -11,27 +11,30 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Denied are the syscalls a kernel may never make (EPERM): the attack
-// surface of most recent kernel privilege escalations (keyrings, eBPF,
-// perf, userfaultfd, io_uring), ways out of the sandbox (mounts, namespace
-// switches, kexec, modules, handle-based opens) and ways into other
-// processes (ptrace, process_vm_*). Names a platform lacks are skipped.
-var Denied = []string{
-	"keyctl", "add_key", "request_key",
-	"bpf", "perf_event_open", "userfaultfd",
-	"io_uring_setup", "io_uring_enter", "io_uring_register",
-	"kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
-	"mount", "umount2", "pivot_root", "chroot", "setns",
-	"open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
-	"open_by_handle_at", "name_to_handle_at",
-	"ptrace", "process_vm_readv", "process_vm_writev",
-	"acct", "swapon", "swapoff", "reboot",
+// DeniedSyscalls are the syscalls a kernel may never make (EPERM): the
+// attack surface of most recent kernel privilege escalations (keyrings,
+// eBPF, perf, userfaultfd, io_uring), ways out of the sandbox (mounts,
+// namespace switches, kexec, modules, handle-based opens) and ways into
+// other processes (ptrace, process_vm_*). Names a platform lacks are
+// skipped. A new slice on every call.
+func DeniedSyscalls() []string {
+	return []string{
+		"keyctl", "add_key", "request_key",
+		"bpf", "perf_event_open", "userfaultfd",
+		"io_uring_setup", "io_uring_enter", "io_uring_register",
+		"kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
+		"mount", "umount2", "pivot_root", "chroot", "setns",
+		"open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
+		"open_by_handle_at", "name_to_handle_at",
+		"ptrace", "process_vm_readv", "process_vm_writev",
+		"acct", "swapon", "swapoff", "reboot",
+	}
 }
 
 // filters are the kernel's seccomp policy, as two filters (the kernel
 // applies the stricter verdict of both):
 //
-//   - the deny filter: Denied, and clone/unshare asking for a new user
+//   - the deny filter: DeniedSyscalls, and clone/unshare asking for a new user
 //     namespace, get EPERM; clone3 gets ENOSYS, because its flags sit in
 //     memory a filter cannot read, so libc falls back to clone, whose flags
 //     it can; everything else is allowed;
@@ -48,7 +51,7 @@ func filters() ([]seccomp.Filter, error) {
 		return nil, fmt.Errorf("seccomp: %w", err)
 	}
 	var deny, all []string
-	for _, name := range Denied {
+	for _, name := range DeniedSyscalls() {
 		if _, ok := info.SyscallNames[name]; ok {
 			deny = append(deny, name)
 		}
