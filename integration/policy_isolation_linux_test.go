@@ -35,7 +35,7 @@ func cgroupFile(id string, names ...string) string {
 func TestIsolationReportIsTrue(t *testing.T) {
 	requireRoot(t)
 	d := StartDaemon(t, Opts{MemoryMax: "64MiB", PidsMax: 64, CPUMax: "0.5",
-		Config: "profile \"sealed\" {\n  network = false\n}\n"})
+		Config: "profile \"open\" {\n  network = true\n}\n"})
 	r := d.Run(t, "alice", "import os\nprint(os.getuid())")
 	is := r.Kernel.Isolation
 	if is == nil {
@@ -44,20 +44,21 @@ func TestIsolationReportIsTrue(t *testing.T) {
 	if is.Mode != "sandbox" || strconv.Itoa(is.UID) != strings.TrimSpace(r.Output) || is.UID < 60000 || is.UID > 60999 {
 		t.Errorf("isolation %+v, kernel runs as uid %s", *is, r.Output)
 	}
-	if is.MemoryMax != 64<<20 || is.PidsMax != 64 || is.CPUMax != 0.5 || !is.Network || is.Namespaces == nil {
-		t.Errorf("isolation %+v, want 64MiB, 64 pids, 0.5 cpu, network, a namespace list", *is)
+	// The default profile has no host network: its own network namespace.
+	if is.MemoryMax != 64<<20 || is.PidsMax != 64 || is.CPUMax != 0.5 || is.Network || !slices.Contains(is.Namespaces, "net") {
+		t.Errorf("isolation %+v, want 64MiB, 64 pids, 0.5 cpu, no network, a net namespace", *is)
 	}
 	mem := cgroupFile(r.Kernel.ID, "memory.max", "memory.limit_in_bytes")
 	pids := cgroupFile(r.Kernel.ID, "pids.max")
 	if mem != strconv.FormatInt(is.MemoryMax, 10) || pids != strconv.FormatInt(is.PidsMax, 10) {
 		t.Errorf("the kernel's cgroup has memory %q pids %q; the report says %d, %d", mem, pids, is.MemoryMax, is.PidsMax)
 	}
-	s := d.RunReq(t, ExecReq{Owner: "alice", Mode: "sealed", Code: "1"})
-	if si := s.Kernel.Isolation; si == nil || si.Network || !slices.Contains(si.Namespaces, "net") {
-		t.Errorf("sealed mode isolation = %+v, want no network and a net namespace", si)
+	s := d.RunReq(t, ExecReq{Owner: "alice", Mode: "open", Code: "1"})
+	if si := s.Kernel.Isolation; si == nil || !si.Network || slices.Contains(si.Namespaces, "net") {
+		t.Errorf("open mode isolation = %+v, want the host network and no net namespace", si)
 	}
 	_, stderr, code := d.CLI(context.Background(), "", "exec", "--mode", "nope", "1")
-	if code == 0 || !strings.Contains(stderr, `mode "nope" is not configured; known modes: default, sealed`) {
+	if code == 0 || !strings.Contains(stderr, `mode "nope" is not configured; known modes: default, open`) {
 		t.Errorf("exec --mode nope: exit %d, stderr %q: want the known modes", code, stderr)
 	}
 	out, _, code := d.CLI(context.Background(), "", "ps", "--json")
@@ -185,7 +186,8 @@ func TestExampleConfigStarts(t *testing.T) {
 	if strings.TrimSpace(r.Output) != "42" || r.Kernel.Isolation == nil || r.Kernel.Isolation.MemoryMax != 512<<20 {
 		t.Errorf("default mode: %+v", r)
 	}
-	u := d.RunReq(t, ExecReq{Owner: "alice", Mode: "untrusted", Code: "import os\nprint(os.getpid())"})
+	// The kernel's parent is its init, pid 1 of its own pid namespace.
+	u := d.RunReq(t, ExecReq{Owner: "alice", Mode: "untrusted", Code: "import os\nprint(os.getppid())"})
 	is := u.Kernel.Isolation
 	if is == nil || is.MemoryMax != 128<<20 || is.PidsMax != 32 || is.Network || !slices.Contains(is.Namespaces, "pid") || strings.TrimSpace(u.Output) != "1" {
 		t.Errorf("untrusted mode: output %q isolation %+v", u.Output, is)

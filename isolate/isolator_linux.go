@@ -112,11 +112,11 @@ func (i *Isolator) checkNamespaces(root bool) error {
 		}
 		return nil
 	}
+	if !root {
+		i.dropNamespaces(names)
+	}
 	for _, n := range names {
 		p := i.cfg.Profiles[n]
-		if (p.NoNetwork || p.PIDNamespace) && !root {
-			return fmt.Errorf("%w: profile %q asks for namespaces, which need the daemon to run as root", ErrUnsupported, n)
-		}
 		if p.NoNetwork {
 			i.report.Namespaces = append(i.report.Namespaces, "net (profile "+n+")")
 		}
@@ -125,6 +125,28 @@ func (i *Isolator) checkNamespaces(root bool) error {
 		}
 	}
 	return nil
+}
+
+// dropNamespaces records, for a daemon that is not root, the namespaces
+// profiles ask for as Lost (CLONE_NEWNET and CLONE_NEWPID need root: sandbox
+// mode then refuses to start, process mode runs without them) and takes
+// them out of this isolator's copy of the profiles, so that kernels start
+// and every report says what they really get.
+func (i *Isolator) dropNamespaces(names []string) {
+	profiles := make(map[string]Profile, len(i.cfg.Profiles))
+	dropped := false
+	for _, n := range names {
+		p := i.cfg.Profiles[n]
+		if p.NoNetwork || p.PIDNamespace {
+			i.report.Lost = append(i.report.Lost, "a network and pid namespace of their own (profile "+n+"; namespaces need a root daemon)")
+			p.NoNetwork, p.PIDNamespace, dropped = false, false, true
+		}
+		profiles[n] = p
+	}
+	if dropped {
+		i.report.Advice = append(i.report.Advice, "run the daemon as root for namespaces")
+	}
+	i.cfg.Profiles = profiles
 }
 
 func (i *Isolator) setupUIDs(root bool) error {
