@@ -83,7 +83,7 @@ func (s *Sandbox) wrapInit(cmd *exec.Cmd, staging string, placement []string) er
 		Path: cmd.Path, Args: cmd.Args, Dir: cmd.Dir, UID: s.uid, GID: s.gid,
 		CgroupProcs: placement, Rlimits: initRlimits(s.iso.cfg.Rlimits),
 		Network: s.profile.Network, TmpSize: s.profile.TmpSize,
-		Keep: []string{staging, cmd.Dir}, Peer: os.Getpid(), Seccomp: s.iso.seccomp,
+		Keep: []string{s.iso.cfg.StateDir, staging, cmd.Dir}, Peer: os.Getpid(), Seccomp: s.iso.seccomp,
 	}
 	initEnv, err := cfg.Env()
 	if err != nil {

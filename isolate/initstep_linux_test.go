@@ -3,6 +3,7 @@ package isolate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -149,5 +150,46 @@ func TestIsolationFromInit(t *testing.T) {
 				t.Fatalf("the init reported namespaces %q", got)
 			}
 		})
+	}
+}
+
+// TestCwdUnderTmpStaysVisible: a cwd under /tmp (outside the state dir) is
+// bound back into the kernel's private /tmp; the rest of the host's /tmp
+// is not there.
+func TestCwdUnderTmpStaysVisible(t *testing.T) {
+	testenv.RequireRoot(t)
+	testenv.RequirePython(t)
+	iso := newIso(t, nil)
+	cwd := stateDir(t) // 0711 up to /tmp
+	if err := os.WriteFile(filepath.Join(cwd, "data.txt"), []byte("hi"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(cwd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	id := kernelID(t)
+	sb, err := iso.NewSandbox(id, "alice", "default", Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := kernel.Start(context.Background(), kernel.Spec{
+		ID: id, Interpreter: testenv.Python, StateDir: iso.cfg.StateDir, Cwd: cwd,
+		Env: []string{"PATH=/usr/bin:/bin"}, Sandbox: sb,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k.Kill() })
+	host, err := os.ReadDir("/tmp")
+	if err != nil || len(host) < 3 {
+		t.Skipf("the host's /tmp has %d entries: too few to tell it from a private one", len(host))
+	}
+	r := run(t, k, "import os\nprint(os.getcwd(), open('data.txt').read(), len(os.listdir('/tmp')))")
+	want := fmt.Sprintf("%s hi %d", cwd, 2) // the state dir's and the cwd's top dirs
+	if strings.Split(cwd, "/")[2] == strings.Split(iso.cfg.StateDir, "/")[2] {
+		want = fmt.Sprintf("%s hi %d", cwd, 1)
+	}
+	if got := strings.TrimSpace(r.Stdout); got != want {
+		t.Fatalf("kernel sees %q, want %q", got, want)
 	}
 }

@@ -45,9 +45,10 @@ type Config struct {
 	Network bool `json:"network"`
 	// TmpSize is the size in bytes of each private tmpfs (0: DefaultTmpSize).
 	TmpSize int64 `json:"tmp_size"`
-	// Keep are directories (the staging dir, the cwd) that stay visible at
-	// their path when they lie under /tmp, /var/tmp or /dev/shm: they are
-	// bound back into the private tmpfs.
+	// Keep are directories (the state dir, which holds the staging dir and
+	// the spill dir, and the cwd) that stay visible at their path when they
+	// lie under /tmp, /var/tmp or /dev/shm: they are bound back into the
+	// private tmpfs.
 	Keep []string `json:"keep,omitempty"`
 	// Seccomp are the raw BPF programs (struct sock_filter arrays in native
 	// byte order) the init loads, compiled once by the daemon.

@@ -88,30 +88,34 @@ func maskedDirs() ([]string, error) {
 }
 
 // openKept opens each kept directory that lies under a masked one, by its
-// resolved path, shortest first (so a kept dir inside another is bound
-// after it).
+// resolved path. A kept dir inside another kept one needs no bind of its
+// own (the outer bind shows it), so it is skipped.
 func openKept(paths, masked []string) ([]keptDir, error) {
-	var kept []keptDir
-	seen := map[string]bool{}
+	var real []string
 	for _, p := range paths {
 		if p == "" {
 			continue
 		}
-		real, err := filepath.EvalSymlinks(p)
+		r, err := filepath.EvalSymlinks(p)
 		if err != nil {
-			return kept, fmt.Errorf("resolve %s: %w", p, err)
+			return nil, fmt.Errorf("resolve %s: %w", p, err)
 		}
-		if seen[real] || !underAny(real, masked) {
+		if underAny(r, masked) {
+			real = append(real, r)
+		}
+	}
+	sort.Slice(real, func(i, j int) bool { return len(real[i]) < len(real[j]) })
+	var kept []keptDir
+	for i, r := range real {
+		if underAny(r, real[:i]) {
 			continue
 		}
-		seen[real] = true
-		fd, err := unix.Open(real, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		fd, err := unix.Open(r, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
-			return kept, fmt.Errorf("open %s: %w", real, err)
+			return kept, fmt.Errorf("open %s: %w", r, err)
 		}
-		kept = append(kept, keptDir{path: real, fd: fd})
+		kept = append(kept, keptDir{path: r, fd: fd})
 	}
-	sort.Slice(kept, func(i, j int) bool { return len(kept[i].path) < len(kept[j].path) })
 	return kept, nil
 }
 
