@@ -174,6 +174,8 @@ type rewriter struct {
 	bufs [2][]byte
 	next int
 	pool *sync.Pool // of *[]byte scratch buffers, owned by the Pipeline
+	// edits counts the masks applied (Filter.TakeRedactions).
+	edits int
 }
 
 // maxPooledBuf bounds the buffers kept for reuse, so one huge output does
@@ -236,6 +238,9 @@ func (rw *rewriter) commit(b []byte) string {
 func (rw *rewriter) apply(s string, edits []edit) string {
 	if len(edits) == 0 {
 		return s
+	}
+	if rw != nil {
+		rw.edits += len(edits)
 	}
 	b := rw.take(len(s) + 64)
 	last := 0

@@ -3,6 +3,7 @@ package envscrub
 import (
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -118,7 +119,13 @@ func escapeSecret(v string, quote byte) string {
 type Filter struct {
 	p     *Pipeline
 	exact *exactSet
+	// redactions counts masks applied since the last TakeRedactions.
+	redactions atomic.Int64
 }
+
+// TakeRedactions returns how many secrets Clean masked since the last
+// call (metrics and the audit log count them per cell).
+func (f *Filter) TakeRedactions() int { return int(f.redactions.Swap(0)) }
 
 // Clean returns text as it may leave the daemon: invalid UTF-8 replaced by
 // U+FFFD, ANSI stripped, known secrets masked, then (unless disabled) every
@@ -131,7 +138,10 @@ func (f *Filter) Clean(text string) string {
 		text = strings.ToValidUTF8(text, "\uFFFD")
 	}
 	rw := &rewriter{pool: &f.p.bufs}
-	defer func() { rw.release(text) }()
+	defer func() {
+		rw.release(text)
+		f.redactions.Add(int64(rw.edits))
+	}()
 	text = stripANSI(rw, text)
 	text = f.exact.maskRW(rw, text)
 	if !f.p.patterns {

@@ -67,6 +67,25 @@ type Config struct {
 	Ceiling Limits
 	// Logger receives the pool's logs (Named "pool"); nil discards them.
 	Logger hclog.Logger
+	// Observer is told of kernels, cells and refusals (metrics, audit
+	// log); nil observes nothing. Observers combines several.
+	Observer Observer
+	// Quotas are the per-owner limits (zero fields: unlimited);
+	// SetQuotas changes them while the pool runs.
+	Quotas Quotas
+}
+
+// Quotas are per-owner limits. Over one, Execute fails with a
+// *QuotaError (errors.Is ErrQuota) saying when to retry.
+type Quotas struct {
+	// MaxKernelsPerOwner caps one owner's live kernels (0: unlimited). A
+	// request that needs one more kernel is refused; its idle kernels are
+	// not evicted for it (shut them down, or wait for the idle reaper).
+	MaxKernelsPerOwner int
+	// MaxCellsPerMinutePerOwner caps one owner's cells per minute (0:
+	// unlimited), as a token bucket holding a minute's worth that refills
+	// continuously: bursts up to the limit, then the limit per minute.
+	MaxCellsPerMinutePerOwner int
 }
 
 // withDefaults validates cfg and fills its zero fields.
@@ -88,6 +107,9 @@ func (cfg Config) withDefaults() (Config, error) {
 		if d.v < 0 {
 			return cfg, fmt.Errorf("pool: %s must not be negative: %w", d.name, ErrBadRequest)
 		}
+	}
+	if cfg.Quotas.MaxKernelsPerOwner < 0 || cfg.Quotas.MaxCellsPerMinutePerOwner < 0 {
+		return cfg, fmt.Errorf("pool: quotas must not be negative: %w", ErrBadRequest)
 	}
 	if cfg.MaxKernels < 0 || cfg.MaxToolCalls < 0 {
 		return cfg, fmt.Errorf("pool: max kernels and max tool calls must not be negative: %w", ErrBadRequest)
@@ -115,6 +137,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = nopObserver{}
 	}
 	return cfg, nil
 }

@@ -20,6 +20,9 @@ var (
 	// evicting an idle one. The pool refuses rather than exceed the cap or
 	// queue without bound; callers retry later.
 	ErrCapacity = errors.New("pool: every live kernel is busy and the kernel cap is reached")
+	// ErrQuota: the owner is over a per-owner quota (Config.Quotas); the
+	// error is a *QuotaError saying when to retry.
+	ErrQuota = errors.New("pool: owner over quota")
 	// ErrUnknownMode: a request named a mode that is not configured
 	// (Config.Modes); the error is an *UnknownModeError, which is also an
 	// ErrBadRequest.

@@ -25,24 +25,46 @@ func (p *Pool) Execute(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.mu.Lock()
+	err = p.takeCellLocked(rq.key.owner, start)
+	p.mu.Unlock()
+	if err != nil {
+		return nil, p.refuse(rq, err)
+	}
+	m := &cellMeta{uid: -1}
 	for {
 		s, gone, err := p.enter(rq.key, rq.tools)
 		p.teardownAll(gone)
 		if err != nil {
-			return nil, fmt.Errorf("pool: execute: %w", err)
+			return nil, p.refuse(rq, err)
 		}
-		res, retry, err := p.executeOn(ctx, s, rq, start)
+		res, retry, err := p.executeOn(ctx, s, rq, start, m)
 		p.leave(s)
 		if !retry {
+			if res != nil {
+				p.observeCell(rq, start, m, res)
+			}
 			return res, err
 		}
 	}
 }
 
+// refuse reports a request refused before it ran and wraps its error.
+func (p *Pool) refuse(rq normalized, err error) error {
+	switch {
+	case errors.Is(err, ErrQuota):
+		p.obs.Refused(rq.key.mode, RefusedQuota)
+		p.log.Info("request refused", "owner", rq.key.owner, "mode", rq.key.mode, "reason", RefusedQuota, "error", err)
+	case errors.Is(err, ErrCapacity):
+		p.obs.Refused(rq.key.mode, RefusedCapacity)
+	}
+	return fmt.Errorf("pool: execute: %w", err)
+}
+
 // executeOn waits for s's turn and runs the cell. retry is true when s
 // left the registry while the caller waited (owner shutdown, kill): the
 // caller then starts over on a fresh slot.
-func (p *Pool) executeOn(ctx context.Context, s *slot, rq normalized, start time.Time) (_ *Result, retry bool, _ error) {
+func (p *Pool) executeOn(ctx context.Context, s *slot, rq normalized, start time.Time, m *cellMeta) (_ *Result, retry bool, _ error) {
 	select {
 	case s.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -87,7 +109,9 @@ func (p *Pool) executeOn(ctx context.Context, s *slot, rq normalized, start time
 				return res, false, err
 			}
 		}
-		res, ranNothing := p.runCell(ctx, s, lv, rq, start, reused, stateReset)
+		m.uid = lv.uid
+		res, ranNothing := p.runCell(ctx, s, lv, rq, start, reused, stateReset, m)
+		m.takeRedactions(lv.filter) // still under the slot's semaphore
 		if !ranNothing || attempt > 0 {
 			return res, false, nil
 		}
@@ -122,6 +146,7 @@ func (p *Pool) spawnInto(ctx context.Context, s *slot, rq normalized, start time
 		p.mu.Lock()
 		p.stats.SpawnFailures++
 		p.mu.Unlock()
+		p.obs.SpawnFailed(rq.key.mode)
 		switch {
 		case ctx.Err() != nil:
 			return nil, interruptedResult(rq, start, "", "canceled by the caller", nil, false, stateReset), nil
@@ -141,6 +166,7 @@ func (p *Pool) spawnInto(ctx context.Context, s *slot, rq normalized, start time
 	}
 	p.mu.Unlock()
 	p.log.Info("kernel started", "id", lv.id, "owner", lv.owner, "mode", lv.mode, "pid", lv.pid, "uid", lv.uid)
+	p.obs.KernelStarted(lv.mode)
 	if doom != "" {
 		p.teardown(lv, doom)
 		return nil, interruptedResult(rq, start, "", doom, lv, false, stateReset), nil
@@ -162,14 +188,16 @@ func (p *Pool) discard(s *slot, lv *live, reason string) {
 // runCell runs rq's code on lv and assembles the Result. ranNothing is
 // true when the kernel turned out to be dead before the cell was written
 // (no pool operation killed it), so the caller may retry on a fresh kernel.
-func (p *Pool) runCell(ctx context.Context, s *slot, lv *live, rq normalized, start time.Time, reused, stateReset bool) (_ *Result, ranNothing bool) {
+func (p *Pool) runCell(ctx context.Context, s *slot, lv *live, rq normalized, start time.Time, reused, stateReset bool, m *cellMeta) (_ *Result, ranNothing bool) {
 	cellCtx, cancel := context.WithTimeout(ctx, rq.timeout)
 	defer cancel()
 	var end func() int
 	if lv.tools != nil {
-		end = lv.tools.BeginCell(rq.handler, rq.budget)
+		m.tools = &cellTools{h: rq.handler}
+		end = lv.tools.BeginCell(m.tools, rq.budget)
 	}
 	reply, err := lv.k.Exec(cellCtx, kernel.Cell{Code: rq.code})
+	m.noteReply(reply)
 	if err == nil && (reply == nil || !knownStatus(reply.Status)) {
 		status := "<none>"
 		if reply != nil {
@@ -192,7 +220,7 @@ func (p *Pool) runCell(ctx context.Context, s *slot, lv *live, rq normalized, st
 	s.lastUsed = time.Now()
 	p.mu.Unlock()
 
-	c := cellState{rq: rq, lv: lv, start: start, reused: reused, stateReset: stateReset, calls: calls, reply: reply}
+	c := cellState{rq: rq, lv: lv, start: start, reused: reused, stateReset: stateReset, calls: calls, reply: reply, m: m}
 	c.count = prevCount + 1
 	if reply != nil && reply.ExecutionCount > 0 {
 		c.count = reply.ExecutionCount

@@ -63,7 +63,7 @@ func run(t testing.TB, p *Pool, req Request) *Result {
 }
 
 // wantStatus fails unless res has the status.
-func wantStatus(t testing.TB, res *Result, status string) {
+func wantStatus(t testing.TB, res *Result, status Status) {
 	t.Helper()
 	if res.Status != status {
 		t.Fatalf("status = %q, want %q (error %q, output %q)", res.Status, status, res.Error, res.Output)

@@ -27,6 +27,11 @@ type Pool struct {
 	// drained is closed when users reaches 0 while closing (nil otherwise).
 	drained chan struct{}
 	stats   PoolStats
+	// obs is cfg.Observer (never nil).
+	obs Observer
+	// quotas and buckets enforce the per-owner quotas (under mu).
+	quotas  Quotas
+	buckets map[string]*bucket
 
 	// spawns counts kernel starts in flight; Close waits for them so that
 	// no kernel outlives it.
@@ -51,6 +56,9 @@ func New(cfg Config) (*Pool, error) {
 		log:        cfg.Logger.Named("pool"),
 		slots:      make(map[key]*slot),
 		byID:       make(map[string]*slot),
+		obs:        cfg.Observer,
+		quotas:     cfg.Quotas,
+		buckets:    make(map[string]*bucket),
 		stop:       make(chan struct{}),
 		reaperDone: make(chan struct{}),
 	}
@@ -74,6 +82,7 @@ func (p *Pool) reaper() {
 		case now := <-t.C:
 			p.mu.Lock()
 			gone := p.reapLocked(now)
+			p.pruneBucketsLocked(now)
 			p.mu.Unlock()
 			p.teardownAll(gone)
 		}

@@ -16,6 +16,7 @@ const (
 	reasonTimeout  = "timeout"
 	reasonCanceled = "canceled"
 	reasonDied     = "died"
+	reasonOOM      = "out of memory"
 	reasonExit     = "exit"
 	reasonProtocol = "protocol error"
 	reasonEvicted  = "evicted"
@@ -106,6 +107,9 @@ func (p *Pool) enter(k key, tools []string) (*slot, []doomed, error) {
 	gone := p.reapLocked(now)
 	s := p.slots[k]
 	if s == nil {
+		if err := p.kernelQuotaLocked(k.owner, now); err != nil {
+			return nil, gone, err
+		}
 		evicted, err := p.makeRoomLocked()
 		gone = append(gone, evicted...)
 		if err != nil {
@@ -218,7 +222,32 @@ func (p *Pool) teardown(lv *live, reason string) {
 		}
 		p.removeSpillDir(lv.id)
 		p.log.Info("kernel stopped", "id", lv.id, "owner", lv.owner, "mode", lv.mode, "pid", lv.pid, "reason", reason)
+		p.obs.KernelEnded(lv.mode, endReasonOf(reason))
 	})
+}
+
+// endReasonOf maps a teardown reason (log and interrupt text) onto its
+// EndReason.
+func endReasonOf(reason string) EndReason {
+	switch reason {
+	case reasonReaped:
+		return EndIdle
+	case reasonEvicted:
+		return EndLRU
+	case reasonOOM:
+		return EndOOM
+	case reasonTimeout:
+		return EndTimeout
+	case reasonCanceled:
+		return EndInterrupt
+	case reasonExit:
+		return EndExit
+	case reasonKilled, reasonOwner, reasonClosed:
+		return EndShutdown
+	case reasonReset:
+		return EndReset
+	}
+	return EndCrash // died, dead, protocol error
 }
 
 // teardownAll tears kernels down in parallel and returns when all are gone.

@@ -36,6 +36,7 @@ type cellState struct {
 	calls      int
 	reply      *kernel.Reply // nil when Exec returned no reply
 	count      int           // execution_count to report
+	m          *cellMeta     // observer figures of the call
 }
 
 // base is the Result skeleton every path fills in.
@@ -115,7 +116,7 @@ func (p *Pool) failed(ctx context.Context, c cellState, err error, doom string) 
 			p.count(func(st *PoolStats) { st.Died++; st.OOMKilled++ })
 			res.Kernel.OOMKilled = true
 			res.Error = oomMessage(max(death.MemoryLimit, verdict.MemoryLimit))
-			return reasonDied, res
+			return reasonOOM, res
 		}
 		p.count(func(st *PoolStats) { st.Died++ })
 		res.Error = "The session kernel died while running the cell."
@@ -160,6 +161,10 @@ func (p *Pool) finish(c cellState, res *Result) CellOutput {
 		res.Warning += fmt.Sprintf(" The daemon also serves it: kernpool spill %s %s (GET /v1/kernels/%s/spill/%s).",
 			c.lv.id, res.StdoutSpillName, c.lv.id, res.StdoutSpillName)
 	}
+	if c.m != nil {
+		c.m.dropped += droppedBytes(out.StdoutTruncated, out.StdoutBytesTotal, out.Stdout) +
+			droppedBytes(out.StderrTruncated, out.StderrBytesTotal, out.Stderr)
+	}
 	if r.StdoutClipped {
 		res.StdoutTruncated = true
 		res.StdoutBytesTotal = max(res.StdoutBytesTotal, r.StdoutBytesTotal)
@@ -167,6 +172,15 @@ func (p *Pool) finish(c cellState, res *Result) CellOutput {
 		res.Warning = strings.TrimSpace(res.Warning + " " + clip)
 	}
 	return out
+}
+
+// droppedBytes is what a cap left out of an inline text (the truncation
+// notice it carries makes this a slight undercount).
+func droppedBytes(truncated bool, total int, inline string) int64 {
+	if !truncated || total <= len(inline) {
+		return 0
+	}
+	return int64(total - len(inline))
 }
 
 // interrupt fills res as an interrupted cell, the marker naming why.

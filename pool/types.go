@@ -39,7 +39,7 @@ type Request struct {
 // Result is a settled cell, in the reference's shape (parity §3).
 type Result struct {
 	// Status is success, error, timeout or interrupted.
-	Status string `json:"status"`
+	Status Status `json:"status"`
 	// Output is the cleaned output as a reader should see it.
 	Output string `json:"output"`
 	// ExitCode is 0, 1 for a raised exception, -1 when the kernel was killed.
@@ -64,12 +64,15 @@ type Result struct {
 	Warning         string `json:"warning,omitempty"`
 }
 
+// Status is a settled cell's outcome (Statuses lists them).
+type Status string
+
 // Result statuses.
 const (
-	StatusSuccess     = "success"
-	StatusError       = "error"
-	StatusTimeout     = "timeout"
-	StatusInterrupted = "interrupted"
+	StatusSuccess     Status = "success"
+	StatusError       Status = "error"
+	StatusTimeout     Status = "timeout"
+	StatusInterrupted Status = "interrupted"
 )
 
 // KernelResult is the result's kernel block.
