@@ -22,6 +22,8 @@ var (
 	ErrNoUID = errors.New("isolate: no free kernel uid")
 	// ErrAccess: the kernel uid cannot use an interpreter or cwd.
 	ErrAccess = errors.New("isolate: kernel uid lacks access")
+	// ErrReload: a new configuration changes what only a restart applies.
+	ErrReload = errors.New("isolate: needs a restart")
 	// ErrUnsupported: the platform lacks a facility the configuration asked for.
 	ErrUnsupported = errors.New("isolate: unsupported on this platform")
 	// ErrClosed: the isolator was closed.

@@ -28,8 +28,10 @@ type Isolator struct {
 	seccomp  [][]byte // compiled filters the init step loads
 	initPath string   // the init step's binary (ResolveInitPath)
 	oomKills atomic.Int64
-	mu       sync.Mutex
-	closed   bool
+	// live holds the limits of SetLimits (nil: cfg's).
+	live   atomic.Pointer[Config]
+	mu     sync.Mutex
+	closed bool
 }
 
 // New validates cfg, detects the host's cgroup mode, creates (or checks
@@ -269,7 +271,8 @@ func contains(list []string, s string) bool {
 // NewSandbox reserves what one kernel needs: its uid and its cgroup with
 // mode's profile and the request's overrides (bounded by the ceiling).
 func (i *Isolator) NewSandbox(id, owner, mode string, lim Limits) (*Sandbox, error) {
-	res, prof, err := i.cfg.resolve(mode, lim)
+	rc := i.resolver()
+	res, prof, err := rc.resolve(mode, lim)
 	if err != nil {
 		return nil, fmt.Errorf("isolate: new sandbox %s: %w", id, err)
 	}

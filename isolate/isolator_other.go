@@ -20,8 +20,10 @@ type Isolator struct {
 	log      hclog.Logger
 	report   Report
 	oomKills atomic.Int64
-	mu       sync.Mutex
-	closed   bool
+	// live holds the limits of SetLimits (nil: cfg's).
+	live   atomic.Pointer[Config]
+	mu     sync.Mutex
+	closed bool
 }
 
 // New validates cfg and reports what this platform cannot give kernels.
@@ -63,7 +65,8 @@ func baseReport(cfg Config) Report {
 // NewSandbox makes the confinement of one kernel; limits are checked
 // against the ceiling even where they cannot be enforced.
 func (i *Isolator) NewSandbox(id, owner, mode string, lim Limits) (*Sandbox, error) {
-	res, _, err := i.cfg.resolve(mode, lim)
+	rc := i.resolver()
+	res, _, err := rc.resolve(mode, lim)
 	if err != nil {
 		return nil, fmt.Errorf("isolate: new sandbox %s: %w", id, err)
 	}

@@ -139,7 +139,8 @@ func runDoctor(ctx context.Context, e *env, args []string) int {
 	} else {
 		fmt.Fprintf(e.stdout, "interpreter:  resolves to %s\n", path)
 	}
-	fmt.Fprint(e.stdout, doctorReport(ctx, cfg, path))
+	report, isolationOK := doctorReport(ctx, cfg, path)
+	fmt.Fprint(e.stdout, report)
 	client := api.NewClient(cfg.Socket)
 	defer client.CloseIdleConnections()
 	if h, err := client.Health(ctx); err == nil {
@@ -152,6 +153,12 @@ func runDoctor(ctx context.Context, e *env, args []string) int {
 		}
 	} else {
 		fmt.Fprintf(e.stdout, "daemon:       not reachable on %s\n", cfg.Socket)
+		if isolationOK {
+			return exitNoDaemon
+		}
+	}
+	if !isolationOK {
+		return exitCellErr // the isolation the config asks for is not available
 	}
 	return exitOK
 }

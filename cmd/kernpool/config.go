@@ -17,6 +17,9 @@ import (
 // Config is the daemon's resolved configuration: defaults, then the HCL
 // file, then command-line flags. docs/config.md documents every field.
 type Config struct {
+	// File is the config file that was read ("" for none): --config, else
+	// DefaultConfigFile when it exists. SIGHUP rereads it.
+	File string
 	// Isolation is what kernels are promised: "sandbox" (the default:
 	// serve refuses to start when any configured protection cannot be
 	// applied) or "process" (the explicit degraded mode; kernels may share
@@ -46,6 +49,18 @@ type Config struct {
 	ToolCallTimeout time.Duration
 	// DrainGrace is how long running cells may finish after SIGTERM/SIGINT.
 	DrainGrace time.Duration
+	// SocketGroup, when set, is the group (name or gid) the API socket is
+	// chgrp'ed to (mode 0660), so its members may use the daemon.
+	SocketGroup string
+	// MetricsListen is a TCP address ("127.0.0.1:9464") serving GET
+	// /metrics; empty serves metrics on the API socket only.
+	MetricsListen string
+	// MaxKernelsPerOwner caps one owner's live kernels (0: unlimited).
+	MaxKernelsPerOwner int
+	// MaxCellsPerMinutePerOwner caps one owner's cells per minute (0: unlimited).
+	MaxCellsPerMinutePerOwner int
+	// Audit configures the audit log.
+	Audit AuditConfig
 	// Env configures the child environment (parity §1).
 	Env EnvConfig
 	// Output configures redaction and output caps (parity §2).
@@ -58,6 +73,18 @@ type Config struct {
 	Profiles map[string]Profile
 	// Ceiling bounds per-request limit overrides.
 	Ceiling Ceiling
+}
+
+// AuditConfig configures the audit log (one JSON line per cell).
+type AuditConfig struct {
+	// Path is the audit log file; empty disables the audit log.
+	Path string
+	// IncludeCode stores each cell's code, not only its size and SHA-256.
+	IncludeCode bool
+	// MaxSize rotates the file before it grows past this many bytes.
+	MaxSize int64
+	// Keep is how many rotated files (PATH.1 ... PATH.N) are kept.
+	Keep int
 }
 
 // EnvConfig configures environment scrubbing.
@@ -141,6 +168,9 @@ type Ceiling struct {
 	CPUMax float64
 }
 
+// DefaultConfigFile is read when it exists and no --config is given.
+const DefaultConfigFile = "/etc/kernpool/kernpool.hcl"
+
 // DefaultProfile is the profile a mode without its own profile uses.
 const DefaultProfile = "default"
 
@@ -156,6 +186,7 @@ func DefaultConfig() *Config {
 		MaxToolCalls:    50,
 		ToolCallTimeout: 120 * time.Second,
 		DrainGrace:      10 * time.Second,
+		Audit:           AuditConfig{MaxSize: 100 << 20, Keep: 5},
 		Output:          OutputConfig{RedactPatterns: true, InlineCap: envscrub.DefaultInlineCap, StderrCap: envscrub.DefaultStderrCap, SpillCap: envscrub.DefaultSpillCap},
 		Cgroup:          CgroupConfig{Enabled: true},
 		Users:           UsersConfig{Enabled: true, UIDFirst: 60000, UIDLast: 60999},
@@ -225,6 +256,9 @@ func (c *Config) Validate() error {
 		{c.MaxToolCalls < 0, "max_tool_calls must not be negative"},
 		{c.ToolCallTimeout <= 0, "tool_call_timeout must be positive"},
 		{c.DrainGrace < 0, "drain_grace must not be negative"},
+		{c.MaxKernelsPerOwner < 0, "max_kernels_per_owner must not be negative"},
+		{c.MaxCellsPerMinutePerOwner < 0, "max_cells_per_minute_per_owner must not be negative"},
+		{c.Audit.MaxSize < 0 || c.Audit.Keep < 0, "audit_max_size and audit_keep must not be negative"},
 		{c.Output.InlineCap <= 0 || c.Output.StderrCap <= 0 || c.Output.SpillCap <= 0 || c.Output.SpillQuota < 0, "output caps must be positive"},
 		{int64(c.Output.InlineCap)+3*int64(c.Output.StderrCap) > envscrub.ResultTextBudget,
 			fmt.Sprintf("output.inline_cap + 3 x output.stderr_cap must stay within %d bytes (one result: stdout, stderr, traceback, error)", envscrub.ResultTextBudget)},

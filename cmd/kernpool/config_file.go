@@ -28,6 +28,14 @@ type fileConfig struct {
 	MaxToolCalls    *int           `hcl:"max_tool_calls,optional"`
 	ToolCallTimeout hcl.Expression `hcl:"tool_call_timeout,optional"`
 	DrainGrace      hcl.Expression `hcl:"drain_grace,optional"`
+	SocketGroup     *string        `hcl:"socket_group,optional"`
+	MetricsListen   *string        `hcl:"metrics_listen,optional"`
+	KernelsPerOwner *int           `hcl:"max_kernels_per_owner,optional"`
+	CellsPerMinute  *int           `hcl:"max_cells_per_minute_per_owner,optional"`
+	AuditLog        *string        `hcl:"audit_log,optional"`
+	AuditCode       *bool          `hcl:"audit_code,optional"`
+	AuditMaxSize    hcl.Expression `hcl:"audit_max_size,optional"`
+	AuditKeep       *int           `hcl:"audit_keep,optional"`
 	Env             *fileEnv       `hcl:"env,block"`
 	Output          *fileOutput    `hcl:"output,block"`
 	Cgroup          *fileCgroup    `hcl:"cgroup,block"`
@@ -96,6 +104,14 @@ func (f *fileConfig) apply(cfg *Config) hcl.Diagnostics {
 	diags = append(diags, durationAttr(f.MaxCellTimeout, "max_cell_timeout", &cfg.MaxCellTimeout)...)
 	diags = append(diags, durationAttr(f.ToolCallTimeout, "tool_call_timeout", &cfg.ToolCallTimeout)...)
 	diags = append(diags, durationAttr(f.DrainGrace, "drain_grace", &cfg.DrainGrace)...)
+	setStr(&cfg.SocketGroup, f.SocketGroup)
+	setStr(&cfg.MetricsListen, f.MetricsListen)
+	setInt(&cfg.MaxKernelsPerOwner, f.KernelsPerOwner)
+	setInt(&cfg.MaxCellsPerMinutePerOwner, f.CellsPerMinute)
+	setStr(&cfg.Audit.Path, f.AuditLog)
+	setBool(&cfg.Audit.IncludeCode, f.AuditCode)
+	diags = append(diags, sizeAttr(f.AuditMaxSize, "audit_max_size", &cfg.Audit.MaxSize)...)
+	setInt(&cfg.Audit.Keep, f.AuditKeep)
 	if f.Env != nil {
 		cfg.Env.Passthrough = nonEmpty(f.Env.Passthrough)
 		if f.Env.Refuse != nil {

@@ -95,13 +95,21 @@ func socketPath(flagValue string, getenv func(string) string) string {
 }
 
 // reportExecError prints why no result came back and picks the exit code:
-// 3 when the user interrupted (the daemon killed the kernel), else 2.
+// 3 when the user interrupted (the daemon killed the kernel), 4 when the
+// daemon refused for capacity or a quota (retry later), else 2.
 func reportExecError(ctx context.Context, e *env, err error) int {
 	if ctx.Err() != nil {
 		fmt.Fprintln(e.stderr, "kernpool exec: interrupted; the session kernel was killed and its state was lost")
 		return exitKilled
 	}
 	fmt.Fprintf(e.stderr, "kernpool exec: %v\n", err)
+	if errors.Is(err, pool.ErrCapacity) || errors.Is(err, pool.ErrQuota) {
+		var ae *api.APIError
+		if errors.As(err, &ae) && ae.RetryAfter > 0 {
+			fmt.Fprintf(e.stderr, "Retry in %s.\n", ae.RetryAfter)
+		}
+		return exitRetry
+	}
 	if errors.Is(err, api.ErrUnavailable) {
 		fmt.Fprintln(e.stderr, "Is the daemon running? Start it with 'kernpool serve' or pass --socket.")
 	}

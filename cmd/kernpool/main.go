@@ -13,9 +13,13 @@ import (
 	"github.com/kernpool/kernpool/isolate/kinit"
 )
 
+// devVersion is the version of a build that says nothing better.
+const devVersion = "0.1.0-dev"
+
 // version is the daemon's version, overridable at link time
-// (-ldflags "-X main.version=v1.2.3").
-var version = "0.1.0-dev"
+// (-ldflags "-X main.version=v1.2.3"); otherwise the module version from
+// the build info is used (buildVersion).
+var version = devVersion
 
 // Exit codes shared by every subcommand (docs/api.md lists them).
 const (
@@ -23,6 +27,10 @@ const (
 	exitCellErr = 1
 	exitUsage   = 2
 	exitKilled  = 3
+	// exitRetry: refused for capacity or a per-owner quota; retry later.
+	exitRetry = 4
+	// exitNoDaemon: doctor found no daemon answering on the socket.
+	exitNoDaemon = 2
 )
 
 // env is what a subcommand runs with; tests substitute streams.
@@ -95,7 +103,8 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nRun 'kernpool COMMAND -h' for a command's flags.")
-	fmt.Fprintln(w, "Exit codes: 0 ok, 1 cell error, 2 usage or connection error, 3 timeout or killed.")
+	fmt.Fprintln(w, "Exit codes: 0 ok, 1 cell error, 2 usage or connection error, 3 timeout or killed,")
+	fmt.Fprintln(w, "4 refused for capacity or quota (retry later). doctor: 1 isolation unavailable, 2 no daemon.")
 }
 
 // newFlagSet returns a FlagSet that reports errors instead of exiting.
@@ -129,6 +138,6 @@ func usageError(e *env, fs *flag.FlagSet, format string, a ...any) int {
 }
 
 func runVersion(_ context.Context, e *env, _ []string) int {
-	fmt.Fprintln(e.stdout, "kernpool", version)
+	fmt.Fprintln(e.stdout, "kernpool", buildVersion())
 	return exitOK
 }

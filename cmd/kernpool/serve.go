@@ -40,12 +40,16 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	if fs.NArg() > 0 {
 		return usageError(e, fs, "unexpected argument %q", fs.Arg(0))
 	}
-	cfg, err := loadServeConfig(fs, sf, e.getenv)
+	reload := func() (*Config, error) { return loadServeConfig(fs, sf, e.getenv) }
+	cfg, err := reload()
 	if err != nil {
 		return usageError(e, fs, "%v", err)
 	}
 	log := newLogger(cfg, e)
-	if err := serve(ctx, cfg, log); err != nil {
+	if cfg.File != "" {
+		log.Info("configuration read", "file", cfg.File)
+	}
+	if err := serve(ctx, cfg, log, daemonHooks{reload: reload, getenv: e.getenv}); err != nil {
 		log.Error("kernpool stopped with an error", "error", err)
 		fmt.Fprintf(e.stderr, "kernpool serve: %v\n", err)
 		return exitCellErr
@@ -62,14 +66,26 @@ func newLogger(cfg *Config, e *env) hclog.Logger {
 	})
 }
 
+// daemonHooks are serve's ties to its invocation: how to reread the
+// configuration (SIGHUP) and the environment (NOTIFY_SOCKET).
+type daemonHooks struct {
+	// reload rereads the config file and flags; nil: SIGHUP is ignored.
+	reload func() (*Config, error)
+	// getenv reads the environment.
+	getenv func(string) string
+}
+
 // serve runs the daemon until ctx ends or SIGTERM/SIGINT arrives, then
 // drains: new cells are refused, running cells get DrainGrace to finish,
 // every kernel is torn down, the socket removed. A second signal skips
-// what is left of the grace.
-func serve(ctx context.Context, cfg *Config, log hclog.Logger) error {
+// what is left of the grace. SIGHUP reloads limits and quotas (reload.go).
+func serve(ctx context.Context, cfg *Config, log hclog.Logger, hooks daemonHooks) error {
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(signals)
+	hup := make(chan os.Signal, 1)
+	notifyHangup(hup)
+	defer signal.Stop(hup)
 
 	interp, err := resolveInterpreter(ctx, cfg.Interpreter, log)
 	if err != nil {
@@ -104,34 +120,41 @@ func serve(ctx context.Context, cfg *Config, log hclog.Logger) error {
 	if interp, err = checkKernelAccess(ctx, sm, interp, cfg, log); err != nil {
 		return err
 	}
+	kit, err := newOpsKit(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer kit.close(context.Background()) // after drain: the last cells are audited
 	ln, err := api.Listen(cfg.Socket, log)
 	if err != nil {
 		return err
 	}
 	defer ln.Close() // removes the socket after a failed start; idempotent
-	p, err := pool.New(poolConfig(cfg, interp, sm, log))
+	if err := chgrpSocket(cfg.Socket, cfg.SocketGroup); err != nil {
+		return err
+	}
+	pc := poolConfig(cfg, interp, sm, log)
+	pc.Observer, pc.Quotas = kit.observer, quotas(cfg)
+	p, err := pool.New(pc)
 	if err != nil {
 		return fmt.Errorf("start pool: %w", err)
 	}
+	v := buildVersion()
 	handler := api.NewServer(p, api.ServerConfig{
-		Version: version, Isolation: sm.Isolation, ToolCallTimeout: cfg.ToolCallTimeout, Logger: log,
-		CheckAccess: requestChecker(sm, interp),
+		Version: v.Version, Isolation: sm.Isolation, ToolCallTimeout: cfg.ToolCallTimeout, Logger: log,
+		CheckAccess: requestChecker(sm, interp), Metrics: kit.metrics.Handler(),
 	})
 	srv := newHTTPServer(handler, log)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(api.LimitConns(ln, api.DefaultMaxConns)) }()
+	kit.serveScrape(log)
 	log.Info("kernpool serving", "socket", cfg.Socket, "state_dir", cfg.StateDir,
-		"isolation", sm.Isolation, "version", version, "pid", os.Getpid())
+		"isolation", sm.Isolation, "version", v.Version, "revision", v.Revision, "pid", os.Getpid())
+	sdNotify(hooks.getenv, log, "READY=1")
 
-	var serveErr error
-	select {
-	case sig := <-signals:
-		log.Info("signal received; draining", "signal", sig.String(), "grace", cfg.DrainGrace)
-	case <-ctx.Done():
-		log.Info("context done; draining", "grace", cfg.DrainGrace)
-	case serveErr = <-served:
-		log.Error("server failed; tearing down", "error", serveErr)
-	}
+	rl := &reloader{cur: cfg, load: hooks.reload, pool: p, seams: sm, log: log, getenv: hooks.getenv}
+	serveErr := waitForStop(ctx, cfg, log, signals, hup, served, rl)
+	sdNotify(hooks.getenv, log, "STOPPING=1")
 	// Shutdown closed the listener, which unlinked the socket (once, by
 	// Go's UnixListener); no os.Remove by path here, which could delete
 	// the socket of a daemon started since.
@@ -141,6 +164,27 @@ func serve(ctx context.Context, cfg *Config, log hclog.Logger) error {
 		return fmt.Errorf("serve: %w", serveErr)
 	}
 	return nil
+}
+
+// waitForStop serves SIGHUP reloads until a stop signal, ctx's end or a
+// server failure (returned).
+func waitForStop(ctx context.Context, cfg *Config, log hclog.Logger, signals, hup <-chan os.Signal, served <-chan error, rl *reloader) error {
+	grace := cfg.DrainGrace.String()
+	for {
+		select {
+		case <-hup:
+			rl.reload()
+		case sig := <-signals:
+			log.Info("signal received; draining", "signal", sig.String(), "grace", grace)
+			return nil
+		case <-ctx.Done():
+			log.Info("context done; draining", "grace", grace)
+			return nil
+		case err := <-served:
+			log.Error("server failed; tearing down", "error", err)
+			return err
+		}
+	}
 }
 
 // checkKernelAccess refuses to start when a kernel's uid could not run

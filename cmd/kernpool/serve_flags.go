@@ -3,7 +3,9 @@ package main
 import (
 	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -21,6 +23,7 @@ type serveFlags struct {
 	memoryMax, pidsMax, cpuMax, passthrough             string
 	idleTimeout, cellTimeout, maxCellTimeout            string
 	toolCallTimeout, drainGrace, maxKernels, maxToolCls string
+	metricsListen, socketGroup                          string
 	logJSON                                             bool
 }
 
@@ -45,6 +48,8 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 	fs.StringVar(&f.maxCellTimeout, "max-cell-timeout", "", "largest cell timeout a request may ask for (default 1h)")
 	fs.StringVar(&f.toolCallTimeout, "tool-call-timeout", "", "how long a streamed tool call waits for its answer (default 2m)")
 	fs.StringVar(&f.drainGrace, "drain-grace", "", "how long running cells may finish on SIGTERM (default 10s)")
+	fs.StringVar(&f.metricsListen, "metrics-listen", "", "also serve GET /metrics on this TCP `addr`, e.g. 127.0.0.1:9464 (default: off; /metrics is always on the API socket)")
+	fs.StringVar(&f.socketGroup, "socket-group", "", "chgrp the API socket to this `group` (name or gid), mode 0660")
 	return f
 }
 
@@ -52,11 +57,18 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 // then the default paths for what is still empty.
 func loadServeConfig(fs *flag.FlagSet, f *serveFlags, getenv func(string) string) (*Config, error) {
 	cfg := DefaultConfig()
-	if f.config != "" {
+	file := f.config
+	if file == "" && runtime.GOOS != "windows" {
+		if _, err := os.Stat(DefaultConfigFile); err == nil {
+			file = DefaultConfigFile
+		}
+	}
+	if file != "" {
 		var err error
-		if cfg, err = LoadConfigFile(f.config); err != nil {
+		if cfg, err = LoadConfigFile(file); err != nil {
 			return nil, err
 		}
+		cfg.File = file
 	}
 	var errs []string
 	fs.Visit(func(fl *flag.Flag) {
@@ -132,6 +144,10 @@ func (f *serveFlags) apply(cfg *Config, name string) error {
 		cfg.MaxCellTimeout, err = ParseDuration(f.maxCellTimeout)
 	case "tool-call-timeout":
 		cfg.ToolCallTimeout, err = ParseDuration(f.toolCallTimeout)
+	case "metrics-listen":
+		cfg.MetricsListen = f.metricsListen
+	case "socket-group":
+		cfg.SocketGroup = f.socketGroup
 	case "drain-grace":
 		cfg.DrainGrace, err = ParseDuration(f.drainGrace)
 	}

@@ -39,6 +39,9 @@ type seams struct {
 	// Close releases what the seams hold (cgroup parent, ...), after the
 	// pool closed. Never nil; idempotent.
 	Close func() error
+	// SetLimits applies a reloaded config's profile limits and ceiling to
+	// kernels started from now on (SIGHUP). Never nil.
+	SetLimits func(cfg *Config) error
 }
 
 // buildSeams builds the concrete seams from the config: isolate for
@@ -54,9 +57,8 @@ func buildSeams(cfg *Config, log hclog.Logger) (seams, error) {
 	rep := iso.Report()
 	if a := rep.Allows(); a != "" {
 		// The explicit degraded mode says, once, what it lets kernels do.
+		// (isolate.New itself logs the "reduced kernel isolation" warning.)
 		log.Warn("isolation=process: kernels are NOT sandboxed", "allows", a)
-	} else if w := rep.Warning(); w != "" {
-		log.Warn("reduced kernel isolation", "detail", w)
 	}
 	scrub, err := envscrub.New(envscrub.Config{
 		Passthrough:     cfg.Env.Passthrough,
@@ -83,6 +85,10 @@ func buildSeams(cfg *Config, log hclog.Logger) (seams, error) {
 		Isolation: isolationSummary(rep),
 		Check:     iso.CheckAccess,
 		Close:     iso.Close,
+		SetLimits: func(c *Config) error {
+			ic := isolateConfig(c, log)
+			return iso.SetLimits(ic.Profiles, ic.Ceiling)
+		},
 	}, nil
 }
 
@@ -175,6 +181,7 @@ var (
 	_ pool.SandboxFactory      = sandboxFactory{}
 	_ pool.EnvBuilder          = (*envscrub.Scrubber)(nil)
 	_ pool.OutputFilterFactory = outputFactory{}
+	_ pool.RedactionCounter    = outputFilter{}
 	_ pool.ToolServerFactory   = toolFactory{}
 	_ kernel.Sandbox           = (*isolate.Sandbox)(nil)
 )
@@ -202,6 +209,8 @@ type outputFilter struct{ f *envscrub.Filter }
 func (o outputFilter) Clean(text string) string { return o.f.Clean(text) }
 
 func (o outputFilter) CapText(text string) string { return o.f.CapText(text) }
+
+func (o outputFilter) TakeRedactions() int { return o.f.TakeRedactions() }
 
 func (o outputFilter) Finish(stdout, stderr, spillDir string, cell int) (pool.CellOutput, error) {
 	out, err := o.f.Finish(stdout, stderr, spillDir, cell)
@@ -234,10 +243,11 @@ func (s toolServer) BeginCell(h pool.ToolHandler, budget int) func() int {
 }
 
 // doctorReport describes the configuration and what the host offers;
-// interp is the resolved default interpreter ("" if none was found).
-func doctorReport(ctx context.Context, cfg *Config, interp string) string {
+// interp is the resolved default interpreter ("" if none was found). ok
+// is false when the isolation the config asks for is not available.
+func doctorReport(ctx context.Context, cfg *Config, interp string) (report string, ok bool) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "kernpool %s (%s/%s, %s)\n", version, runtime.GOOS, runtime.GOARCH, runtime.Version())
+	fmt.Fprintf(&b, "kernpool %s (%s/%s, %s)\n", buildVersion().Version, runtime.GOOS, runtime.GOARCH, runtime.Version())
 	fmt.Fprintf(&b, "uid:          %d (gid %d)\n", os.Getuid(), os.Getgid())
 	fmt.Fprintf(&b, "isolation:    %s (modes: %s)\n", cfg.Isolation, isolationModeNames())
 	fmt.Fprintf(&b, "socket:       %s\n", cfg.Socket)
@@ -258,8 +268,9 @@ func doctorReport(ctx context.Context, cfg *Config, interp string) string {
 		fmt.Fprintf(&b, "profile %-6q memory %s, swap %s, pids %d, cpu %g, weight %d, network %t, tmp %s\n",
 			name, formatLimit(p.MemoryMax), formatSwap(p.MemorySwapMax), p.PidsMax, p.CPUMax, p.CPUWeight, p.Network, formatLimit(p.TmpSize))
 	}
-	b.WriteString(isolationReport(ctx, cfg, interp))
-	return b.String()
+	iso, ok := isolationReport(ctx, cfg, interp)
+	b.WriteString(iso)
+	return b.String(), ok
 }
 
 // isolationReport is doctor's isolation section. Building an isolator
@@ -267,31 +278,32 @@ func doctorReport(ctx context.Context, cfg *Config, interp string) string {
 // doctor does it only while it holds the state-dir lock: with a daemon
 // running, that daemon's kernels are never touched and its own health
 // report (printed by doctor) says what it has.
-func isolationReport(ctx context.Context, cfg *Config, interp string) string {
+func isolationReport(ctx context.Context, cfg *Config, interp string) (string, bool) {
 	if err := os.MkdirAll(cfg.StateDir, 0o711); err != nil {
-		return fmt.Sprintf("isolation:    cannot prepare the state dir to probe: %v\n", err)
+		return fmt.Sprintf("isolation:    cannot prepare the state dir to probe: %v\n", err), false
 	}
 	unlock, err := lockStateDir(cfg.StateDir)
 	if err != nil {
-		return fmt.Sprintf("isolation:    not probed: %v (see the daemon line below)\n", err)
+		return fmt.Sprintf("isolation:    not probed: %v (see the daemon line below)\n", err), true
 	}
 	defer unlock()
 	iso, err := isolate.New(isolateConfig(cfg, hclog.NewNullLogger()))
 	if err != nil {
-		return fmt.Sprintf("isolation:    FAILS: %v\n", err)
+		return fmt.Sprintf("isolation:    FAILS: %v\n", err), false
 	}
 	defer iso.Close()
-	out := iso.Report().String()
+	out, ok := iso.Report().String(), true
 	if interp != "" {
 		check := func(path string) error { return iso.CheckAccess(path, "") }
 		usable, err := usableInterpreter(ctx, interp, cfg.Interpreter != "", check, hclog.NewNullLogger())
 		if err != nil {
 			out += fmt.Sprintf("kernel python:     UNUSABLE by kernel uids: %v\n", err)
+			ok = false
 		} else {
 			out += fmt.Sprintf("kernel python:     %s\n", usable)
 		}
 	}
-	return out
+	return out, ok
 }
 
 func isolationModeNames() string {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -277,5 +278,9 @@ func readError(resp *http.Response) error {
 		return &APIError{StatusCode: resp.StatusCode, Code: CodeInternal,
 			Message: fmt.Sprintf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(raw)))}
 	}
-	return &APIError{StatusCode: resp.StatusCode, Code: body.Code, Message: body.Error}
+	ae := &APIError{StatusCode: resp.StatusCode, Code: body.Code, Message: body.Error}
+	if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs >= 0 {
+		ae.RetryAfter = time.Duration(secs) * time.Second
+	}
+	return ae
 }

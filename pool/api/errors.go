@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"time"
 
 	"github.com/kernpool/kernpool/pool"
 )
@@ -27,6 +28,7 @@ const (
 	CodeNotFound         = "not_found"
 	CodeMethodNotAllowed = "method_not_allowed"
 	CodeCapacity         = "capacity"
+	CodeQuota            = "quota"
 	CodeClosed           = "closed"
 	CodeSpawnFailed      = "spawn_failed"
 	CodeInternal         = "internal"
@@ -52,6 +54,8 @@ type APIError struct {
 	Code string
 	// Message is the daemon's explanation.
 	Message string
+	// RetryAfter is the daemon's Retry-After hint (capacity, quota); 0 if none.
+	RetryAfter time.Duration
 }
 
 func (e *APIError) Error() string { return e.Message }
@@ -66,6 +70,8 @@ func (e *APIError) Unwrap() error {
 		return pool.ErrNotFound
 	case CodeCapacity:
 		return pool.ErrCapacity
+	case CodeQuota:
+		return pool.ErrQuota
 	case CodeClosed:
 		return pool.ErrClosed
 	case CodeSpawnFailed:

@@ -163,7 +163,7 @@ func (st *stream) handleTool(ctx context.Context, call pool.ToolCall) (string, e
 		}
 		return *a.Result, nil
 	case <-timer.C:
-		st.srv.log.Warn("tool call timed out", "id", id, "tool", call.Tool, "timeout", timeout)
+		st.srv.log.Warn("tool call timed out", "id", id, "tool", call.Tool, "timeout", timeout.String())
 		return "", fmt.Errorf("Tool call %s timed out after %ss", call.Tool,
 			strconv.FormatFloat(timeout.Seconds(), 'f', -1, 64))
 	case <-ctx.Done():

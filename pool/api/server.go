@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"runtime"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -49,6 +50,9 @@ type ServerConfig struct {
 	// a 400 naming the path. It gets "" for a field the request left to
 	// the daemon's default; requests that name neither skip it.
 	CheckAccess func(interpreter, cwd string) error
+	// Metrics, when set, serves GET /metrics (the daemon wires its
+	// Prometheus handler; this package does not depend on it).
+	Metrics http.Handler
 }
 
 // Server is the API's http.Handler over one pool.
@@ -96,6 +100,12 @@ func (s *Server) routes() *http.ServeMux {
 		{http.MethodPost, "/v1/owners/{owner}/shutdown", s.handleShutdownOwner},
 		{http.MethodGet, "/v1/health", s.handleHealth},
 	}
+	if s.cfg.Metrics != nil {
+		endpoints = append(endpoints, struct {
+			method, path string
+			h            http.HandlerFunc
+		}{http.MethodGet, "/metrics", s.cfg.Metrics.ServeHTTP})
+	}
 	for _, e := range endpoints {
 		mux.HandleFunc(e.method+" "+e.path, e.h)
 		allow := e.method
@@ -119,7 +129,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 	s.mux.ServeHTTP(rec, r)
-	s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", rec.status, "duration", time.Since(start))
+	s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", rec.status, "duration", time.Since(start).String())
 }
 
 // SetDraining marks the daemon as shutting down: new cells are refused
@@ -178,6 +188,10 @@ func (s *Server) writePoolError(w http.ResponseWriter, err error) {
 	if status == http.StatusServiceUnavailable && code == CodeCapacity {
 		w.Header().Set("Retry-After", retryAfterSeconds)
 	}
+	var qe *pool.QuotaError
+	if errors.As(err, &qe) {
+		w.Header().Set("Retry-After", strconv.FormatInt(int64(qe.RetryAfter/time.Second), 10))
+	}
 	if status >= 500 && code != CodeCapacity && code != CodeClosed {
 		s.log.Error("request failed", "error", err)
 	}
@@ -192,6 +206,8 @@ func classify(err error) (int, string) {
 		return http.StatusNotFound, CodeNotFound
 	case errors.Is(err, pool.ErrCapacity):
 		return http.StatusServiceUnavailable, CodeCapacity
+	case errors.Is(err, pool.ErrQuota):
+		return http.StatusTooManyRequests, CodeQuota
 	case errors.Is(err, pool.ErrClosed):
 		return http.StatusServiceUnavailable, CodeClosed
 	case errors.Is(err, pool.ErrConflict):

@@ -1,0 +1,97 @@
+package audit
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+)
+
+// fileMode keeps the audit trail (owners, code hashes) from other users.
+const fileMode = 0o600
+
+// rotator is an append-only file that rotates by size: PATH becomes
+// PATH.1, PATH.1 becomes PATH.2, ..., PATH.keep is removed. Used by the
+// writer goroutine only.
+type rotator struct {
+	path    string
+	maxSize int64
+	keep    int
+	f       *os.File
+	size    int64
+}
+
+func openRotator(path string, maxSize int64, keep int) (*rotator, error) {
+	r := &rotator{path: path, maxSize: maxSize, keep: keep}
+	if err := r.open(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *rotator) open() error {
+	f, err := os.OpenFile(r.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, fileMode)
+	if err != nil {
+		return err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		_ = f.Close()
+		return fmt.Errorf("%s is not a regular file", r.path)
+	}
+	r.f, r.size = f, fi.Size()
+	return nil
+}
+
+// write appends one line, rotating first when it would not fit. A file
+// that failed is reopened on the next write.
+func (r *rotator) write(b []byte) error {
+	if r.f != nil && r.size > 0 && r.size+int64(len(b)) > r.maxSize {
+		if err := r.rotate(); err != nil {
+			return fmt.Errorf("rotate: %w", err)
+		}
+	}
+	if r.f == nil {
+		if err := r.open(); err != nil {
+			return err
+		}
+	}
+	n, err := r.f.Write(b)
+	r.size += int64(n)
+	if err != nil {
+		_ = r.f.Close()
+		r.f = nil
+	}
+	return err
+}
+
+func (r *rotator) rotate() error {
+	if err := r.f.Close(); err != nil {
+		return err
+	}
+	r.f = nil
+	_ = os.Remove(fmt.Sprintf("%s.%d", r.path, r.keep))
+	for i := r.keep - 1; i >= 1; i-- {
+		err := os.Rename(fmt.Sprintf("%s.%d", r.path, i), fmt.Sprintf("%s.%d", r.path, i+1))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	if err := os.Rename(r.path, r.path+".1"); err != nil {
+		return err
+	}
+	return r.open()
+}
+
+func (r *rotator) close() error {
+	if r.f == nil {
+		return nil
+	}
+	err := r.f.Close()
+	r.f = nil
+	return err
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/kernpool/kernpool/pool"
+)
+
+// reloader applies a reread configuration on SIGHUP: profile limits and
+// the ceiling (for kernels started from now on; running kernels keep
+// their cgroup limits) and the per-owner quotas. A configuration that
+// does not parse or validate, or whose profile changes need a restart, is
+// refused whole: the old one stays and the log says why. Other changed
+// settings are listed as needing a restart.
+type reloader struct {
+	cur    *Config
+	load   func() (*Config, error)
+	pool   *pool.Pool
+	seams  seams
+	log    hclog.Logger
+	getenv func(string) string
+}
+
+// reload rereads and applies the configuration (see reloader).
+func (r *reloader) reload() {
+	if r.load == nil {
+		return
+	}
+	sdNotify(r.getenv, r.log, "RELOADING=1")
+	defer sdNotify(r.getenv, r.log, "READY=1")
+	next, err := r.load()
+	if err != nil {
+		r.log.Error("reload refused; keeping the running configuration", "error", err)
+		return
+	}
+	changed, restart := diffConfig(r.cur, next)
+	if len(changed) == 0 && len(restart) == 0 {
+		r.log.Info("reload: nothing changed")
+		return
+	}
+	if err := r.seams.SetLimits(next); err != nil {
+		r.log.Error("reload refused; keeping the running configuration", "error", err)
+		return
+	}
+	if err := r.pool.SetQuotas(quotas(next)); err != nil {
+		r.log.Error("reload refused; keeping the running configuration", "error", err)
+		return
+	}
+	// What is applied becomes current; what needs a restart stays as it runs.
+	applied := *r.cur
+	applied.Profiles, applied.Ceiling = withPassthrough(next.Profiles, r.cur.Profiles), next.Ceiling
+	applied.MaxKernelsPerOwner, applied.MaxCellsPerMinutePerOwner = next.MaxKernelsPerOwner, next.MaxCellsPerMinutePerOwner
+	r.cur = &applied
+	if len(changed) > 0 {
+		r.log.Info("reload applied to new kernels and requests", "changed", strings.Join(changed, "; "))
+	}
+	if len(restart) > 0 {
+		r.log.Warn("reload: these settings changed but only a restart applies them", "settings", strings.Join(restart, ", "))
+	}
+}
+
+// diffConfig describes what changed between two configurations: the
+// reloadable settings (profile limits, ceiling, quotas) with old and new
+// values, and the names of the others that differ.
+func diffConfig(old, next *Config) (changed, restart []string) {
+	for _, name := range sortedProfileNames(next) {
+		o, n := old.Profiles[name], next.Profiles[name]
+		if lo, ln := profileLimitsText(o), profileLimitsText(n); lo != ln {
+			changed = append(changed, fmt.Sprintf("profile %q: %s -> %s", name, lo, ln))
+		}
+		if !reflect.DeepEqual(o.Passthrough, n.Passthrough) {
+			restart = append(restart, fmt.Sprintf("profile %q passthrough", name))
+		}
+	}
+	if old.Ceiling != next.Ceiling {
+		changed = append(changed, fmt.Sprintf("ceiling: %+v -> %+v", old.Ceiling, next.Ceiling))
+	}
+	if old.MaxKernelsPerOwner != next.MaxKernelsPerOwner {
+		changed = append(changed, fmt.Sprintf("max_kernels_per_owner: %d -> %d", old.MaxKernelsPerOwner, next.MaxKernelsPerOwner))
+	}
+	if old.MaxCellsPerMinutePerOwner != next.MaxCellsPerMinutePerOwner {
+		changed = append(changed, fmt.Sprintf("max_cells_per_minute_per_owner: %d -> %d", old.MaxCellsPerMinutePerOwner, next.MaxCellsPerMinutePerOwner))
+	}
+	// Everything else: compare with the reloadable parts made equal.
+	a, b := *old, *next
+	a.Profiles, a.Ceiling, a.MaxKernelsPerOwner, a.MaxCellsPerMinutePerOwner = nil, Ceiling{}, 0, 0
+	b.Profiles, b.Ceiling, b.MaxKernelsPerOwner, b.MaxCellsPerMinutePerOwner = nil, Ceiling{}, 0, 0
+	t := reflect.TypeOf(a)
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	for i := range t.NumField() {
+		if !reflect.DeepEqual(va.Field(i).Interface(), vb.Field(i).Interface()) {
+			restart = append(restart, t.Field(i).Name)
+		}
+	}
+	return changed, restart
+}
+
+// withPassthrough is profiles with the running passthrough lists kept
+// (envscrub applies them at start only).
+func withPassthrough(profiles, running map[string]Profile) map[string]Profile {
+	out := make(map[string]Profile, len(profiles))
+	for name, p := range profiles {
+		p.Passthrough = running[name].Passthrough
+		out[name] = p
+	}
+	return out
+}
+
+func profileLimitsText(p Profile) string {
+	return fmt.Sprintf("memory %s, swap %s, pids %d, cpu %g, weight %d",
+		formatLimit(p.MemoryMax), formatSwap(p.MemorySwapMax), p.PidsMax, p.CPUMax, p.CPUWeight)
+}
