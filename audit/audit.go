@@ -75,6 +75,8 @@ type Log struct {
 	mu      sync.Mutex
 	closed  bool
 	failing bool // a failure was logged and no write succeeded since
+	// rotFailing: a rotation failure was logged and none succeeded since.
+	rotFailing bool
 	file    *rotator
 }
 
@@ -98,9 +100,14 @@ func Open(cfg Config) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit: open: %w", err)
 	}
+	return start(cfg, r), nil
+}
+
+// start runs the writer of an opened file.
+func start(cfg Config, r *rotator) *Log {
 	l := &Log{cfg: cfg, log: cfg.Logger.Named("audit"), queue: make(chan []byte, queueLen), done: make(chan struct{}), file: r}
 	go l.writer()
-	return l, nil
+	return l
 }
 
 // NewRecord builds the line of one cell.
@@ -148,14 +155,19 @@ func (l *Log) CellDone(ev *pool.CellEvent) {
 func (l *Log) writer() {
 	defer close(l.done)
 	for b := range l.queue {
-		err := l.file.write(b)
+		rotErr, err := l.file.write(b)
 		l.mu.Lock()
-		if err != nil {
+		switch {
+		case err != nil:
 			l.failLocked(err)
-		} else if l.failing {
+		case l.failing:
 			l.failing = false
 			l.log.Info("audit log writes succeed again", "path", l.cfg.Path)
 		}
+		if rotErr != nil && !l.rotFailing {
+			l.log.Error("audit log rotation failed; lines go on into the current file", "path", l.cfg.Path, "error", rotErr)
+		}
+		l.rotFailing = rotErr != nil
 		l.mu.Unlock()
 	}
 }

@@ -47,17 +47,19 @@ func (r *rotator) open() error {
 	return nil
 }
 
-// write appends one line, rotating first when it would not fit. A file
-// that failed is reopened on the next write.
-func (r *rotator) write(b []byte) error {
-	if r.f != nil && r.size > 0 && r.size+int64(len(b)) > r.maxSize {
-		if err := r.rotate(); err != nil {
-			return fmt.Errorf("rotate: %w", err)
+// write appends one line, rotating first when it would not fit. A
+// rotation that fails keeps the line in the current file (rotErr says
+// why; nothing is lost); err means the line was not written. A file that
+// failed is reopened on the next write.
+func (r *rotator) write(b []byte) (rotErr, err error) {
+	if r.size > 0 && r.size+int64(len(b)) > r.maxSize {
+		if rerr := r.rotate(); rerr != nil {
+			rotErr = fmt.Errorf("rotate: %w", rerr)
 		}
 	}
 	if r.f == nil {
 		if err := r.open(); err != nil {
-			return err
+			return rotErr, err
 		}
 	}
 	n, err := r.f.Write(b)
@@ -66,14 +68,13 @@ func (r *rotator) write(b []byte) error {
 		_ = r.f.Close()
 		r.f = nil
 	}
-	return err
+	return rotErr, err
 }
 
 func (r *rotator) rotate() error {
-	if err := r.f.Close(); err != nil {
+	if err := r.close(); err != nil {
 		return err
 	}
-	r.f = nil
 	_ = os.Remove(fmt.Sprintf("%s.%d", r.path, r.keep))
 	for i := r.keep - 1; i >= 1; i-- {
 		err := os.Rename(fmt.Sprintf("%s.%d", r.path, i), fmt.Sprintf("%s.%d", r.path, i+1))
