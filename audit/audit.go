@@ -77,7 +77,7 @@ type Log struct {
 	failing bool // a failure was logged and no write succeeded since
 	// rotFailing: a rotation failure was logged and none succeeded since.
 	rotFailing bool
-	file    *rotator
+	file       *rotator
 }
 
 var _ pool.Observer = (*Log)(nil)
