@@ -36,6 +36,16 @@ max_tool_calls    = 50      # tool-call budget of one cell
 tool_call_timeout = "2m"    # how long a streamed tool call waits for its answer
 drain_grace       = "10s"   # how long running cells may finish on SIGTERM
 
+# Operations (docs/ops.md).
+# socket_group = "kernpool"   # chgrp the API socket (0660) to this group
+# metrics_listen = "127.0.0.1:9464" # also serve GET /metrics on TCP (the socket always does)
+max_kernels_per_owner          = 0  # one owner's live kernels (0: unlimited); over it: HTTP 429
+max_cells_per_minute_per_owner = 0  # one owner's cells per minute (0: unlimited); over it: HTTP 429
+# audit_log      = "/var/log/kernpool/audit.log" # one JSON line per cell
+# audit_code     = false      # true: the code itself, not only its size and SHA-256
+# audit_max_size = "100MiB"   # rotate before the file grows past this
+# audit_keep     = 5          # rotated files kept (audit.log.1 is the newest)
+
 # Child environment (see docs/config.md for the scrubbing rules).
 env {
   passthrough = []          # names every kernel keeps, e.g. ["HTTP_PROXY"]
