@@ -136,7 +136,7 @@ func (s *Server) handleLine(line []byte) []byte {
 	call := Call{ID: fmt.Sprintf("%s-%d", s.idPrefix, s.nextID.Add(1)), Tool: req.tool, Args: req.args}
 	start := time.Now()
 	result, err := s.dispatch(c, call)
-	s.log.Debug("tool call answered", "id", call.ID, "tool", call.Tool, "failed", err != nil, "duration", time.Since(start))
+	s.log.Debug("tool call answered", "id", call.ID, "tool", call.Tool, "failed", err != nil, "duration", time.Since(start).String())
 	if err != nil {
 		if c.ctx.Err() != nil && errors.Is(err, context.Canceled) {
 			return encodeReply("error", MsgCellSettled)
