@@ -21,7 +21,7 @@ func TestObserverSeries(t *testing.T) {
 	m.CellDone(&pool.CellEvent{Owner: "alice", KernelID: "k1", Mode: "default", Code: "secret_code()",
 		Status: pool.StatusError, Duration: 2 * time.Second, OOMKilled: true,
 		ToolOutcomes: map[pool.ToolOutcome]int{pool.ToolOK: 2, pool.ToolError: 1},
-		OutputBytes: 10, DroppedBytes: 4, SpillBytes: 7, Redactions: 3, ReplyBytes: 2048})
+		OutputBytes:  10, DroppedBytes: 4, SpillBytes: 7, Redactions: 3, ReplyBytes: 2048})
 	m.AuditWriteFailed()
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
