@@ -10,9 +10,9 @@ import (
 	"github.com/kernpool/kernpool/pool"
 )
 
-// reloader applies a reread configuration on SIGHUP: profile limits and
-// the ceiling (for kernels started from now on; running kernels keep
-// their cgroup limits) and the per-owner quotas. A configuration that
+// reloader applies a reread configuration on SIGHUP: profile limits (for
+// kernels started from now on; running kernels keep their cgroup limits)
+// and the per-owner quotas. A configuration that
 // does not parse or validate, or whose profile changes need a restart, is
 // refused whole: the old one stays and the log says why. Other changed
 // settings are listed as needing a restart.
@@ -42,7 +42,11 @@ func (r *reloader) reload() {
 		r.log.Info("reload: nothing changed")
 		return
 	}
-	if err := r.seams.SetLimits(next); err != nil {
+	// The ceiling is checked by the pool and the isolator alike; it stays
+	// as it runs (a restart changes it), so both keep agreeing.
+	limits := *next
+	limits.Ceiling = r.cur.Ceiling
+	if err := r.seams.SetLimits(&limits); err != nil {
 		r.log.Error("reload refused; keeping the running configuration", "error", err)
 		return
 	}
@@ -52,7 +56,7 @@ func (r *reloader) reload() {
 	}
 	// What is applied becomes current; what needs a restart stays as it runs.
 	applied := *r.cur
-	applied.Profiles, applied.Ceiling = withPassthrough(next.Profiles, r.cur.Profiles), next.Ceiling
+	applied.Profiles = withPassthrough(next.Profiles, r.cur.Profiles)
 	applied.MaxKernelsPerOwner, applied.MaxCellsPerMinutePerOwner = next.MaxKernelsPerOwner, next.MaxCellsPerMinutePerOwner
 	r.cur = &applied
 	if len(changed) > 0 {
@@ -64,8 +68,8 @@ func (r *reloader) reload() {
 }
 
 // diffConfig describes what changed between two configurations: the
-// reloadable settings (profile limits, ceiling, quotas) with old and new
-// values, and the names of the others that differ.
+// reloadable settings (profile limits, quotas) with old and new values,
+// and the names of the others that differ.
 func diffConfig(old, next *Config) (changed, restart []string) {
 	for _, name := range sortedProfileNames(next) {
 		o, n := old.Profiles[name], next.Profiles[name]
@@ -76,9 +80,6 @@ func diffConfig(old, next *Config) (changed, restart []string) {
 			restart = append(restart, fmt.Sprintf("profile %q passthrough", name))
 		}
 	}
-	if old.Ceiling != next.Ceiling {
-		changed = append(changed, fmt.Sprintf("ceiling: %+v -> %+v", old.Ceiling, next.Ceiling))
-	}
 	if old.MaxKernelsPerOwner != next.MaxKernelsPerOwner {
 		changed = append(changed, fmt.Sprintf("max_kernels_per_owner: %d -> %d", old.MaxKernelsPerOwner, next.MaxKernelsPerOwner))
 	}
@@ -87,8 +88,8 @@ func diffConfig(old, next *Config) (changed, restart []string) {
 	}
 	// Everything else: compare with the reloadable parts made equal.
 	a, b := *old, *next
-	a.Profiles, a.Ceiling, a.MaxKernelsPerOwner, a.MaxCellsPerMinutePerOwner = nil, Ceiling{}, 0, 0
-	b.Profiles, b.Ceiling, b.MaxKernelsPerOwner, b.MaxCellsPerMinutePerOwner = nil, Ceiling{}, 0, 0
+	a.Profiles, a.MaxKernelsPerOwner, a.MaxCellsPerMinutePerOwner = nil, 0, 0
+	b.Profiles, b.MaxKernelsPerOwner, b.MaxCellsPerMinutePerOwner = nil, 0, 0
 	t := reflect.TypeOf(a)
 	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
 	for i := range t.NumField() {
