@@ -22,6 +22,14 @@ const (
 	DefaultKeep = 5
 	// queueLen bounds the lines waiting for the writer.
 	queueLen = 4096
+	// maxPendingCode bounds the code the waiting cells keep alive (a cell
+	// may carry 16 MiB); kickPendingCode of it wakes the writer early.
+	maxPendingCode  = 64 << 20
+	kickPendingCode = 8 << 20
+	// flushInterval is how often the writer writes what waits; flushLines
+	// waiting wake it early.
+	flushLines    = 256
+	flushInterval = 100 * time.Millisecond
 )
 
 // ErrClosed: the log was closed.
@@ -67,14 +75,18 @@ type Record struct {
 
 // Log is an open audit log. It implements pool.Observer.
 type Log struct {
-	cfg   Config
-	log   hclog.Logger
-	queue chan []byte
-	done  chan struct{}
+	cfg  Config
+	log  hclog.Logger
+	kick chan struct{} // wakes the writer early when flushLines are waiting
+	stop chan struct{} // closed by Close
+	done chan struct{} // closed when the writer has written everything
 
 	mu      sync.Mutex
-	closed  bool
-	failing bool // a failure was logged and no write succeeded since
+	pending []pool.CellEvent // cells waiting for the writer, at most queueLen
+	// pendingCode is the code those cells hold, at most maxPendingCode.
+	pendingCode int
+	closed      bool
+	failing     bool // a failure was logged and no write succeeded since
 	// rotFailing: a rotation failure was logged and none succeeded since.
 	rotFailing bool
 	file       *rotator
@@ -105,7 +117,8 @@ func Open(cfg Config) (*Log, error) {
 
 // start runs the writer of an opened file.
 func start(cfg Config, r *rotator) *Log {
-	l := &Log{cfg: cfg, log: cfg.Logger.Named("audit"), queue: make(chan []byte, queueLen), done: make(chan struct{}), file: r}
+	l := &Log{cfg: cfg, log: cfg.Logger.Named("audit"), kick: make(chan struct{}, 1),
+		stop: make(chan struct{}), done: make(chan struct{}), file: r}
 	go l.writer()
 	return l
 }
@@ -130,46 +143,98 @@ func NewRecord(ev *pool.CellEvent, includeCode bool) Record {
 	return r
 }
 
-// CellDone queues the cell's line; a full queue counts as a failure.
+// CellDone queues the cell for the writer, which hashes and encodes it
+// off the cell's path; a full queue counts as a failure. The event is
+// copied (its strings and maps are not changed after the cell settled).
 func (l *Log) CellDone(ev *pool.CellEvent) {
-	b, err := json.Marshal(NewRecord(ev, l.cfg.IncludeCode))
-	if err != nil {
-		l.fail(fmt.Errorf("encode: %w", err))
-		return
-	}
-	b = append(b, '\n')
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
+	switch {
+	case l.closed:
 		l.failLocked(ErrClosed)
-		return
-	}
-	select {
-	case l.queue <- b:
-	default:
+	case len(l.pending) >= queueLen || l.pendingCode+len(ev.Code) > maxPendingCode:
 		l.failLocked(errors.New("the write queue is full (the disk is too slow)"))
+	default:
+		// No goroutine is woken per cell (that cost more than the rest of
+		// the audit line); the writer comes by every flushInterval.
+		l.pending = append(l.pending, *ev)
+		l.pendingCode += len(ev.Code)
+		if len(l.pending) == flushLines || l.pendingCode >= kickPendingCode {
+			select {
+			case l.kick <- struct{}{}:
+			default:
+			}
+		}
 	}
 }
 
-// writer appends queued lines until Close.
+// writer writes the waiting lines every flushInterval (or as soon as
+// flushLines wait), one write(2) per batch, until Close, then the rest.
 func (l *Log) writer() {
 	defer close(l.done)
-	for b := range l.queue {
-		rotErr, err := l.file.write(b)
+	t := time.NewTicker(flushInterval)
+	defer t.Stop()
+	var spare []pool.CellEvent
+	var lines [][]byte
+	for {
+		stopping := false
+		select {
+		case <-t.C:
+		case <-l.kick:
+		case <-l.stop:
+			stopping = true
+		}
 		l.mu.Lock()
-		switch {
-		case err != nil:
-			l.failLocked(err)
-		case l.failing:
-			l.failing = false
-			l.log.Info("audit log writes succeed again", "path", l.cfg.Path)
-		}
-		if rotErr != nil && !l.rotFailing {
-			l.log.Error("audit log rotation failed; lines go on into the current file", "path", l.cfg.Path, "error", rotErr)
-		}
-		l.rotFailing = rotErr != nil
+		batch := l.pending
+		l.pending, l.pendingCode = spare, 0
 		l.mu.Unlock()
+		lines = l.flush(l.encode(batch, lines))
+		clear(batch)
+		spare = batch[:0]
+		if stopping {
+			return
+		}
 	}
+}
+
+// encode appends the JSON line of each event to lines[:0].
+func (l *Log) encode(events []pool.CellEvent, lines [][]byte) [][]byte {
+	lines = lines[:0]
+	for i := range events {
+		b, err := json.Marshal(NewRecord(&events[i], l.cfg.IncludeCode))
+		if err != nil {
+			l.fail(fmt.Errorf("encode: %w", err))
+			continue
+		}
+		lines = append(lines, append(b, '\n'))
+	}
+	return lines
+}
+
+// flush writes a batch and reports its outcome; it returns the batch
+// emptied (and cleared) for reuse.
+func (l *Log) flush(batch [][]byte) [][]byte {
+	if len(batch) == 0 {
+		return batch
+	}
+	rotErr, lost, err := l.file.writeLines(batch)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case err != nil:
+		for range lost {
+			l.failLocked(err)
+		}
+	case l.failing:
+		l.failing = false
+		l.log.Info("audit log writes succeed again", "path", l.cfg.Path)
+	}
+	if rotErr != nil && !l.rotFailing {
+		l.log.Error("audit log rotation failed; lines go on into the current file", "path", l.cfg.Path, "error", rotErr)
+	}
+	l.rotFailing = rotErr != nil
+	clear(batch)
+	return batch[:0]
 }
 
 func (l *Log) fail(err error) {
@@ -196,7 +261,7 @@ func (l *Log) Close() error {
 		return nil
 	}
 	l.closed = true
-	close(l.queue)
+	close(l.stop)
 	l.mu.Unlock()
 	<-l.done
 	return l.file.close()

@@ -47,19 +47,43 @@ func (r *rotator) open() error {
 	return nil
 }
 
-// write appends one line, rotating first when it would not fit. A
-// rotation that fails keeps the line in the current file (rotErr says
-// why; nothing is lost); err means the line was not written. A file that
-// failed is reopened on the next write.
-func (r *rotator) write(b []byte) (rotErr, err error) {
-	if r.size > 0 && r.size+int64(len(b)) > r.maxSize {
-		if rerr := r.rotate(); rerr != nil {
-			rotErr = fmt.Errorf("rotate: %w", rerr)
+// writeLines appends lines, one write per file: lines that would take a
+// non-empty file past maxSize go to the next file after a rotation. A
+// rotation that fails keeps the lines in the current file (rotErr says
+// why; nothing is lost); err means the last lost lines were not written.
+// A file that failed is reopened on the next write.
+func (r *rotator) writeLines(lines [][]byte) (rotErr error, lost int, err error) {
+	var chunk []byte
+	size, n := r.size, 0
+	for i, b := range lines {
+		if size > 0 && size+int64(len(b)) > r.maxSize {
+			if werr := r.writeChunk(chunk); werr != nil {
+				lost, err = lost+n, werr
+			}
+			chunk, n = chunk[:0], 0
+			if rerr := r.rotate(); rerr != nil {
+				rotErr = fmt.Errorf("rotate: %w", rerr)
+			}
+			size = r.size
 		}
+		chunk = append(chunk, lines[i]...)
+		size += int64(len(b))
+		n++
+	}
+	if werr := r.writeChunk(chunk); werr != nil {
+		lost, err = lost+n, werr
+	}
+	return rotErr, lost, err
+}
+
+// writeChunk writes b to the current file, opening it when needed.
+func (r *rotator) writeChunk(b []byte) error {
+	if len(b) == 0 {
+		return nil
 	}
 	if r.f == nil {
 		if err := r.open(); err != nil {
-			return rotErr, err
+			return err
 		}
 	}
 	n, err := r.f.Write(b)
@@ -68,13 +92,14 @@ func (r *rotator) write(b []byte) (rotErr, err error) {
 		_ = r.f.Close()
 		r.f = nil
 	}
-	return rotErr, err
+	return err
 }
 
 func (r *rotator) rotate() error {
 	if err := r.close(); err != nil {
 		return err
 	}
+	r.size = 0
 	_ = os.Remove(fmt.Sprintf("%s.%d", r.path, r.keep))
 	for i := r.keep - 1; i >= 1; i-- {
 		err := os.Rename(fmt.Sprintf("%s.%d", r.path, i), fmt.Sprintf("%s.%d", r.path, i+1))
