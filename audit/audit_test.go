@@ -45,7 +45,7 @@ func readLines(t *testing.T, path string) []Record {
 
 func TestLineFieldsAndCode(t *testing.T) {
 	for _, withCode := range []bool{false, true} {
-		path := filepath.Join(t.TempDir(), "audit.log")
+		path := filepath.Join(testTempDir(t), "audit.log")
 		l, err := Open(Config{Path: path, IncludeCode: withCode})
 		if err != nil {
 			t.Fatal(err)
@@ -71,7 +71,7 @@ func TestLineFieldsAndCode(t *testing.T) {
 }
 
 func TestRotation(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "audit.log")
+	path := filepath.Join(testTempDir(t), "audit.log")
 	one, _ := json.Marshal(NewRecord(cell(0), false))
 	// Room for three lines per file; keep two rotated files.
 	l, err := Open(Config{Path: path, MaxSize: int64(3*(len(one)+1) + 2), Keep: 2})
@@ -94,7 +94,7 @@ func TestRotation(t *testing.T) {
 }
 
 func TestRotationFailureKeepsLines(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "audit.log")
+	path := filepath.Join(testTempDir(t), "audit.log")
 	var failures atomic.Int64
 	logs := &strings.Builder{}
 	l, err := Open(Config{Path: path, MaxSize: 1, Keep: 1, OnFailure: func() { failures.Add(1) }, Logger: newTestLogger(logs)})
