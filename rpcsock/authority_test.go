@@ -195,6 +195,7 @@ func TestCallIDsUnique(t *testing.T) {
 	defer end()
 	cl := newClient(t, s)
 	for range 10 {
+		// send returns after the reply, so the handler has run.
 		cl.send(t, req("t", nil, s.Token()))
 	}
 	close(ids)
@@ -204,5 +205,8 @@ func TestCallIDsUnique(t *testing.T) {
 			t.Fatalf("duplicate or empty id %q", id)
 		}
 		seen[id] = true
+	}
+	if len(seen) != 10 {
+		t.Fatalf("handler saw %d calls, want 10", len(seen))
 	}
 }

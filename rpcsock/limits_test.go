@@ -3,34 +3,56 @@ package rpcsock
 import (
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// TestCloseUnblocksReadsAndHandlers: Close returns with a connection parked
-// in a read and another waiting on a handler; goleak (TestMain) proves no
-// goroutine survives.
+// TestCloseUnblocksReadsAndHandlers: Close returns promptly (well inside the
+// hour-long idle timeout) with a connection parked in a read and another
+// waiting on a handler: the handler sees its context canceled and both
+// peers see their connection end. goleak (TestMain) proves no goroutine
+// survives.
 func TestCloseUnblocksReadsAndHandlers(t *testing.T) {
-	s, err := Listen(Config{Dir: privateDir(t), UID: -1, Tools: []string{"t"}, Network: "tcp"})
+	s, err := Listen(Config{Dir: privateDir(t), UID: -1, Tools: []string{"t"}, Network: "tcp", IdleTimeout: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	started := make(chan struct{})
+	started, handlerDone := make(chan struct{}), make(chan struct{})
 	s.BeginCell(HandlerFunc(func(ctx context.Context, _ Call) (string, error) {
 		close(started)
 		<-ctx.Done()
+		close(handlerDone)
 		return "", ctx.Err()
 	}), 0)
-	_ = newClient(t, s)
+	idle := newClient(t, s)
 	busy := newClient(t, s)
 	if _, err := busy.c.Write([]byte(req("t", nil, s.Token()) + "\n")); err != nil {
 		t.Fatal(err)
 	}
 	<-started
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close still blocked after 10s: a parked read or handler holds it")
+	}
+	select {
+	case <-handlerDone:
+	default:
+		t.Fatal("Close returned before the busy handler saw its context canceled")
+	}
+	for name, cl := range map[string]*client{"idle": idle, "busy": busy} {
+		_ = cl.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.ReadAll(cl.r); err != nil {
+			t.Errorf("%s connection not closed by Close: %v", name, err)
+		}
 	}
 	if end := s.BeginCell(&echo{}, 0); end() != 0 {
 		t.Fatal("a cell begun after Close must dispatch nothing")

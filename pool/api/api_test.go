@@ -135,6 +135,11 @@ func TestClosedPoolIs503(t *testing.T) {
 	if !errors.Is(err, pool.ErrClosed) {
 		t.Fatalf("Execute on a closed pool = %v, want pool.ErrClosed", err)
 	}
+	// The documented answer (docs/api.md): 503 with code "closed".
+	status, _, body := d.raw(t, http.MethodPost, "/v1/execute", `{"code":"1"}`)
+	if status != 503 || body.Code != "closed" {
+		t.Fatalf("execute on a closed pool: status %d code %q, want 503 \"closed\"", status, body.Code)
+	}
 }
 
 func TestCapacityIs503WithRetryAfter(t *testing.T) {

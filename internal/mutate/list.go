@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// Mutation is one entry of the list: in File, replace the one occurrence
+// of Find by Repl; running Pkgs' tests matching Run must then fail.
+type Mutation struct {
+	Name string // short unique id, used by -only
+	File string // path from the repository root
+	Find string // exact snippet; must occur exactly once in File
+	Repl string // what replaces it
+	Pkgs []string
+	Run  string // go test -run pattern
+	Tags string // go build tags, e.g. "integration"
+	Why  string // what behaviour the mutation breaks
+	Line int    // line of the entry in the list, for messages
+}
+
+// parseList reads the list: records of "key: value" lines separated by
+// blank lines; lines starting with '#' are comments. Values are taken
+// verbatim after "key: " (snippets keep their quotes and spaces).
+func parseList(path string) ([]Mutation, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []Mutation
+	var cur *Mutation
+	seen := map[string]bool{}
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		if strings.TrimSpace(line) == "" {
+			cur = nil
+			continue
+		}
+		if cur == nil {
+			out = append(out, Mutation{Line: n})
+			cur = &out[len(out)-1]
+		}
+		key, val, ok := strings.Cut(line, ": ")
+		if !ok {
+			return nil, fmt.Errorf("%s:%d: want \"key: value\", got %q", path, n, line)
+		}
+		if err := cur.set(key, val); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, n, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	for _, m := range out {
+		if err := m.check(); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, m.Line, err)
+		}
+		if seen[m.Name] {
+			return nil, fmt.Errorf("%s:%d: duplicate name %q", path, m.Line, m.Name)
+		}
+		seen[m.Name] = true
+	}
+	return out, nil
+}
+
+func (m *Mutation) set(key, val string) error {
+	switch key {
+	case "name":
+		m.Name = val
+	case "file":
+		m.File = val
+	case "find":
+		m.Find = val
+	case "repl":
+		m.Repl = val
+	case "pkg":
+		m.Pkgs = strings.Fields(val)
+	case "run":
+		m.Run = val
+	case "tags":
+		m.Tags = val
+	case "why":
+		m.Why = val
+	default:
+		return fmt.Errorf("unknown key %q", key)
+	}
+	return nil
+}
+
+func (m *Mutation) check() error {
+	switch {
+	case m.Name == "", m.File == "", m.Find == "", len(m.Pkgs) == 0, m.Run == "", m.Why == "":
+		return fmt.Errorf("mutation %q needs name, file, find, repl, pkg, run and why", m.Name)
+	case m.Find == m.Repl:
+		return fmt.Errorf("mutation %q: find and repl are the same", m.Name)
+	}
+	return nil
+}

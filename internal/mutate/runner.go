@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+const (
+	verdictCaught  = "caught"
+	verdictMissed  = "MISSED"
+	verdictInvalid = "INVALID"
+)
+
+type result struct {
+	verdict string
+	detail  string
+	took    time.Duration
+}
+
+type runner struct {
+	root    string
+	timeout time.Duration
+	verbose bool
+}
+
+// mutate applies m through an overlay and runs its tests.
+func (r *runner) mutate(m Mutation) result {
+	start := time.Now()
+	res := func(v, d string) result { return result{verdict: v, detail: d, took: time.Since(start)} }
+	src, err := os.ReadFile(filepath.Join(r.root, m.File))
+	if err != nil {
+		return res(verdictInvalid, err.Error())
+	}
+	if n := bytes.Count(src, []byte(m.Find)); n != 1 {
+		return res(verdictInvalid, fmt.Sprintf("snippet %q occurs %d times in %s, want exactly once", m.Find, n, m.File))
+	}
+	mutant := bytes.Replace(src, []byte(m.Find), []byte(m.Repl), 1)
+	dir, err := os.MkdirTemp("", "kernpool-mutate-")
+	if err != nil {
+		return res(verdictInvalid, err.Error())
+	}
+	defer os.RemoveAll(dir)
+	overlay, err := writeOverlay(dir, filepath.Join(r.root, m.File), mutant)
+	if err != nil {
+		return res(verdictInvalid, err.Error())
+	}
+	out, err := r.goTest(overlay, m.Tags, m.Run, m.Pkgs)
+	switch {
+	case err == nil:
+		return res(verdictMissed, fmt.Sprintf("go test %s -run '%s' passed with the mutant", strings.Join(m.Pkgs, " "), m.Run))
+	case buildFailed(out):
+		return res(verdictInvalid, "the mutant does not compile:\n"+indent(tail(out, 8)))
+	}
+	return res(verdictCaught, "")
+}
+
+// writeOverlay writes the mutated file and the -overlay JSON naming it.
+func writeOverlay(dir, file string, mutant []byte) (string, error) {
+	repl := filepath.Join(dir, filepath.Base(file))
+	if err := os.WriteFile(repl, mutant, 0o600); err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(map[string]map[string]string{"Replace": {file: repl}})
+	if err != nil {
+		return "", err
+	}
+	overlay := filepath.Join(dir, "overlay.json")
+	return overlay, os.WriteFile(overlay, b, 0o600)
+}
+
+// baseline runs, per package and tag set, the union of the named tests on
+// the unmutated tree: they must pass, or every mutation would look caught.
+func (r *runner) baseline(ms []Mutation) error {
+	type key struct{ pkg, tags string }
+	runs := map[key][]string{}
+	for _, m := range ms {
+		for _, p := range m.Pkgs {
+			k := key{p, m.Tags}
+			runs[k] = append(runs[k], "(?:"+m.Run+")")
+		}
+	}
+	keys := make([]key, 0, len(runs))
+	for k := range runs {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].pkg+keys[i].tags < keys[j].pkg+keys[j].tags })
+	for _, k := range keys {
+		start := time.Now()
+		out, err := r.goTest("", k.tags, strings.Join(runs[k], "|"), []string{k.pkg})
+		if err != nil {
+			return fmt.Errorf("tests of %s fail on the unmutated tree:\n%s", k.pkg, indent(tail(out, 20)))
+		}
+		fmt.Printf("baseline ok    %s (%s)\n", k.pkg, time.Since(start).Round(100*time.Millisecond))
+	}
+	return nil
+}
+
+func (r *runner) goTest(overlay, tags, run string, pkgs []string) (string, error) {
+	args := []string{"test", "-count=1", "-timeout", r.timeout.String(), "-run", run}
+	if overlay != "" {
+		args = append(args, "-overlay", overlay)
+	}
+	if tags != "" {
+		args = append(args, "-tags", tags)
+	}
+	args = append(args, pkgs...)
+	// A mutant that hangs is stopped by go test's -timeout; this bound
+	// only guards against go itself hanging.
+	ctx, cancel := context.WithTimeout(context.Background(), r.timeout+2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = r.root
+	out, err := cmd.CombinedOutput()
+	if r.verbose {
+		fmt.Printf("$ go %s\n%s\n", strings.Join(args, " "), out)
+	}
+	return string(out), err
+}
+
+// buildFailed says whether go test failed to build rather than a test
+// failing.
+func buildFailed(out string) bool {
+	return strings.Contains(out, "[build failed]") || strings.Contains(out, "[setup failed]") ||
+		strings.Contains(out, "# github.com/") && !strings.Contains(out, "--- FAIL")
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func indent(s string) string {
+	return "        " + strings.ReplaceAll(s, "\n", "\n        ")
+}

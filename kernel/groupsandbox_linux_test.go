@@ -1,0 +1,71 @@
+package kernel
+
+import (
+	"bufio"
+	"errors"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestGroupSandboxKillKillsWholeTree exercises the group sandbox alone (no
+// runner, whose watchdog would kill the group anyway): a shell with two
+// background children, all in the sandbox's process group. Kill must take
+// down every member, and Release must then find the group empty.
+func TestGroupSandboxKillKillsWholeTree(t *testing.T) {
+	requireProc(t)
+	sb := newGroupSandbox()
+	cmd := exec.Command("/bin/sh", "-c", "sleep 1000 & echo $!; sleep 1000 & echo $!; wait")
+	if err := sb.Prepare(cmd, ""); err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waited := false
+	t.Cleanup(func() {
+		if !waited {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	if err := sb.Started(cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	pids := []int{cmd.Process.Pid}
+	sc := bufio.NewScanner(out)
+	for len(pids) < 3 && sc.Scan() {
+		pid, err := strconv.Atoi(strings.TrimSpace(sc.Text()))
+		if err != nil {
+			t.Fatalf("child pid line %q: %v", sc.Text(), err)
+		}
+		pids = append(pids, pid)
+	}
+	for _, pid := range pids {
+		if !alive(pid) {
+			t.Fatalf("tree member %d not running before Kill (pids %v)", pid, pids)
+		}
+	}
+	if err := sb.Kill(); err != nil {
+		t.Fatalf("Kill: %v", err)
+	}
+	waited = true
+	var exitErr *exec.ExitError
+	if err := cmd.Wait(); !errors.As(err, &exitErr) {
+		t.Fatalf("shell exit after Kill = %v, want killed", err)
+	}
+	for _, pid := range pids {
+		if !waitDead(pid, 5*time.Second) {
+			t.Errorf("tree member %d survives the sandbox's Kill", pid)
+		}
+	}
+	if _, err := sb.Release(); err != nil {
+		t.Fatalf("Release after Kill: %v", err)
+	}
+}
