@@ -32,32 +32,21 @@ const body30 = "abcdefghijklmnopqrstuvwxyz0123" // 30 alphanumerics
 // too-short case (kept).
 func TestPrefixTokens(t *testing.T) {
 	var cases []redactCase
-	for _, r := range tokenRules {
-		body := strings.Repeat("A1b2", 10)[:max(r.min, 20)]
-		if r.kind == bodyExact {
-			body = "ABCDEFGHIJKLMNOP"
-		}
-		if r.kind == bodyXapp {
-			body = "1-" + body
-		}
-		tok := r.prefix + body
+	for _, c := range specTokens {
 		cases = append(cases,
-			redactCase{r.prefix + " positive", "key: " + tok + " end", "key: " + maskToken(tok) + " end"},
-			redactCase{r.prefix + " glued before", "x" + tok + " end", "x" + tok + " end"},
+			redactCase{c.token + " positive", "key: " + c.token + " end", "key: " + c.masked + " end"},
+			redactCase{c.token + " glued before", "x" + c.token + " end", "x" + c.token + " end"},
 		)
-		// Glued after: a word character the body class does not take.
-		for _, glue := range []string{"_more", "-more"} {
-			if class[glue[0]]&r.class == 0 && !strings.HasPrefix(r.prefix, "sk_") {
-				cases = append(cases, redactCase{r.prefix + " glued after", tok + glue, tok + glue})
-				break
-			}
-		}
-		// sk_live_/sk_test_ too short still match the broader sk_ rule.
-		if r.kind != bodyXapp && !strings.HasPrefix(r.prefix, "sk_") {
-			short := r.prefix + body[:r.min-1]
-			cases = append(cases, redactCase{r.prefix + " too short", short + " end", short + " end"})
+		if c.short != "" {
+			cases = append(cases, redactCase{c.short + " too short", c.short + " end", c.short + " end"})
 		}
 	}
+	cases = append(cases,
+		redactCase{"ghp_ glued after", "ghp_Ab3De6Gh9Jk2Mn5Pq8St-more", "ghp_Ab3De6Gh9Jk2Mn5Pq8St-more"},
+		redactCase{"hf_ glued after", "hf_Ab3De6Gh9Jk2Mn5Pq8St_more", "hf_Ab3De6Gh9Jk2Mn5Pq8St_more"},
+		redactCase{"xoxb- glued after", "xoxb-Ab3De6Gh9Jk2Mn5Pq8St_more", "xoxb-Ab3De6Gh9Jk2Mn5Pq8St_more"},
+		redactCase{"sk_live_ short is still an sk_ token", "sk_live_Ab3De6Gh9 end", "*** end"},
+	)
 	cases = append(cases,
 		redactCase{"short token becomes ***", "sk-abcdefghij!", "***!"},
 		redactCase{"long keeps 6+4", "sk-proj-abcdefghijklmnop0123", "sk-pro...0123"},
@@ -300,4 +289,72 @@ func TestCleanResultsStayIntact(t *testing.T) {
 			t.Fatalf("result %d changed after later Clean calls", i)
 		}
 	}
+}
+
+// specTokens are the provider token prefixes of parity §2 (and the
+// reference's others), each with one literal token at least as long as its
+// minimum and its literal mask (first 6 + ... + last 4), and one token one
+// character short of the minimum, which must pass unchanged ("": none).
+var specTokens = []struct{ token, masked, short string }{
+	{"sk-Ab3De6Gh9Jk2Mn5Pq8St", "sk-Ab3...q8St", "sk-Ab3De6Gh9"},
+	{"ghp_Ab3De6Gh9Jk2Mn5Pq8St", "ghp_Ab...q8St", "ghp_Ab3De6Gh9"},
+	{"github_pat_Ab3De6Gh9Jk2Mn5Pq8St", "github...q8St", "github_pat_Ab3De6Gh9"},
+	{"gho_Ab3De6Gh9Jk2Mn5Pq8St", "gho_Ab...q8St", "gho_Ab3De6Gh9"},
+	{"ghu_Ab3De6Gh9Jk2Mn5Pq8St", "ghu_Ab...q8St", "ghu_Ab3De6Gh9"},
+	{"ghs_Ab3De6Gh9Jk2Mn5Pq8St", "ghs_Ab...q8St", "ghs_Ab3De6Gh9"},
+	{"ghr_Ab3De6Gh9Jk2Mn5Pq8St", "ghr_Ab...q8St", "ghr_Ab3De6Gh9"},
+	{"xapp-1-Ab3De6Gh9Jk2Mn5Pq8St", "xapp-1...q8St", ""},
+	{"xoxb-Ab3De6Gh9Jk2Mn5Pq8St", "xoxb-A...q8St", "xoxb-Ab3De6Gh9"},
+	{"xoxa-Ab3De6Gh9Jk2Mn5Pq8St", "xoxa-A...q8St", "xoxa-Ab3De6Gh9"},
+	{"xoxp-Ab3De6Gh9Jk2Mn5Pq8St", "xoxp-A...q8St", "xoxp-Ab3De6Gh9"},
+	{"xoxr-Ab3De6Gh9Jk2Mn5Pq8St", "xoxr-A...q8St", "xoxr-Ab3De6Gh9"},
+	{"xoxs-Ab3De6Gh9Jk2Mn5Pq8St", "xoxs-A...q8St", "xoxs-Ab3De6Gh9"},
+	{"AIzaAb3De6Gh9Jk2Mn5Pq8St1Vw4Yz7Bc0", "AIzaAb...7Bc0", "AIzaAb3De6Gh9Jk2Mn5Pq8St1Vw4Yz7Bc"},
+	{"pplx-Ab3De6Gh9Jk2Mn5Pq8St", "pplx-A...q8St", "pplx-Ab3De6Gh9"},
+	{"fal_Ab3De6Gh9Jk2Mn5Pq8St", "fal_Ab...q8St", "fal_Ab3De6Gh9"},
+	{"fc-Ab3De6Gh9Jk2Mn5Pq8St", "fc-Ab3...q8St", "fc-Ab3De6Gh9"},
+	{"bb_live_Ab3De6Gh9Jk2Mn5Pq8St", "bb_liv...q8St", "bb_live_Ab3De6Gh9"},
+	{"gAAAAAb3De6Gh9Jk2Mn5Pq8St", "gAAAAA...q8St", "gAAAAAb3De6Gh9Jk2Mn5Pq8S"},
+	{"AKIAABCDEFGHJKLMNPQR", "AKIAAB...NPQR", "AKIAABCDEFGHJKLMNPQ"},
+	{"sk_live_Ab3De6Gh9Jk2Mn5Pq8St", "sk_liv...q8St", ""},
+	{"sk_test_Ab3De6Gh9Jk2Mn5Pq8St", "sk_tes...q8St", ""},
+	{"rk_live_Ab3De6Gh9Jk2Mn5Pq8St", "rk_liv...q8St", "rk_live_Ab3De6Gh9"},
+	{"SG.Ab3De6Gh9Jk2Mn5Pq8St", "SG.Ab3...q8St", "SG.Ab3De6Gh9"},
+	{"hf_Ab3De6Gh9Jk2Mn5Pq8St", "hf_Ab3...q8St", "hf_Ab3De6Gh9"},
+	{"r8_Ab3De6Gh9Jk2Mn5Pq8St", "r8_Ab3...q8St", "r8_Ab3De6Gh9"},
+	{"npm_Ab3De6Gh9Jk2Mn5Pq8St", "npm_Ab...q8St", "npm_Ab3De6Gh9"},
+	{"pypi-Ab3De6Gh9Jk2Mn5Pq8St", "pypi-A...q8St", "pypi-Ab3De6Gh9"},
+	{"dop_v1_Ab3De6Gh9Jk2Mn5Pq8St", "dop_v1...q8St", "dop_v1_Ab3De6Gh9"},
+	{"doo_v1_Ab3De6Gh9Jk2Mn5Pq8St", "doo_v1...q8St", "doo_v1_Ab3De6Gh9"},
+	{"am_org_Ab3De6Gh9Jk2Mn5Pq8St", "am_org...q8St", "am_org_Ab3De6Gh9Jk2Mn5Pq8S"},
+	{"am_Ab3De6Gh9Jk2Mn5Pq8St", "am_Ab3...q8St", "am_Ab3De6Gh9Jk2Mn5Pq8S"},
+	{"sk_Ab3De6Gh9Jk2Mn5Pq8St", "sk_Ab3...q8St", "sk_Ab3De6Gh9"},
+	{"tvly-Ab3De6Gh9Jk2Mn5Pq8St", "tvly-A...q8St", "tvly-Ab3De6Gh9"},
+	{"exa_Ab3De6Gh9Jk2Mn5Pq8St", "exa_Ab...q8St", "exa_Ab3De6Gh9"},
+	{"gsk_Ab3De6Gh9Jk2Mn5Pq8St", "gsk_Ab...q8St", "gsk_Ab3De6Gh9"},
+	{"syt_Ab3De6Gh9Jk2Mn5Pq8St", "syt_Ab...q8St", "syt_Ab3De6Gh9"},
+	{"retaindb_Ab3De6Gh9Jk2Mn5Pq8St", "retain...q8St", "retaindb_Ab3De6Gh9"},
+	{"hsk-Ab3De6Gh9Jk2Mn5Pq8St", "hsk-Ab...q8St", "hsk-Ab3De6Gh9"},
+	{"mem0_Ab3De6Gh9Jk2Mn5Pq8St", "mem0_A...q8St", "mem0_Ab3De6Gh9"},
+	{"brv_Ab3De6Gh9Jk2Mn5Pq8St", "brv_Ab...q8St", "brv_Ab3De6Gh9"},
+	{"xai-Ab3De6Gh9Jk2Mn5Pq8St1Vw4Yz7Bc0", "xai-Ab...7Bc0", "xai-Ab3De6Gh9Jk2Mn5Pq8St1Vw4Yz7Bc"},
+	{"ntn_Ab3De6Gh9Jk2Mn5Pq8St", "ntn_Ab...q8St", "ntn_Ab3De6Gh9"},
+	{"fw-Ab3De6Gh9Jk2Mn5Pq8St1Vw4Yz7Bc0", "fw-Ab3...7Bc0", "fw-Ab3De6Gh9Jk2Mn5Pq8St1Vw4Yz7Bc"},
+	{"fw_Ab3De6Gh9Jk2Mn5Pq8St1Vw4Yz7Bc0", "fw_Ab3...7Bc0", "fw_Ab3De6Gh9Jk2Mn5Pq8St1Vw4Yz7Bc"},
+	{"fpk_Ab3De6Gh9Jk2Mn5Pq8St1Vw4Yz7Bc0", "fpk_Ab...7Bc0", "fpk_Ab3De6Gh9Jk2Mn5Pq8St1Vw4Yz7Bc"},
+	{"glpat-Ab3De6Gh9Jk2Mn5Pq8St", "glpat-...q8St", "glpat-Ab3De6Gh9"},
+	{"gloas-Ab3De6Gh9Jk2Mn5Pq8St", "gloas-...q8St", "gloas-Ab3De6Gh9"},
+	{"gldt-Ab3De6Gh9Jk2Mn5Pq8St", "gldt-A...q8St", "gldt-Ab3De6Gh9"},
+	{"glrt-Ab3De6Gh9Jk2Mn5Pq8St", "glrt-A...q8St", "glrt-Ab3De6Gh9"},
+	{"glrtr-Ab3De6Gh9Jk2Mn5Pq8St", "glrtr-...q8St", "glrtr-Ab3De6Gh9"},
+	{"glcbt-Ab3De6Gh9Jk2Mn5Pq8St", "glcbt-...q8St", "glcbt-Ab3De6Gh9"},
+	{"glptt-Ab3De6Gh9Jk2Mn5Pq8St", "glptt-...q8St", "glptt-Ab3De6Gh9"},
+	{"glft-Ab3De6Gh9Jk2Mn5Pq8St", "glft-A...q8St", "glft-Ab3De6Gh9"},
+	{"glimt-Ab3De6Gh9Jk2Mn5Pq8St", "glimt-...q8St", "glimt-Ab3De6Gh9"},
+	{"glagent-Ab3De6Gh9Jk2Mn5Pq8St", "glagen...q8St", "glagent-Ab3De6Gh9"},
+	{"glsoat-Ab3De6Gh9Jk2Mn5Pq8St", "glsoat...q8St", "glsoat-Ab3De6Gh9"},
+	{"glffct-Ab3De6Gh9Jk2Mn5Pq8St", "glffct...q8St", "glffct-Ab3De6Gh9"},
+	{"glwt-Ab3De6Gh9Jk2Mn5Pq8St", "glwt-A...q8St", "glwt-Ab3De6Gh9"},
+	{"GR1348941Ab3De6Gh9Jk2Mn5Pq8St", "GR1348...q8St", "GR1348941Ab3De6Gh9"},
+	{"pk-lf-Ab3De6Gh9Jk2Mn5Pq8St", "pk-lf-...q8St", "pk-lf-Ab3De6G"},
 }

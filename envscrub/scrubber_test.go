@@ -33,6 +33,23 @@ func envMap(env []string) map[string]string {
 // TestRules judges one variable at a time through Build: every secret
 // substring, every safe prefix (and its case-sensitivity), the Windows
 // essentials, and the default drop.
+// The rules of parity §1 (the original design's spec), written out once here so
+// the tests never take the expected behaviour from the tables under test.
+var (
+	// specSecretSubstrings: rule 2, a name whose upper-cased form contains
+	// one is dropped.
+	specSecretSubstrings = []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "PASSWD",
+		"AUTH", "DSN", "WEBHOOK", "CREDS", "BEARER", "APIKEY"}
+	// specSafePrefixes: rule 3, case-sensitive startswith keeps a name.
+	specSafePrefixes = []string{"PATH", "HOME", "USER", "LANG", "LC_", "TERM", "TMPDIR", "TMP", "TEMP",
+		"SHELL", "LOGNAME", "XDG_", "PYTHONPATH", "VIRTUAL_ENV", "CONDA"}
+	// specWindowsEssentials: rule 4, kept on Windows (compared upper-cased).
+	specWindowsEssentials = []string{"SYSTEMROOT", "SYSTEMDRIVE", "WINDIR", "COMSPEC", "PATHEXT", "OS",
+		"PROCESSOR_ARCHITECTURE", "NUMBER_OF_PROCESSORS", "PUBLIC", "ALLUSERSPROFILE", "PROGRAMDATA",
+		"PROGRAMFILES", "PROGRAMFILES(X86)", "PROGRAMW6432", "APPDATA", "LOCALAPPDATA", "USERPROFILE",
+		"USERDOMAIN", "USERNAME", "HOMEDRIVE", "HOMEPATH", "COMPUTERNAME"}
+)
+
 func TestRules(t *testing.T) {
 	type tc struct {
 		name    string
@@ -40,14 +57,14 @@ func TestRules(t *testing.T) {
 		keep    bool
 	}
 	var cases []tc
-	for _, sub := range secretSubstrings {
+	for _, sub := range specSecretSubstrings {
 		cases = append(cases,
 			tc{"MY_" + sub + "_X", false, false},
 			tc{"PATH_" + sub, false, false},                   // rule 2 runs before the safe prefixes
 			tc{strings.ToLower(sub) + "_lower", false, false}, // upper-cased before matching
 		)
 	}
-	for _, p := range safePrefixes {
+	for _, p := range specSafePrefixes {
 		cases = append(cases,
 			tc{p, false, true},
 			tc{p + "_EXTRA", false, true},
@@ -55,7 +72,7 @@ func TestRules(t *testing.T) {
 			tc{"X" + p, false, false},                  // a prefix, not a substring
 		)
 	}
-	for e := range windowsEssentials {
+	for _, e := range specWindowsEssentials {
 		cases = append(cases,
 			tc{e, true, true},
 			tc{strings.ToLower(e), true, true},
@@ -107,7 +124,7 @@ func TestBypassAndCompassAreNotSecret(t *testing.T) {
 }
 
 func TestSecretSubstringGroupsCoverList(t *testing.T) {
-	for _, sub := range secretSubstrings {
+	for _, sub := range specSecretSubstrings {
 		if got := secretSubstring("X" + sub + "X"); got != sub {
 			t.Errorf("secretSubstring(%q) = %q", sub, got)
 		}
