@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -88,10 +89,13 @@ except kernpool_tools.ToolError as e:
 }
 
 // TestStubSurvivesIdleDropWithoutReplay: the server drops the idle
-// connection between two calls; the second call reconnects and the handler
-// runs exactly twice.
+// connection between two calls; the second call runs on a new connection
+// and the handler runs exactly twice.
 func TestStubSurvivesIdleDropWithoutReplay(t *testing.T) {
 	testenv.RequirePython(t)
+	if _, err := os.Stat("/proc/self/fd"); err != nil {
+		t.Skip("needs /proc to tell one connection from another")
+	}
 	for _, network := range []string{"unix", "tcp"} {
 		t.Run(network, func(t *testing.T) {
 			if network == "unix" {
@@ -101,14 +105,28 @@ func TestStubSurvivesIdleDropWithoutReplay(t *testing.T) {
 			h := &echo{}
 			end := s.BeginCell(h, 0)
 			defer end()
+			// The sockets the process holds after each call (by inode) show
+			// whether the second call ran on a new connection.
 			out, err := runPython(t, s, Stub([]string{"t"}), `
-import time
+import os, time
+def socks():
+    found = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            link = os.readlink("/proc/self/fd/" + fd)
+        except OSError:
+            continue
+        if link.startswith("socket:"):
+            found.add(link)
+    return found
 assert kernpool_tools.t(n=1) == 't:{"n":1}'
+first = socks()
 time.sleep(0.6)
 assert kernpool_tools.t(n=2) == 't:{"n":2}'
-print("ok")
+second = socks()
+print("ok", "dropped" if first and second and not (first & second) else "kept %s %s" % (first, second))
 `)
-			if err != nil || out != "ok\n" {
+			if err != nil || out != "ok dropped\n" {
 				t.Fatalf("python: %v\n%s", err, out)
 			}
 			if n := h.calls.Load(); n != 2 {

@@ -3,10 +3,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/kernpool/kernpool/pool"
 )
@@ -38,10 +44,66 @@ func TestShellToolHandler(t *testing.T) {
 	}
 }
 
+// TestShellToolHandlerCanceled cancels a call while its handler runs: the
+// call returns promptly with an error, the handler's process group is
+// killed (a background child of the shell dies with it), and a grandchild
+// that left the group but holds the output pipe cannot hold the call
+// (WaitDelay).
 func TestShellToolHandlerCanceled(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := shellToolHandler(`sleep 30`).HandleTool(ctx, pool.ToolCall{Tool: "x"}); err == nil {
-		t.Fatal("a canceled call succeeded")
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("needs /proc to judge the handler's children dead")
 	}
+	dir := t.TempDir()
+	script := fmt.Sprintf(`sleep 300 & echo $! > %[1]s/child
+setsid sleep 300 & echo $! > %[1]s/escaped
+touch %[1]s/started; wait`, dir)
+	t.Cleanup(func() { // the escaped grandchild is the test's to kill
+		if pid := readPid(dir + "/escaped"); pid > 0 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type ret struct {
+		err error
+		at  time.Time
+	}
+	done := make(chan ret, 1)
+	go func() {
+		_, err := shellToolHandler(script).HandleTool(ctx, pool.ToolCall{Tool: "x"})
+		done <- ret{err, time.Now()}
+	}()
+	waitUntil(t, "the handler to start", func() bool { _, err := os.Stat(dir + "/started"); return err == nil })
+	child := readPid(dir + "/child")
+	canceled := time.Now()
+	cancel()
+	select {
+	case r := <-done:
+		if r.err == nil {
+			t.Fatal("a canceled call succeeded")
+		}
+		if d := r.at.Sub(canceled); d > handlerWaitDelay+3*time.Second {
+			t.Fatalf("canceled call returned after %v", d)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("canceled call still running after 30s")
+	}
+	waitUntil(t, "the handler's background child to die with its group", func() bool { return !procRunning(child) })
+}
+
+// readPid reads a pid a handler script wrote (0 if none).
+func readPid(path string) int {
+	b, _ := os.ReadFile(path)
+	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return n
+}
+
+// procRunning says whether pid is a live (non-zombie) process.
+func procRunning(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
 }
