@@ -1,11 +1,9 @@
 package pool
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 )
@@ -85,22 +83,6 @@ func (s *fakeToolServer) counts() (begun, ended, closed int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.begun, s.ended, s.closed
-}
-
-// fakeEnv gives kernels the minimal env plus KP_VISIBLE and reports one
-// scrubbed secret value; passthrough "REFUSED" is refused.
-type fakeEnv struct{ secret string }
-
-var errRefused = errors.New("envscrub: refused")
-
-func (e fakeEnv) Build(mode string, passthrough []string) ([]string, []string, error) {
-	for _, n := range passthrough {
-		if n == "REFUSED" {
-			return nil, nil, fmt.Errorf("passthrough %s: %w", n, errRefused)
-		}
-	}
-	env := append(minimalEnv(os.Environ(), runtime.GOOS), "KP_VISIBLE=mode-"+mode)
-	return env, []string{e.secret}, nil
 }
 
 // maskFactory builds filters that replace every secret by [MASKED] and

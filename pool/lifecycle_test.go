@@ -255,12 +255,16 @@ func TestIdleKernelsAreReaped(t *testing.T) {
 	if st := p.Stats(); st.Reaped != 1 {
 		t.Fatalf("reaped counter = %d", st.Reaped)
 	}
-	// A busy kernel outliving the idle timeout is not reaped.
+	// A busy kernel outliving the idle timeout is not reaped. The event
+	// that proves it: the reaper pass that reaps an idle kernel started
+	// after the busy one (so idle for less long) spares the busy kernel.
 	b := startBlocker(t, p, t.Context(), Request{})
 	busy := p.List()[0]
-	time.Sleep(300 * time.Millisecond) // several reaper periods
-	if !pidAlive(busy.Pid) {
-		t.Fatal("a busy kernel was reaped")
+	idle := run(t, p, Request{Owner: "idle", Code: "pass"})
+	idlePid := pidOf(t, p, idle.Kernel.ID)
+	waitFor(t, "the reaper to reap the idle kernel", func() bool { return p.Stats().Reaped == 2 && !pidAlive(idlePid) })
+	if ks := p.List(); len(ks) != 1 || ks[0].ID != busy.ID || !pidAlive(busy.Pid) {
+		t.Fatalf("after the reaper pass: kernels %+v, want only the busy %s alive", ks, busy.ID)
 	}
 	b.let(t)
 	wantStatus(t, b.wait(t), StatusSuccess)

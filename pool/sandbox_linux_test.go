@@ -20,7 +20,6 @@ type groupSandbox struct {
 	// when Prepare starts waiting.
 	gate, entered chan struct{}
 	failPrepare   bool
-	oom           bool // Release reports an OOM kill at 64MiB
 
 	mu                    sync.Mutex
 	pid                   int
@@ -66,9 +65,6 @@ func (s *groupSandbox) Release() (kernel.Verdict, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.rels++
-	if s.oom {
-		return kernel.Verdict{OOMKilled: true, MemoryLimit: 64 << 20}, nil
-	}
 	return kernel.Verdict{}, nil
 }
 
@@ -92,7 +88,6 @@ type sandboxFactory struct {
 	made        []*groupSandbox
 	failPrepare bool
 	failNew     bool
-	oom         bool
 	gate        chan struct{}
 	entered     chan struct{}
 }
@@ -103,7 +98,7 @@ func (f *sandboxFactory) NewSandbox(id, owner, mode string, limits Limits) (kern
 	if f.failNew {
 		return nil, fmt.Errorf("no uid left")
 	}
-	s := &groupSandbox{gate: f.gate, entered: f.entered, failPrepare: f.failPrepare, oom: f.oom, id: id, owner: owner, mode: mode, limits: limits}
+	s := &groupSandbox{gate: f.gate, entered: f.entered, failPrepare: f.failPrepare, id: id, owner: owner, mode: mode, limits: limits}
 	f.made = append(f.made, s)
 	return s, nil
 }
@@ -158,25 +153,6 @@ func TestSpawnFailureReleasesEverything(t *testing.T) {
 	if n := len(p.List()); n != 0 {
 		t.Fatalf("%d kernels after failed spawns", n)
 	}
-}
-
-func TestOOMVerdictIsReported(t *testing.T) {
-	f := &sandboxFactory{oom: true}
-	p := newTestPool(t, func(c *Config) { c.Sandboxes = f })
-	run(t, p, Request{Code: "x = 1"})
-	// The memory controller's kill looks like SIGKILL; the verdict comes
-	// from the sandbox's Release.
-	res := run(t, p, Request{Code: "import os\nos.kill(os.getpid(), 9)"})
-	wantStatus(t, res, StatusError)
-	want := "The session kernel was killed by the out-of-memory killer at its memory limit of 64MiB; " +
-		"its state was lost. The next call starts a fresh kernel."
-	if res.ExitCode != -1 || res.Error != want || !res.Kernel.OOMKilled {
-		t.Fatalf("OOM result = %+v", res)
-	}
-	if st := p.Stats(); st.OOMKilled != 1 || st.Died != 1 {
-		t.Fatalf("stats = %+v", st)
-	}
-	assertStagingGone(t, p, res.Kernel.ID)
 }
 
 func TestCloseWaitsForSpawnsInFlight(t *testing.T) {
