@@ -45,11 +45,13 @@ func BenchmarkKillTree50(b *testing.B) {
 					b.Skip("no cgroup.kill here")
 				}
 				cmd := startPlaced(b, g, "print('ready', flush=True)\n"+treeCode)
-				for n := 0; n < 1000; n++ {
-					if p, _ := g.Procs(); len(p) >= 50 {
-						break
-					}
-					time.Sleep(time.Millisecond)
+				// Bounded poll (outside the timer) until the whole tree is placed.
+				var procs []int
+				for end := time.Now().Add(10 * time.Second); len(procs) < 50 && time.Now().Before(end); time.Sleep(time.Millisecond) {
+					procs, _ = g.Procs()
+				}
+				if len(procs) != 50 {
+					b.Fatalf("the tree has %d processes in its group, want 50", len(procs))
 				}
 				b.StartTimer()
 				if err := g.Kill(); err != nil {

@@ -3,6 +3,7 @@ package kernel
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"sync/atomic"
@@ -31,7 +32,9 @@ func BenchmarkColdStart(b *testing.B) {
 	}
 }
 
-func benchExec(b *testing.B, code string, setup string) {
+// benchExec times code on a live kernel; check validates every reply
+// (nil: only that the cell succeeded).
+func benchExec(b *testing.B, code string, setup string, check func(*Reply) error) {
 	testenv.RequirePython(b)
 	k := startKernel(b, baseSpec(b), "")
 	if setup != "" {
@@ -41,19 +44,35 @@ func benchExec(b *testing.B, code string, setup string) {
 	cell := Cell{Code: code}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := k.Exec(ctx, cell); err != nil {
+		rep, err := k.Exec(ctx, cell)
+		if err != nil {
 			b.Fatal(err)
+		}
+		if rep.Status != "ok" {
+			b.Fatalf("cell status %q: %s", rep.Status, rep.Traceback)
+		}
+		if check != nil {
+			if err := check(rep); err != nil {
+				b.Fatal(err)
+			}
 		}
 	}
 }
 
 // BenchmarkExecWarm: one trivial cell on a live kernel.
-func BenchmarkExecWarm(b *testing.B) { benchExec(b, "x=1", "") }
+func BenchmarkExecWarm(b *testing.B) { benchExec(b, "x=1", "", nil) }
 
-// BenchmarkExec1MiB: a cell printing 1 MiB (Python-level stdout).
+// BenchmarkExec1MiB: a cell printing 1 MiB (Python-level stdout), every
+// byte of which must come back. The runner caps captured output at
+// 1,000,000 characters, so the MiB is 2^19 two-byte characters (é).
 func BenchmarkExec1MiB(b *testing.B) {
 	b.SetBytes(1 << 20)
-	benchExec(b, "print(s, end='')", "s = 'x' * (1 << 20)")
+	benchExec(b, "print(s, end='')", "s = '\u00e9' * (1 << 19)", func(rep *Reply) error {
+		if len(rep.Stdout) != 1<<20 || rep.StdoutClipped || !strings.HasPrefix(rep.Stdout, "é") || !strings.HasSuffix(rep.Stdout, "é") {
+			return fmt.Errorf("reply stdout: %d bytes (clipped %v), want 1 MiB of é", len(rep.Stdout), rep.StdoutClipped)
+		}
+		return nil
+	})
 }
 
 // BenchmarkDecodeFrame1MiB: the streaming frame decoder on a 1 MiB stdout

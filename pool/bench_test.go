@@ -1,8 +1,10 @@
 package pool
 
 import (
+	"fmt"
 	"os"
 	"runtime"
+	"sync/atomic"
 	"testing"
 
 	"github.com/kernpool/kernpool/internal/testenv"
@@ -30,9 +32,19 @@ func BenchmarkPoolExecWarm(b *testing.B) {
 // goroutine, measuring registry contention.
 func BenchmarkPoolExecWarmParallel(b *testing.B) {
 	p := newTestPool(b)
+	// RunParallel runs GOMAXPROCS goroutines (parallelism 1): warm one
+	// kernel per goroutine before the timer starts.
+	n := runtime.GOMAXPROCS(0)
+	for i := range n {
+		if res := run(b, p, Request{Owner: fmt.Sprintf("bench-%d", i), Code: "x=1"}); res.Status != StatusSuccess {
+			b.Fatalf("warm-up: %+v", res)
+		}
+	}
+	var next atomic.Int64
 	b.ReportAllocs()
+	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
-		req := Request{Owner: newKernelID(), Code: "x=1"}
+		req := Request{Owner: fmt.Sprintf("bench-%d", (next.Add(1)-1)%int64(n)), Code: "x=1"}
 		for pb.Next() {
 			res, err := p.Execute(b.Context(), req)
 			if err != nil || res.Status != StatusSuccess {
@@ -41,6 +53,10 @@ func BenchmarkPoolExecWarmParallel(b *testing.B) {
 			}
 		}
 	})
+	b.StopTimer()
+	if st := p.Stats(); st.KernelsStarted != uint64(n) {
+		b.Fatalf("%d kernels started, want the %d warmed before timing (a cold start was timed)", st.KernelsStarted, n)
+	}
 }
 
 // BenchmarkKernelExecWarm is the same cell through kernel.Exec directly,
