@@ -10,6 +10,9 @@ import (
 	"time"
 )
 
+// leftIdle are the teardowns that leave their kernel for the pool to end.
+var leftIdle = map[string]bool{"lru_eviction": true, "idle_reap": true}
+
 // teardown is one way a kernel's life ends.
 type teardown struct {
 	name string
@@ -96,19 +99,9 @@ func teardowns() []teardown {
 			}
 			return shutdown(d, o)
 		}},
-		{"kill_by_id", func(d *Daemon, o string) error {
-			res, err := exec1(d, o, "print(1)", "30s", false)
-			if err := want("success")(res, err); err != nil {
-				return err
-			}
-			err = d.API().Kill(context.Background(), res.Kernel.ID)
-			// Under a cap of 4 with 4 workers (and a 2 s idle timeout) the
-			// kernel may be evicted or reaped first: gone is what we want.
-			if ae, ok := err.(*APIError); ok && ae.Status == 404 {
-				return nil
-			}
-			return err
-		}},
+		{"kill_by_id", killBusyByID},
+		// Left idle: each must end by LRU eviction (cap 4) or idle reaping
+		// (2 s); TestChurn checks that every one of them did.
 		{"lru_eviction", func(d *Daemon, o string) error { return want("success")(exec1(d, o, "print(1)", "30s", false)) }},
 		{"idle_reap", func(d *Daemon, o string) error { return want("success")(exec1(d, o, "y = 2", "30s", false)) }},
 		{"oom", func(d *Daemon, o string) error {
@@ -180,8 +173,79 @@ func TestChurn(t *testing.T) {
 			t.Errorf("teardown %s: %d lifecycles failed; first: %v", td.name, len(errs), errs[0])
 		}
 	}
+	assertLeftIdleEnded(t, d, tds, n)
 	for i := 0; i < n; i++ {
 		_ = d.API().Shutdown(context.Background(), fmt.Sprintf("churn-%d", i))
 	}
 	d.AssertClean(t)
+}
+
+// assertLeftIdleEnded: every kernel a teardown left idle ends without an
+// owner shutdown or a kill (bounded poll: the reaper runs every 30 s), and
+// the daemon counted at least that many reaps plus evictions.
+func assertLeftIdleEnded(t *testing.T, d *Daemon, tds []teardown, n int) {
+	t.Helper()
+	idle := 0
+	for i := 0; i < n; i++ {
+		if leftIdle[tds[i%len(tds)].name] {
+			idle++
+		}
+	}
+	var h Health
+	waitFor(t, scaled(90*time.Second), "the kernels left idle to be reaped or evicted", func() bool {
+		ks, err := d.API().Kernels(context.Background())
+		if err != nil {
+			return false
+		}
+		for _, k := range ks {
+			var i int
+			if _, err := fmt.Sscanf(k.Owner, "churn-%d", &i); err == nil && leftIdle[tds[i%len(tds)].name] {
+				return false
+			}
+		}
+		h, err = d.API().Health(context.Background())
+		return err == nil
+	})
+	if got := h.Stats.Reaped + h.Stats.Evicted; got < uint64(idle) || h.Stats.Reaped == 0 || h.Stats.Evicted == 0 {
+		t.Errorf("reaped %d + evicted %d, want both > 0 and at least the %d kernels left idle", h.Stats.Reaped, h.Stats.Evicted, idle)
+	}
+}
+
+// killBusyByID kills a kernel by id while it runs a cell (a busy kernel is
+// never evicted or reaped, so the kill must find it): the kill succeeds
+// and the cell is answered as interrupted.
+func killBusyByID(d *Daemon, o string) error {
+	type answer struct {
+		res Result
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		res, err := exec1(d, o, "import time\ntime.sleep(60)", "90s", false)
+		done <- answer{res, err}
+	}()
+	var id string
+	for end := time.Now().Add(scaled(time.Minute)); id == ""; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(end) {
+			return fmt.Errorf("kernel of %s never busy", o)
+		}
+		ks, _ := d.API().Kernels(context.Background())
+		for _, k := range ks {
+			if k.Owner == o && k.Busy {
+				id = k.ID
+			}
+		}
+	}
+	if err := d.API().Kill(context.Background(), id); err != nil {
+		<-done
+		return fmt.Errorf("kill busy kernel %s: %w", id, err)
+	}
+	a := <-done
+	if a.err != nil {
+		return a.err
+	}
+	if a.res.Status != "interrupted" || a.res.Kernel.ID != id {
+		return fmt.Errorf("cell of the killed kernel: status %q kernel %s, want interrupted on %s", a.res.Status, a.res.Kernel.ID, id)
+	}
+	return nil
 }

@@ -70,6 +70,10 @@ func TestRunnerSecretsNotInProcEnviron(t *testing.T) {
 	res := d.RunReq(t, ExecReq{Owner: "peek", Tools: []string{"echo"}, Timeout: "30s", Code: `
 env = open('/proc/self/environ', 'rb').read().split(b'\0')
 print(sorted(e.split(b'=', 1)[0].decode() for e in env if e.startswith(b'KERNPOOL_')))`})
+	// The cell must have run and printed its (possibly empty) list.
+	if res.Status != "success" || !strings.HasPrefix(res.Output, "[") || !strings.HasSuffix(res.Output, "]\n") {
+		t.Fatalf("the environ-reading cell did not run: status %q error %q output %q", res.Status, res.Error, res.Output)
+	}
 	for _, n := range []string{"KERNPOOL_RPC_TOKEN", "KERNPOOL_SENTINEL"} {
 		if strings.Contains(res.Output, n) {
 			t.Errorf("%s is readable from /proc/self/environ by any cell: %s", n, res.Output)

@@ -106,7 +106,7 @@ func escapeCases() []escapeCase {
 		{name: "close_stdout_stderr", code: "import os\nos.close(1)\nos.close(2)\nprint('gone')"},
 		{name: "flood_stdout", code: "import os, sys\nsys.stdout.write('x' * 5000000)\nos.write(1, b'y' * 5000000)", check: checkCapped},
 		{name: "flood_stderr", code: "import os, sys\nsys.stderr.write('e' * 5000000)\nos.write(2, b'f' * 5000000)", check: checkCapped},
-		{name: "forged_frames", code: forgedFrames},
+		{name: "forged_frames", code: forgedFrames, check: checkForgedIgnored},
 		{name: "ignores_sigterm", code: `
 import signal, subprocess
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -205,6 +205,16 @@ func checkEscapedPid(t *testing.T, d *Daemon, res Result) {
 	}
 	if !pidAlive(pid) {
 		t.Fatalf("escaped pid %d is not running right after the cell; the test proves nothing", pid)
+	}
+}
+
+// checkForgedIgnored: no forged frame was taken for the cell's reply: the
+// cell ran to its end, as its first execution, and what it wrote stays
+// plain output.
+func checkForgedIgnored(t *testing.T, _ *Daemon, res Result) {
+	t.Helper()
+	if res.Status != "success" || !strings.HasSuffix(res.Output, "after\n") || res.Kernel.ExecutionCount != 1 {
+		t.Errorf("forged frames changed the reply: status %q, execution_count %d, output %.300q", res.Status, res.Kernel.ExecutionCount, res.Output)
 	}
 }
 

@@ -77,6 +77,11 @@ type Health struct {
 	Kernels    int    `json:"kernels"`
 	Isolation  string `json:"isolation"`
 	Goroutines int    `json:"goroutines"`
+	Stats      struct {
+		Reaped  uint64 `json:"reaped"`
+		Evicted uint64 `json:"evicted"`
+		Killed  uint64 `json:"killed"`
+	} `json:"stats"`
 }
 
 // ExecReq is the body of POST /v1/execute.

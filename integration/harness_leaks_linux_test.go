@@ -112,7 +112,10 @@ func (d *Daemon) scan(daemonAlive bool) Leaks {
 // scanProcs finds processes that belong to this daemon's kernels: their
 // command line or environment names the state dir (runner.py, TMPDIR), their
 // cgroup is a kernel's, or (in the VM only, where nothing else runs) they
-// run as a kernel uid or are unreaped children of the daemon.
+// run as a kernel uid or are unreaped children of the daemon. Without a
+// cgroup (process-group mode) a process that cleared its environment is
+// still found: it is in a kernel's process group or session, or it
+// descends from a process found above.
 func (d *Daemon) scanProcs(ids map[string]bool, l *Leaks) {
 	self, daemon := os.Getpid(), d.Pid()
 	d.mu.Lock()
@@ -122,40 +125,97 @@ func (d *Daemon) scanProcs(ids map[string]bool, l *Leaks) {
 	}
 	d.mu.Unlock()
 	inVM := os.Getenv("KERNPOOL_IN_VM") == "1"
+	procs := map[int]procInfo{}
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == self || pid == daemon {
 			continue
 		}
-		p := readProc(pid)
-		if !p.ok {
-			continue
+		if p := readProc(pid); p.ok {
+			procs[pid] = p
 		}
-		why := ""
+	}
+	direct := map[int]string{}
+	for pid, p := range procs {
 		switch {
 		case strings.Contains(p.cmdline, d.State) || strings.Contains(p.environ, d.State):
-			why = "names the state dir"
+			direct[pid] = "names the state dir"
 		case p.cgroupHas(ids) != "":
-			why = "in kernel cgroup " + p.cgroupHas(ids)
+			direct[pid] = "in kernel cgroup " + p.cgroupHas(ids)
 		case inVM && uids[p.uid]:
-			why = "runs as a kernel uid"
+			direct[pid] = "runs as a kernel uid"
 		case inVM && daemon != 0 && p.ppid == daemon:
-			why = "child of the daemon"
+			direct[pid] = "child of the daemon"
+		}
+	}
+	kpids := d.kernelPids()
+	pids := make([]int, 0, len(procs))
+	for pid := range procs {
+		pids = append(pids, pid)
+	}
+	sort.Ints(pids)
+	for _, pid := range pids {
+		p, why := procs[pid], direct[pid]
+		if why == "" {
+			why = groupWhy(pid, procs, direct, kpids)
 		}
 		if why == "" {
 			continue
 		}
-		l.Procs = append(l.Procs, fmt.Sprintf("pid %d (ppid %d, uid %d, state %s, %s): %q", pid, p.ppid, p.uid, p.state, why, p.cmdline))
+		l.Procs = append(l.Procs, fmt.Sprintf("pid %d (ppid %d, pgid %d, sid %d, uid %d, state %s, %s): %q", pid, p.ppid, p.pgid, p.sid, p.uid, p.state, why, p.cmdline))
 		if !strings.HasPrefix(why, "runs as") {
 			l.pids = append(l.pids, pid)
 		}
 	}
 }
 
+// groupWhy says why pid, found by none of the direct rules, still belongs
+// to a kernel: it is in the process group or session of a kernel pid (whose
+// leader is gone or is itself a kernel process: a live foreign process
+// with that pid means the pid was reused), or a process found directly is
+// its ancestor.
+func groupWhy(pid int, procs map[int]procInfo, direct map[int]string, kpids map[int]bool) string {
+	p := procs[pid]
+	for _, lead := range []struct {
+		what string
+		id   int
+	}{{"process group", p.pgid}, {"session", p.sid}} {
+		if lead.id == pid || !kpids[lead.id] {
+			continue
+		}
+		if _, alive := procs[lead.id]; alive && direct[lead.id] == "" {
+			continue // the kernel's pid now names someone else's process
+		}
+		return fmt.Sprintf("in the %s of kernel pid %d", lead.what, lead.id)
+	}
+	for q, n := p.ppid, 0; q > 1 && n < 64; q, n = procs[q].ppid, n+1 {
+		if direct[q] != "" {
+			return fmt.Sprintf("descends from leaked pid %d", q)
+		}
+	}
+	return ""
+}
+
+// kernelStartedRe matches the pool's "kernel started" log line.
+var kernelStartedRe = regexp.MustCompile(`kernel started: id=k[0-9a-f]{16} .*?\bpid=(\d+)`) //nolint:gochecknoglobals // immutable
+
+// kernelPids are the pids of every kernel the daemon logged starting (in
+// process-group mode each is its process group's and its session's id).
+func (d *Daemon) kernelPids() map[int]bool {
+	b, _ := os.ReadFile(d.Log)
+	out := map[int]bool{}
+	for _, m := range kernelStartedRe.FindAllStringSubmatch(string(b), -1) {
+		if pid, err := strconv.Atoi(m[1]); err == nil && pid > 1 {
+			out[pid] = true
+		}
+	}
+	return out
+}
+
 type procInfo struct {
 	ok                      bool
-	ppid, uid               int
+	ppid, pgid, sid, uid    int
 	state, cmdline, environ string
 	cgroup                  string
 }
@@ -171,9 +231,11 @@ func readProc(pid int) procInfo {
 	// comm may hold spaces: fields start after the last ')'.
 	if i := strings.LastIndexByte(string(stat), ')'); i > 0 {
 		f := strings.Fields(string(stat[i+1:]))
-		if len(f) > 1 {
+		if len(f) > 3 {
 			p.state = f[0]
 			p.ppid, _ = strconv.Atoi(f[1])
+			p.pgid, _ = strconv.Atoi(f[2])
+			p.sid, _ = strconv.Atoi(f[3])
 		}
 	}
 	if st, err := os.ReadFile(dir + "/status"); err == nil {

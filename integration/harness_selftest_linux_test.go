@@ -3,11 +3,15 @@
 package integration
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -67,5 +71,73 @@ func TestLeakCheckerFindsPlantedProcess(t *testing.T) {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("killLeaks did not end the planted process")
+	}
+}
+
+// TestLeakCheckerFindsEnvClearedProcesses: in process-group mode (no
+// cgroup) a leaked process that cleared its environment and whose command
+// line names nothing of the daemon is still found: one left in the process
+// group of a dead kernel (known from the daemon's "kernel started" log
+// line), one that left the group with setsid below a kernel process that
+// still runs. killLeaks ends both.
+func TestLeakCheckerFindsEnvClearedProcesses(t *testing.T) {
+	base := t.TempDir()
+	d := &Daemon{t: t, Base: base, State: filepath.Join(base, "state"), Log: filepath.Join(base, "log"),
+		ids: map[string]bool{}, uids: map[int]bool{}}
+	tmp := filepath.Join(d.State, "kernels", "k0123456789abcdef", "tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	pidFile := filepath.Join(base, "pids")
+	// Kernel A leaves a child in its group, then exits: the child is
+	// reparented and keeps nothing but its process group.
+	a := exec.Command("/bin/sh", "-c", "env -i /bin/sleep 300 & echo $! >> "+pidFile)
+	// Kernel B stays, with a setsid child (a new group and session).
+	b := exec.Command("/bin/sh", "-c", "env -i /usr/bin/setsid /bin/sleep 301 & echo $! >> "+pidFile+"; exec /bin/sleep 302")
+	for _, c := range []*exec.Cmd{a, b} {
+		c.Env = []string{"TMPDIR=" + tmp}
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bDone := make(chan struct{})
+	go func() { _ = b.Wait(); close(bDone) }()
+	if err := a.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	line := fmt.Sprintf("2026-12-01T00:00:00.000Z [INFO]  kernpool.pool: kernel started: id=k0123456789abcdef owner=o mode=default pid=%d uid=-1\n", a.Process.Pid)
+	if err := os.WriteFile(d.Log, []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var planted []int
+	waitFor(t, 10*time.Second, "both planted pids", func() bool {
+		raw, _ := os.ReadFile(pidFile)
+		planted = nil
+		for _, f := range strings.Fields(string(raw)) {
+			n, _ := strconv.Atoi(f)
+			planted = append(planted, n)
+		}
+		return len(planted) == 2
+	})
+	t.Cleanup(func() {
+		for _, pid := range append(planted, b.Process.Pid) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		<-bDone
+	})
+	var l Leaks
+	waitFor(t, 10*time.Second, "the setsid child to run sleep", func() bool {
+		l = d.scan(false)
+		return slices.Contains(l.pids, planted[0]) && slices.Contains(l.pids, planted[1])
+	})
+	for _, want := range []string{"in the process group of kernel pid " + strconv.Itoa(a.Process.Pid), "descends from leaked pid " + strconv.Itoa(b.Process.Pid)} {
+		if !strings.Contains(l.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, l)
+		}
+	}
+	d.killLeaks(l)
+	for _, pid := range planted {
+		waitFor(t, 10*time.Second, fmt.Sprintf("killLeaks to end pid %d", pid), func() bool { return !pidAlive(pid) })
 	}
 }

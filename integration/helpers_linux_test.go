@@ -90,3 +90,13 @@ func countProcs(d *Daemon) int {
 	}
 	return n
 }
+
+// waitFor polls cond every 50 ms until it holds, failing t after bound.
+func waitFor(t *testing.T, bound time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(bound); !cond(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("timed out after %v waiting for %s", bound, what)
+		}
+	}
+}
