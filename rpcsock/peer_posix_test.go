@@ -30,6 +30,8 @@ func TestForeignPeerRefusedBeforeRead(t *testing.T) {
 		defer end()
 		cl := newClient(t, s)
 		_, _ = cl.c.Write([]byte(req("t", nil, s.Token()) + "\n"))
+		// Bounded: a server that served the peer would hold the connection open.
+		_ = cl.c.SetReadDeadline(time.Now().Add(10 * time.Second))
 		got, err := io.ReadAll(cl.r)
 		if len(got) != 0 || (err != nil && !isReset(err)) {
 			t.Fatalf("foreign peer got %q (%v), want closed unanswered", got, err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 )
 
 // Mutation is one entry of the list: in File, replace the one occurrence
@@ -17,8 +18,11 @@ type Mutation struct {
 	Pkgs []string
 	Run  string // go test -run pattern
 	Tags string // go build tags, e.g. "integration"
-	Why  string // what behaviour the mutation breaks
-	Line int    // line of the entry in the list, for messages
+	// Timeout, when set, replaces -timeout for this mutation's run: for a
+	// mutant that makes its test hang until go test's timeout.
+	Timeout time.Duration
+	Why     string // what behaviour the mutation breaks
+	Line    int    // line of the entry in the list, for messages
 }
 
 // parseList reads the list: records of "key: value" lines separated by
@@ -88,6 +92,12 @@ func (m *Mutation) set(key, val string) error {
 		m.Tags = val
 	case "why":
 		m.Why = val
+	case "timeout":
+		d, err := time.ParseDuration(val)
+		if err != nil {
+			return fmt.Errorf("timeout: %w", err)
+		}
+		m.Timeout = d
 	default:
 		return fmt.Errorf("unknown key %q", key)
 	}

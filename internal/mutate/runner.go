@@ -52,7 +52,7 @@ func (r *runner) mutate(m Mutation) result {
 	if err != nil {
 		return res(verdictInvalid, err.Error())
 	}
-	out, err := r.goTest(overlay, m.Tags, m.Run, m.Pkgs)
+	out, err := r.goTest(overlay, m.Tags, m.Run, m.Pkgs, m.Timeout)
 	switch {
 	case err == nil:
 		return res(verdictMissed, fmt.Sprintf("go test %s -run '%s' passed with the mutant", strings.Join(m.Pkgs, " "), m.Run))
@@ -94,7 +94,7 @@ func (r *runner) baseline(ms []Mutation) error {
 	sort.Slice(keys, func(i, j int) bool { return keys[i].pkg+keys[i].tags < keys[j].pkg+keys[j].tags })
 	for _, k := range keys {
 		start := time.Now()
-		out, err := r.goTest("", k.tags, strings.Join(runs[k], "|"), []string{k.pkg})
+		out, err := r.goTest("", k.tags, strings.Join(runs[k], "|"), []string{k.pkg}, 0)
 		if err != nil {
 			return fmt.Errorf("tests of %s fail on the unmutated tree:\n%s", k.pkg, indent(tail(out, 20)))
 		}
@@ -103,8 +103,11 @@ func (r *runner) baseline(ms []Mutation) error {
 	return nil
 }
 
-func (r *runner) goTest(overlay, tags, run string, pkgs []string) (string, error) {
-	args := []string{"test", "-count=1", "-timeout", r.timeout.String(), "-run", run}
+func (r *runner) goTest(overlay, tags, run string, pkgs []string, timeout time.Duration) (string, error) {
+	if timeout <= 0 {
+		timeout = r.timeout
+	}
+	args := []string{"test", "-count=1", "-timeout", timeout.String(), "-run", run}
 	if overlay != "" {
 		args = append(args, "-overlay", overlay)
 	}
@@ -114,7 +117,7 @@ func (r *runner) goTest(overlay, tags, run string, pkgs []string) (string, error
 	args = append(args, pkgs...)
 	// A mutant that hangs is stopped by go test's -timeout; this bound
 	// only guards against go itself hanging.
-	ctx, cancel := context.WithTimeout(context.Background(), r.timeout+2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout+2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = r.root
