@@ -177,8 +177,10 @@ except t.ToolError as e:
 // ToolError after the daemon's --tool-call-timeout, not a hang, and the
 // kernel keeps working.
 func TestToolHandlerSlowAndSilent(t *testing.T) {
-	d := startServe(t, "--tool-call-timeout", "1s")
-	handler := `c=$(cat); case "$c" in *'"tool":"slow"'*) sleep 0.5; printf slow-ok;; *) sleep 30;; esac`
+	// The slow handler takes a fraction of the timeout, with a wide margin
+	// for a loaded host; the silent one never answers.
+	d := startServe(t, "--tool-call-timeout", "3s")
+	handler := `c=$(cat); case "$c" in *'"tool":"slow"'*) sleep 0.2; printf slow-ok;; *) sleep 30;; esac`
 	code := `import kernpool_tools as t
 print(t.slow())
 try:
@@ -189,7 +191,7 @@ except t.ToolError as e:
 print(t.slow())
 `
 	r := cli(t, "", "exec", "--socket", d.socket, "--tools", "slow,silent", "--tool-handler", handler, "--timeout", "60s", code)
-	want := "slow-ok\nerror: Tool call silent timed out after 1s\nslow-ok\n"
+	want := "slow-ok\nerror: Tool call silent timed out after 3s\nslow-ok\n"
 	if r.code != 0 || r.stdout != want {
 		t.Fatalf("slow and silent handlers: %+v\nwant stdout %q", r, want)
 	}
