@@ -10,13 +10,13 @@ import (
 	"time"
 )
 
-// TestGroupSandboxKillKillsWholeTree exercises the group sandbox alone (no
+// TestGroupSandboxKillKillsWholeTree exercises ProcessGroup alone (no
 // runner, whose watchdog would kill the group anyway): a shell with two
 // background children, all in the sandbox's process group. Kill must take
 // down every member, and Release must then find the group empty.
 func TestGroupSandboxKillKillsWholeTree(t *testing.T) {
 	requireProc(t)
-	sb := newGroupSandbox()
+	sb := NewProcessGroup()
 	cmd := exec.Command("/bin/sh", "-c", "sleep 1000 & echo $!; sleep 1000 & echo $!; wait")
 	if err := sb.Prepare(cmd, ""); err != nil {
 		t.Fatal(err)
