@@ -64,8 +64,11 @@ func teardowns() []teardown {
 			if err := want("success")(res, err); err != nil {
 				return err
 			}
-			if !res.Kernel.StateReset {
-				return fmt.Errorf("reset cell: state_reset false")
+			// Under a cap of 4 with 4 workers the first kernel may have been
+			// evicted between the cells (then there was nothing to reset and
+			// state_reset is false); either way the state is gone.
+			if res.Output != "False\n" {
+				return fmt.Errorf("reset cell printed %q, want False", res.Output)
 			}
 			return shutdown(d, o)
 		}},
@@ -181,8 +184,9 @@ func TestChurn(t *testing.T) {
 }
 
 // assertLeftIdleEnded: every kernel a teardown left idle ends without an
-// owner shutdown or a kill (bounded poll: the reaper runs every 30 s), and
-// the daemon counted at least that many reaps plus evictions.
+// owner shutdown or a kill (bounded poll: the reaper runs every 30 s), the
+// daemon counted at least that many reaps plus evictions, and a kernel left
+// idle on the quiet daemon is reaped.
 func assertLeftIdleEnded(t *testing.T, d *Daemon, tds []teardown, n int) {
 	t.Helper()
 	idle := 0
@@ -206,9 +210,20 @@ func assertLeftIdleEnded(t *testing.T, d *Daemon, tds []teardown, n int) {
 		h, err = d.API().Health(context.Background())
 		return err == nil
 	})
-	if got := h.Stats.Reaped + h.Stats.Evicted; got < uint64(idle) || h.Stats.Reaped == 0 || h.Stats.Evicted == 0 {
-		t.Errorf("reaped %d + evicted %d, want both > 0 and at least the %d kernels left idle", h.Stats.Reaped, h.Stats.Evicted, idle)
+	if got := h.Stats.Reaped + h.Stats.Evicted; got < uint64(idle) || h.Stats.Evicted == 0 {
+		t.Errorf("reaped %d + evicted %d, want evictions and at least the %d kernels left idle", h.Stats.Reaped, h.Stats.Evicted, idle)
 	}
+	// Under the churn evictions come first; with the daemon quiet, an idle
+	// kernel must be reaped (the reaper's period is 30 s here).
+	probe, err := exec1(d, "reap-probe", "x = 1", "30s", false)
+	if err := want("success")(probe, err); err != nil {
+		t.Fatalf("reap probe: %v", err)
+	}
+	before := h.Stats.Reaped
+	waitFor(t, scaled(90*time.Second), "the idle probe kernel to be reaped", func() bool {
+		h, err := d.API().Health(context.Background())
+		return err == nil && h.Stats.Reaped > before && h.Kernels == 0
+	})
 }
 
 // killBusyByID kills a kernel by id while it runs a cell (a busy kernel is
