@@ -2,9 +2,12 @@ package main
 
 import (
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kernpool/kernpool/integration/wine/wintest"
 )
 
 // TestListIsComplete: the kept list parses, has at least 40 mutations and
@@ -19,7 +22,7 @@ func TestListIsComplete(t *testing.T) {
 	}
 	covered := map[string]bool{}
 	for _, m := range ms {
-		covered[filepath.Dir(m.File)] = true
+		covered[path.Dir(m.File)] = true
 	}
 	for _, pkg := range []string{"cgroup", "cmd/kernpool", "envscrub", "isolate", "kernel", "pool", "pool/api", "rpcsock", "integration"} {
 		if !covered[pkg] {
@@ -37,7 +40,7 @@ func TestParseListRejects(t *testing.T) {
 		"no separator":   "name a\n",
 		"bad timeout":    "name: a\nfile: f.go\nfind: x\nrepl: y\npkg: ./p/\nrun: T\nwhy: w\ntimeout: soon\n",
 	} {
-		path := filepath.Join(t.TempDir(), "list.txt")
+		path := filepath.Join(wintest.TempDir(t), "list.txt")
 		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -48,7 +51,7 @@ func TestParseListRejects(t *testing.T) {
 }
 
 func TestParseListKeepsSnippetsVerbatim(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "list.txt")
+	path := filepath.Join(wintest.TempDir(t), "list.txt")
 	text := "# comment\nname: a\nfile: f.go\nfind: if x := f(\"a: b\"); x {\nrepl:  y \npkg: ./p/ ./q/\nrun: ^T$\ntags: integration\ntimeout: 30s\nwhy: w\n"
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
