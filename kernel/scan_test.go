@@ -140,6 +140,7 @@ func FuzzDecodeReply(f *testing.F) {
 	}
 	// Upper-case and non-ASCII member names and values are compared too.
 	f.Add([]byte(`{"id":"Ä","status":"ok","Status":"error","stdout":"Ünïcødé ✓","STDOUT":"x"}`))
+	f.Add([]byte(`{"id":"1","status":"ok","STDOUT":"only in upper case"}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		acct := &budget{limit: 1 << 40}
 		got, err := decodeFrame(bufio.NewReader(bytes.NewReader(body)), acct)
