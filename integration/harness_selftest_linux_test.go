@@ -126,14 +126,18 @@ func TestLeakCheckerFindsEnvClearedProcesses(t *testing.T) {
 		}
 		<-bDone
 	})
+	// Until each child has exec'd its env -i sleep it is a copy of the
+	// shell (and found by its environment): wait for the env-cleared state.
+	wants := []string{"in the process group of kernel pid " + strconv.Itoa(a.Process.Pid), "descends from leaked pid " + strconv.Itoa(b.Process.Pid)}
 	var l Leaks
-	waitFor(t, 10*time.Second, "the setsid child to run sleep", func() bool {
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		l = d.scan(false)
-		return slices.Contains(l.pids, planted[0]) && slices.Contains(l.pids, planted[1])
-	})
-	for _, want := range []string{"in the process group of kernel pid " + strconv.Itoa(a.Process.Pid), "descends from leaked pid " + strconv.Itoa(b.Process.Pid)} {
-		if !strings.Contains(l.String(), want) {
-			t.Errorf("report lacks %q:\n%s", want, l)
+		found := slices.Contains(l.pids, planted[0]) && slices.Contains(l.pids, planted[1])
+		if found && strings.Contains(l.String(), wants[0]) && strings.Contains(l.String(), wants[1]) {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("planted pids %v not found as %q:\n%s", planted, wants, l)
 		}
 	}
 	d.killLeaks(l)
