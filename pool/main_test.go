@@ -14,9 +14,13 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kernpool/kernpool/internal/testenv"
+	"github.com/kernpool/kernpool/isolate/kinit"
 )
 
+// TestMain doubles as the kernel init step (isolate/kinit), which the
+// real isolator's kernels (real_linux_test.go) are started through.
 func TestMain(m *testing.M) {
+	kinit.Main()
 	goleak.VerifyTestMain(m)
 }
 
