@@ -176,7 +176,10 @@ def flood():
     except OSError:
         pass
     barrier.wait()
-    s.setblocking(False)
+    # A refused or dropped connection has its message queued by now or
+    # shortly after; a served one never gets an answer (its line is
+    # unterminated), so it waits out the timeout.
+    s.settimeout(3)
     try:
         said = s.recv(4096)
     except OSError:
