@@ -35,7 +35,10 @@
 // <mount>/unified/<parent>/<id>: it is cloned straight into it
 // (CLONE_INTO_CGROUP works on the controller-less v2 hierarchy), and a tree
 // kill writes its cgroup.kill, which catches forks atomically; the freezer
-// sequence is used only without it.
+// sequence is used only without it. A pool that kills through the freezer
+// keeps the empty group <mount>/freezer/<parent>/freezer-pin FROZEN for its
+// life, so that per-kill freezes never switch the kernel's freezer static
+// key (kernel text rewriting on every CPU; see pinFreezer).
 //
 // Unified v2: <mount>/<parent>/<id>. A relative parent is created under the
 // daemon's own group when that group is delegated (systemd Delegate=yes); the

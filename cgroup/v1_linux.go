@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
-	"time"
 
 	"github.com/containerd/cgroups/v3/cgroup1"
 	"github.com/hashicorp/go-hclog"
@@ -36,7 +34,14 @@ type v1Pool struct {
 	// unused). That hierarchy has no controllers but gives what v1 lacks:
 	// clone3 placement and an atomic cgroup.kill of the whole tree.
 	udir string
+	// pin is the empty freezer group kept FROZEN for the pool's life ("" when
+	// unused); see pinFreezer.
+	pin string
 }
+
+// freezerPin names the pinned freezer group under the pool parent (not a
+// kernel id, so sweeps never touch it).
+const freezerPin = "freezer-pin"
 
 func newV1Pool(cfg Config, log hclog.Logger) (poolBackend, Info, error) {
 	p := &v1Pool{mount: cfg.Mount, parentRel: filepath.Clean("/" + cfg.Parent), cfg: cfg}
@@ -84,11 +89,12 @@ func newV1Pool(cfg Config, log hclog.Logger) (poolBackend, Info, error) {
 		p.undo()
 		return nil, Info{}, fmt.Errorf("load parent %s: %w", p.parentRel, err)
 	}
+	p.pinFreezer(log)
 	info := Info{
 		Controllers:    append([]string(nil), p.names...),
 		Parents:        append([]string(nil), p.dirs...),
 		Placement:      "the kernel writes 0 into its groups' cgroup.procs before any user code",
-		Kill:           "freezer: freeze, SIGKILL every member, thaw",
+		Kill:           "freezer: freeze, SIGKILL every member, thaw (an empty pinned group stays frozen, so no kill switches the kernel's freezer static key)",
 		MemswAvailable: p.memsw,
 		AdoptedFrom:    p.adopted,
 	}
@@ -154,6 +160,53 @@ func (p *v1Pool) setupUnified(log hclog.Logger) {
 	p.adopted = appendNew(p.adopted, from)
 	p.udir = dir
 	p.dirs = append(p.dirs, dir)
+}
+
+// pinFreezer keeps one empty freezer group FROZEN while the pool lives,
+// where kills go through the v1 freezer. Since Linux 6.1 the legacy freezer
+// switches the freezer_active static key whenever the count of freezing
+// groups goes 0 -> 1 or 1 -> 0, and each switch rewrites the kernel's text
+// at every freezing() site (int3 patching, three rounds of IPIs to every
+// CPU). A freeze and thaw per kill did that twice per kill and once more per
+// re-kill: IPI storms on a large host, and under TCG emulation, which throws
+// away the translations of every rewritten page, a guest livelocked in the
+// first churn test (issue 15; integration/vmcheck's TestV1StaticKeyStorm
+// reproduces it without kernpool). With the pin frozen the key stays on and
+// a kill's freeze and thaw rewrite nothing. Best effort: without the pin a
+// kill is as correct, only costlier.
+func (p *v1Pool) pinFreezer(log hclog.Logger) {
+	if !p.has("freezer") || p.udir != "" {
+		return
+	}
+	dir := filepath.Join(p.mount, "freezer", p.parentRel, freezerPin)
+	created := true
+	if err := os.Mkdir(dir, 0o755); errors.Is(err, os.ErrExist) {
+		created = false // a crashed daemon's pin: still empty, reuse it
+	} else if err != nil {
+		log.Warn("no pinned freezer group: every kill switches the freezer static key", "dir", dir, "error", err)
+		return
+	}
+	if err := os.WriteFile(filepath.Join(dir, "freezer.state"), []byte("FROZEN"), 0); err != nil {
+		log.Warn("cannot freeze the pinned freezer group", "dir", dir, "error", err)
+		if created {
+			_ = os.Remove(dir)
+		}
+		return
+	}
+	p.pin = dir
+}
+
+// unpinFreezer thaws and removes the pin (empty: nothing ever joins it).
+func (p *v1Pool) unpinFreezer() error {
+	if p.pin == "" {
+		return nil
+	}
+	_ = os.WriteFile(filepath.Join(p.pin, "freezer.state"), []byte("THAWED"), 0)
+	if err := os.Remove(p.pin); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove pinned freezer group %s: %w", p.pin, err)
+	}
+	p.pin = ""
+	return nil
 }
 
 // undo removes the parent dirs this instance created (all empty).
@@ -234,225 +287,15 @@ func (p *v1Pool) sweep(log hclog.Logger) (SweepResult, error) {
 
 func (p *v1Pool) close() error {
 	var errs []error
+	if err := p.unpinFreezer(); err != nil {
+		errs = append(errs, err)
+	}
 	for _, d := range p.dirs {
 		if ok, err := isMarked(d, p.cfg.Marker, p.cfg.StateDir); err != nil || !ok {
 			continue // never remove what is not ours
 		}
 		if err := os.Remove(d); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, fmt.Errorf("remove parent %s: %w", d, err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// v1Group is one kernel's groups across the v1 hierarchies.
-type v1Group struct {
-	cg       cgroup1.Cgroup
-	names    []string // controller names
-	byName   []string // group dir per controller name (parallel to names)
-	dirs     []string // deduplicated group dirs
-	udir     string   // group on the hybrid cgroup2 mount ("" when unused)
-	memLimit int64
-}
-
-func (g *v1Group) dir(controller string) string {
-	for i, n := range g.names {
-		if n == controller {
-			return g.byName[i]
-		}
-	}
-	return ""
-}
-
-func (g *v1Group) placementFiles() []string {
-	out := make([]string, 0, len(g.dirs))
-	for _, d := range g.dirs {
-		out = append(out, filepath.Join(d, "cgroup.procs"))
-	}
-	return out
-}
-
-func (g *v1Group) killFile() string {
-	if g.udir == "" {
-		return ""
-	}
-	return filepath.Join(g.udir, "cgroup.kill")
-}
-
-// openFD opens the cgroup2 group for clone3(CLONE_INTO_CGROUP); v1 groups
-// cannot be cloned into.
-func (g *v1Group) openFD() (*os.File, error) {
-	if g.udir == "" {
-		return nil, fmt.Errorf("clone into a v1 group: %w", ErrUnsupported)
-	}
-	fd, err := unix.Open(g.udir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	return os.NewFile(uintptr(fd), g.udir), nil
-}
-
-func (g *v1Group) chown(uid, gid int) error {
-	files := g.placementFiles()
-	if kf := g.killFile(); kf != "" {
-		files = append(files, kf)
-	}
-	for _, f := range files {
-		if err := os.Chown(f, uid, gid); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (g *v1Group) procs() ([]int, error) {
-	seen := map[int]bool{}
-	var out []int
-	dirs := g.dirs
-	if g.udir != "" {
-		dirs = append(dirs[:len(dirs):len(dirs)], g.udir)
-	}
-	for _, d := range dirs {
-		pids, err := readInts(filepath.Join(d, "cgroup.procs"))
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		for _, pid := range pids {
-			if !seen[pid] {
-				seen[pid] = true
-				out = append(out, pid)
-			}
-		}
-	}
-	return out, nil
-}
-
-// kill freezes the group (bounded, by hand: the library's Freeze polls
-// forever), SIGKILLs every member, and thaws so the signals are delivered.
-// Frozen members cannot fork or exit, so the pid list is exact.
-func (g *v1Group) kill() (int, error) {
-	if g.udir != "" {
-		return g.killUnified()
-	}
-	frz := g.dir("freezer")
-	if frz != "" {
-		if err := freezeV1(frz, 100*time.Millisecond); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return 0, err
-		}
-	}
-	pids, err := g.procs()
-	for _, pid := range pids {
-		if pid > 0 {
-			_ = unix.Kill(pid, unix.SIGKILL)
-		}
-	}
-	if frz != "" {
-		if terr := os.WriteFile(filepath.Join(frz, "freezer.state"), []byte("THAWED"), 0); terr != nil && !errors.Is(terr, os.ErrNotExist) && err == nil {
-			err = terr
-		}
-	}
-	return len(pids), err
-}
-
-// killUnified writes cgroup.kill (the kernel kills the tree atomically,
-// forks included), then SIGKILLs anything in the v1 groups that is not in
-// the cgroup2 group (nothing, unless it was moved there by hand).
-func (g *v1Group) killUnified() (int, error) {
-	pids, _ := g.procs()
-	err := os.WriteFile(g.killFile(), []byte("1"), 0)
-	if errors.Is(err, os.ErrNotExist) {
-		err = nil
-	}
-	for _, pid := range pids {
-		if pid > 0 {
-			_ = unix.Kill(pid, unix.SIGKILL)
-		}
-	}
-	return len(pids), err
-}
-
-func freezeV1(dir string, timeout time.Duration) error {
-	state := filepath.Join(dir, "freezer.state")
-	if err := os.WriteFile(state, []byte("FROZEN"), 0); err != nil {
-		return err
-	}
-	deadline := time.Now().Add(timeout)
-	for {
-		b, err := os.ReadFile(state)
-		if err != nil {
-			return err
-		}
-		if strings.TrimSpace(string(b)) == "FROZEN" || time.Now().After(deadline) {
-			return nil // a stuck FREEZING still stops most forks; WaitEmpty re-kills
-		}
-		time.Sleep(100 * time.Microsecond)
-	}
-}
-
-func (g *v1Group) oomKilled() (bool, error) {
-	mem := g.dir("memory")
-	if mem == "" {
-		return false, nil
-	}
-	n, ok, err := readKV(filepath.Join(mem, "memory.oom_control"), "oom_kill")
-	if err != nil {
-		return false, err
-	}
-	if ok {
-		return n > 0, nil
-	}
-	// Kernels before 4.13 lack the oom_kill counter: memory+swap reaching
-	// its limit is the closest recorded fact.
-	fc, err := os.ReadFile(filepath.Join(mem, "memory.memsw.failcnt"))
-	if err != nil {
-		return false, nil
-	}
-	return strings.TrimSpace(string(fc)) != "0", nil
-}
-
-func (g *v1Group) memoryLimit() int64 { return g.memLimit }
-
-func (g *v1Group) stats() (Stats, error) {
-	var s Stats
-	if g.cg == nil {
-		return s, nil
-	}
-	m, err := g.cg.Stat(cgroup1.IgnoreNotExist)
-	if err != nil {
-		return s, err
-	}
-	if m.Memory != nil && m.Memory.Usage != nil {
-		s.MemoryCurrent = int64(m.Memory.Usage.Usage)
-		s.MemoryPeak = int64(m.Memory.Usage.Max)
-	}
-	if m.Pids != nil {
-		s.Pids = int64(m.Pids.Current)
-	}
-	if m.CPU != nil && m.CPU.Usage != nil {
-		s.CPUTime = time.Duration(m.CPU.Usage.Total)
-	}
-	return s, nil
-}
-
-func (g *v1Group) remove() error {
-	if g.udir != "" {
-		if err := os.Remove(g.udir); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-	}
-	if g.cg != nil {
-		if err := g.cg.Delete(); err != nil && !errors.Is(err, cgroup1.ErrCgroupDeleted) {
-			return err
-		}
-		return nil
-	}
-	var errs []error
-	for _, d := range g.dirs {
-		if err := os.Remove(d); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
