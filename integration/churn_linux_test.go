@@ -5,6 +5,8 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -126,6 +128,29 @@ func teardowns() []teardown {
 	}
 }
 
+// churnKinds keeps the teardowns named in KERNPOOL_CHURN_KINDS (a comma
+// list, e.g. "oom,timeout"; empty = all): bisecting a teardown that
+// wedges a kernel needs one kind at a time.
+func churnKinds(t *testing.T, all []teardown) []teardown {
+	spec := strings.TrimSpace(os.Getenv("KERNPOOL_CHURN_KINDS"))
+	if spec == "" {
+		return all
+	}
+	var out []teardown
+	for _, k := range strings.Split(spec, ",") {
+		found := false
+		for _, td := range all {
+			if td.name == strings.TrimSpace(k) {
+				out, found = append(out, td), true
+			}
+		}
+		if !found {
+			t.Fatalf("KERNPOOL_CHURN_KINDS: no teardown %q", k)
+		}
+	}
+	return out
+}
+
 // TestChurn: KERNPOOL_CHURN (1,000) kernel lifecycles, each ending a
 // different way (reset, timeout, sys.exit, self-kill, owner shutdown, kill
 // by id, LRU eviction under a cap of 4, idle reaping, OOM, escaped
@@ -133,10 +158,10 @@ func teardowns() []teardown {
 func TestChurn(t *testing.T) {
 	requireRoot(t)
 	n := envInt("KERNPOOL_CHURN", 1000)
+	tds := churnKinds(t, teardowns())
 	o := capped()
 	o.MaxKernels, o.IdleTimeout = 4, "2s"
 	d := StartDaemon(t, o)
-	tds := teardowns()
 	type failure struct {
 		kind string
 		err  error

@@ -43,7 +43,7 @@ build_payload() {
 	done
 	cp /bin/busybox "$dir/bin/busybox"
 	install -m 0755 "$VM_DIR/guest/guest-init" "$dir/guest-init"
-	tar -C "$REPO" --exclude=.git --exclude=./integration/vm/.cache --exclude=./integration/vm/out \
+	tar -C "$REPO" --exclude=.git --exclude=./integration/vm/.cache --exclude=./integration/vm/out --exclude=./integration/vm/out-v1 \
 		--exclude='*.test' --exclude=./kernpool --exclude=./bin -cf - . | tar -C "$dir/src" -xf -
 	write_guest_config "$dir/config.env"
 	local mb
@@ -60,10 +60,11 @@ write_guest_config() {
 	{
 		echo "export KERNPOOL_BIN=/payload/bin/kernpool"
 		echo "export KERNPOOL_IN_VM=1"
+		echo "export KERNPOOL_VM_CGROUP=${CGROUP_MODE:-v2}"
 		echo "export KERNPOOL_CHURN=${KERNPOOL_CHURN:-500}"
 		echo "export KERNPOOL_LOAD_OWNERS=${KERNPOOL_LOAD_OWNERS:-100}"
 		echo "export KERNPOOL_LOAD_CELLS=${KERNPOOL_LOAD_CELLS:-10}"
-		for v in KERNPOOL_VM_RUN KERNPOOL_VM_TEST_TIMEOUT KERNPOOL_VM_CGROUP_LAYOUT; do
+		for v in KERNPOOL_VM_RUN KERNPOOL_VM_TEST_TIMEOUT KERNPOOL_VM_CGROUP_LAYOUT KERNPOOL_VM_HUNG_TASK KERNPOOL_CHURN_KINDS KERNPOOL_VMCHECK_STORM KERNPOOL_VMCHECK_STORM_N; do
 			if [ -n "${!v:-}" ]; then printf 'export %s=%q\n' "$v" "${!v}"; fi
 		done
 	} >"$f"

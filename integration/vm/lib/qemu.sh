@@ -33,19 +33,34 @@ pick_accel() {
 	vm_log "accelerator: $ACCEL"
 }
 
+# KERNEL_DEBUG_ARGS make a wedged guest say where it is instead of going
+# silent: oopses and soft lockups panic (panic=-1 + -no-reboot end qemu),
+# and the NMI the host injects when the heartbeat stops panics with every
+# CPU's backtrace (panic_print=0x40). The hard-lockup detector needs a PMU,
+# which TCG lacks; the host-side stall dump (lib/monitor.py) stands in.
+KERNEL_DEBUG_ARGS="softlockup_panic=1 softlockup_all_cpu_backtrace=1 panic_on_oops=1 unknown_nmi_panic=1 panic_print=0x40 nmi_watchdog=1 printk.time=1"
+
 # boot_vm runs the VM to completion, streaming its console, under a hard
-# timeout. Returns qemu's status (124 on timeout).
+# timeout. Returns qemu's status (124 on timeout). The guest's second serial
+# port carries the test daemons' logs to $OUT_DIR/daemon-stream.log; the
+# monitor socket serves the stall dump.
 boot_vm() {
-	local cpu=max t0 rc
+	local cpu=max t0 rc accel=$ACCEL
 	[ "$ACCEL" = kvm ] && cpu=host
+	# KERNPOOL_VM_TCG_THREAD=single: one host thread for all vCPUs (tells
+	# a multi-threaded-TCG artefact from a guest-kernel one).
+	[ "$ACCEL" = tcg ] && [ -n "${KERNPOOL_VM_TCG_THREAD:-}" ] && accel="tcg,thread=$KERNPOOL_VM_TCG_THREAD"
 	t0=$(now_s)
-	vm_log "booting ($ACCEL, ${KERNPOOL_VM_CPUS:-2} CPUs, ${KERNPOOL_VM_MEM:-2048} MiB)"
+	vm_log "booting ($ACCEL, ${KERNPOOL_VM_CPUS:-2} CPUs, ${KERNPOOL_VM_MEM:-2048} MiB, cgroup $CGROUP_MODE)"
+	MONITOR="$OUT_DIR/qemu.monitor"
+	rm -f "$MONITOR"
 	set +e
-	timeout -k 10 "${KERNPOOL_VM_TIMEOUT:-2400}" qemu-system-x86_64 -accel "$ACCEL" -cpu "$cpu" \
+	timeout -k 10 "${KERNPOOL_VM_TIMEOUT:-2400}" qemu-system-x86_64 -accel "$accel" -cpu "$cpu" \
 		-smp "${KERNPOOL_VM_CPUS:-2}" -m "${KERNPOOL_VM_MEM:-2048}" \
 		-nodefaults -no-user-config -display none -no-reboot -serial stdio \
+		-serial "file:$OUT_DIR/daemon-stream.log" -monitor "unix:$MONITOR,server,nowait" \
 		-kernel "$IMG_DIR/vmlinux" -initrd "$IMG_DIR/loader.cpio.gz" \
-		-append "console=ttyS0 panic=-1 loglevel=4 quiet" \
+		-append "console=ttyS0 panic=-1 loglevel=${KERNPOOL_VM_LOGLEVEL:-4} $KERNEL_DEBUG_ARGS" \
 		-drive "file=$IMG_DIR/rootfs.img,format=raw,if=virtio,snapshot=on" \
 		-drive "file=$PAYLOAD.img,format=raw,if=virtio" </dev/null 2>"$OUT_DIR/qemu.stderr" |
 		console_tee "$t0" "$OUT_DIR/console.log"
@@ -55,20 +70,40 @@ boot_vm() {
 	BOOT_SECONDS=$(cat "$OUT_DIR/boot.seconds" 2>/dev/null || echo "?")
 	[ "$rc" -eq 124 ] && vm_log "VM hit the hard timeout of ${KERNPOOL_VM_TIMEOUT:-2400} s"
 	[ -s "$OUT_DIR/qemu.stderr" ] && sed 's/^/qemu: /' "$OUT_DIR/qemu.stderr" >&2
+	[ -s "$OUT_DIR/stall.txt" ] && vm_log "the guest stalled: vCPU dump in $OUT_DIR/stall.txt"
 	return "$rc"
 }
 
 # console_tee T0 LOG copies the console to stdout and LOG and notes when the
-# first test started (the boot time).
+# first test started (the boot time). The guest prints a heartbeat every
+# 30 s; after KERNPOOL_VM_STALL s (150) of silence the guest is wedged:
+# dump the vCPUs and inject an NMI (it panics with backtraces); after a
+# second silence, quit qemu.
 console_tee() {
-	local t0=$1 log=$2 line seen=0
-	while IFS= read -r line; do
-		line=${line%$'\r'}
-		printf '%s\n' "$line"
-		printf '%s\n' "$line" >>"$log"
-		if [ $seen -eq 0 ] && [[ $line == "=== VM-RUN "* ]]; then
-			seen=1
-			elapsed "$t0" >"$OUT_DIR/boot.seconds"
+	local t0=$1 log=$2 line seen=0 stalls=0 st
+	while :; do
+		IFS= read -r -t "${KERNPOOL_VM_STALL:-150}" line
+		st=$?
+		if [ $st -eq 0 ]; then
+			line=${line%$'\r'}
+			printf '%s\n' "$line"
+			printf '%s\n' "$line" >>"$log"
+			if [ $seen -eq 0 ] && [[ $line == "=== VM-RUN "* ]]; then
+				seen=1
+				elapsed "$t0" >"$OUT_DIR/boot.seconds"
+			fi
+			continue
+		fi
+		[ $st -gt 128 ] || break # EOF: qemu exited
+		stalls=$((stalls + 1))
+		vm_log "no console output for ${KERNPOOL_VM_STALL:-150} s (stall $stalls)"
+		if [ $stalls -eq 1 ]; then
+			# The guest wrote its kallsyms to the payload disk at boot (synced).
+			debugfs -R "dump /results/kallsyms $OUT_DIR/kallsyms" "$PAYLOAD.img" >/dev/null 2>&1
+			/usr/bin/python3 "$VM_DIR/lib/monitor.py" "$MONITOR" "$OUT_DIR/kallsyms" stall >>"$OUT_DIR/stall.txt" 2>&1
+			grep -E '^CPU |^---' "$OUT_DIR/stall.txt" | head -12 >&2
+		else
+			/usr/bin/python3 "$VM_DIR/lib/monitor.py" "$MONITOR" - quit >/dev/null 2>&1
 		fi
 	done
 }
@@ -79,7 +114,7 @@ collect_results() {
 	local qrc=$1 status=0 name dir rc secs
 	debugfs -R "rdump /results $OUT_DIR" "$PAYLOAD.img" >/dev/null 2>&1 || true
 	echo
-	echo "==================== kernpool VM suite (unified cgroup v2, $ACCEL) ===================="
+	echo "==================== kernpool VM suite ($CGROUP_LABEL, $ACCEL) ===================="
 	[ -f "$OUT_DIR/results/guest.info" ] && sed 's/^/  /' "$OUT_DIR/results/guest.info"
 	while read -r name dir; do
 		[ -n "$name" ] || continue
