@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 // freezerOnly makes m's v1 pool kill through the freezer, as on a pure
@@ -55,8 +56,8 @@ func readTrim(t *testing.T, path string) string {
 // sequence still takes a whole fork bomb under the pids cap, setsid'd
 // children included, without the pin ever holding a task or thawing.
 func TestV1FreezerKillIsPinnedAndTotal(t *testing.T) {
-	requireCgroupV1(t)
-	requirePython(t)
+	testenv.RequireCgroupMode(t, DetectMode(""), ModeLegacy, ModeHybrid)
+	testenv.RequirePython(t)
 	var pin string
 	t.Cleanup(func() { // runs after newTestManager's Close
 		if pin != "" {
