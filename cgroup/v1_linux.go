@@ -94,12 +94,15 @@ func newV1Pool(cfg Config, log hclog.Logger) (poolBackend, Info, error) {
 		Controllers:    append([]string(nil), p.names...),
 		Parents:        append([]string(nil), p.dirs...),
 		Placement:      "the kernel writes 0 into its groups' cgroup.procs before any user code",
-		Kill:           "freezer: freeze, SIGKILL every member, thaw (an empty pinned group stays frozen, so no kill switches the kernel's freezer static key)",
+		Kill:           "freezer: freeze, SIGKILL every member, thaw",
 		MemswAvailable: p.memsw,
 		AdoptedFrom:    p.adopted,
 	}
 	if !p.has("freezer") {
 		info.Kill = "SIGKILL every member, repeated until empty (no freezer hierarchy)"
+	}
+	if p.pin != "" {
+		info.Kill += " (an empty pinned group stays frozen, so no kill switches the kernel's freezer static key)"
 	}
 	if p.udir != "" {
 		info.Placement = "clone3 into a group on the cgroup2 mount, then the kernel writes 0 into its v1 groups' cgroup.procs before any user code"
