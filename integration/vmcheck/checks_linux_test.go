@@ -12,7 +12,7 @@ import (
 
 // TestSpawnIntoCgroup: the child is in the group from its first instruction.
 func TestSpawnIntoCgroup(t *testing.T) {
-	requireUnifiedV2(t)
+	requireUnifiedV2(t, "clone3 CLONE_INTO_CGROUP takes a v2 group (v1 groups are joined through cgroup.procs, as the TestV1* tests do)")
 	g := newGroup(t, pool(t), "k-spawn", nil)
 	cmd, out := spawnInto(t, g, "print(open('/proc/self/cgroup').read().strip())")
 	if err := cmd.Wait(); err != nil {
@@ -26,7 +26,7 @@ func TestSpawnIntoCgroup(t *testing.T) {
 // TestMemoryOOMVerdict: a hog at memory.max is OOM-killed and memory.events
 // says so (the verdict kernpool reports, never guessed from SIGKILL).
 func TestMemoryOOMVerdict(t *testing.T) {
-	requireUnifiedV2(t)
+	requireUnifiedV2(t, "memory.events is v2 (TestV1MemoryOOMVerdict reads memory.oom_control)")
 	g := newGroup(t, pool(t), "k-oom", map[string]string{"memory.max": "64M", "memory.swap.max": "0"})
 	cmd, out := spawnInto(t, g, "b = b'x' * (512 << 20)\nprint('survived')")
 	err := cmd.Wait()
@@ -40,7 +40,7 @@ func TestMemoryOOMVerdict(t *testing.T) {
 
 // TestPidsCap: a bounded fork burst never exceeds pids.max, and forks fail.
 func TestPidsCap(t *testing.T) {
-	requireUnifiedV2(t)
+	requireUnifiedV2(t, "checks the v2 pids.events and cgroup.kill (TestV1PidsCap covers v1)")
 	g := newGroup(t, pool(t), "k-pids", map[string]string{"pids.max": "16"})
 	code := `
 import os, time
@@ -77,7 +77,7 @@ time.sleep(30)
 // TestTreeKill: cgroup.kill takes setsid'd, double-forked grandchildren that
 // a process-group kill would miss.
 func TestTreeKill(t *testing.T) {
-	requireUnifiedV2(t)
+	requireUnifiedV2(t, "cgroup.kill is v2 (TestV1FreezerTreeKill covers the v1 freezer kill)")
 	g := newGroup(t, pool(t), "k-kill", nil)
 	code := `
 import os, subprocess, time, signal
@@ -107,7 +107,7 @@ time.sleep(300)
 // for children (no internal processes), which is why kernpool must move
 // itself into a leaf before making kernel groups.
 func TestDelegationLayout(t *testing.T) {
-	requireUnifiedV2(t)
+	requireUnifiedV2(t, "the no-internal-process rule exists only in v2")
 	parent := pool(t)
 	busy := newGroup(t, parent, "k-busy", nil)
 	cmd, _ := spawnInto(t, busy, "import time; time.sleep(30)")

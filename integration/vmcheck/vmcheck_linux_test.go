@@ -25,15 +25,16 @@ const (
 )
 
 // requireUnifiedV2 skips unless /sys/fs/cgroup is a cgroup2 mount with the
-// memory and pids controllers, and we are root with python3 present.
-func requireUnifiedV2(t *testing.T) {
+// memory and pids controllers, and we are root with python3 present; why
+// says what of v2 the test needs.
+func requireUnifiedV2(t *testing.T, why string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: creates cgroups")
 	}
 	var st unix.Statfs_t
 	if err := unix.Statfs(cgRoot, &st); err != nil || st.Type != unix.CGROUP2_SUPER_MAGIC {
-		t.Skip("needs unified cgroup v2 at /sys/fs/cgroup (hybrid/v1 host); integration/vm/run provides one")
+		t.Skipf("needs cgroup v2: %s; /sys/fs/cgroup is not unified here (integration/vm/run provides it)", why)
 	}
 	ctrl, _ := os.ReadFile(filepath.Join(cgRoot, "cgroup.controllers"))
 	for _, c := range []string{"memory", "pids"} {
