@@ -78,12 +78,18 @@ def _no_new_privs():
         _die(123, "cannot set no_new_privs: errno %d" % ctypes.get_errno())
 
 
+# The kernel's cgroup.procs files (v1 and hybrid), for _kill_kernel.
+_CGROUP_PROCS = ()
+
+
 def _start():
     """Confine this process and hide the runner's variables from cells."""
     env = os.environ
+    global _CGROUP_PROCS
     procs = env.get("KERNPOOL_CGROUP_PROCS", "")
     if procs:
         _join_cgroups(procs)
+        _CGROUP_PROCS = tuple(p for p in procs.split(os.pathsep) if p)
     # Only fds 0-2 may reach cells: the host's parent may have leaked
     # inheritable fds into the daemon, and Go passes those on.
     try:
@@ -156,7 +162,11 @@ def _host_gone(kill_path):
 
 
 def _kill_kernel(kill_path):
-    """Kill the kernel's cgroup, when the sandbox gave one (cgroup.kill)."""
+    """Kill the kernel's cgroup: cgroup.kill when the sandbox gave one; on
+    legacy cgroup v1 (no cgroup.kill) SIGKILL every other member its
+    cgroup.procs files list until none is left, so setsid'd descendants die
+    with a dead host too (killed members cannot fork; the pids cap bounds
+    the rest; bounded passes)."""
     if kill_path:
         try:
             fd = os.open(kill_path, os.O_WRONLY)
@@ -164,6 +174,25 @@ def _kill_kernel(kill_path):
             os.close(fd)
         except OSError:
             pass
+        return
+    me = os.getpid()
+    for _ in range(64):
+        pids = set()
+        for path in _CGROUP_PROCS:
+            try:
+                with open(path) as f:
+                    pids.update(int(p) for p in f.read().split())
+            except (OSError, ValueError):
+                pass
+        pids.discard(me)
+        pids.discard(0)
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass
 
 
 def _start_watchdog(kill_path):
