@@ -28,6 +28,12 @@ var (
 	ErrBusy = errors.New("kernel: busy")
 	// ErrUnsupported: the platform lacks a facility the spec asked for.
 	ErrUnsupported = errors.New("kernel: unsupported on this platform")
+	// ErrInterrupted: Interrupt stopped the cell (alone, the kernel was
+	// kept; as Exec's error, the cell outlived the grace and the kernel
+	// was killed).
+	ErrInterrupted = errors.New("kernel: cell interrupted")
+	// ErrIdle: Interrupt found no cell running.
+	ErrIdle = errors.New("kernel: no cell is running")
 )
 
 // DeathError says why a kernel process ended while a cell ran (or between
@@ -199,6 +205,18 @@ type Spec struct {
 type Cell struct {
 	// Code is the Python source of the cell.
 	Code string
+	// Stream, when set, receives the cell's output and displays as they
+	// arrive (raw bytes, from the reader goroutines, possibly
+	// concurrently; it must not block for long). Python-level output is
+	// then written through live instead of returned in the reply frame.
+	Stream func(Event)
+	// Grace is how long an interrupted cell may take to end before the
+	// kernel is killed (0: DefaultInterruptGrace).
+	Grace time.Duration
+	// KillOnTimeout kills the kernel at once when ctx's deadline passes
+	// (timeout_action "kill"); a cancellation and Interrupt still
+	// interrupt first.
+	KillOnTimeout bool
 }
 
 // Reply is a settled cell as the runner reported it plus the fd-level bytes
@@ -225,4 +243,11 @@ type Reply struct {
 	ExecutionCount int
 	// Duration is the wall time from request write to settled reply.
 	Duration time.Duration
+	// Displays are the cell's rich displays, in order.
+	Displays []Display
+	// DisplaysDropped counts displays the runner dropped at their caps.
+	DisplaysDropped int
+	// Interrupted is why the cell was interrupted and the kernel kept
+	// (ErrTimeout, ErrCanceled or ErrInterrupted), nil when it was not.
+	Interrupted error
 }

@@ -32,33 +32,42 @@ const (
 	// smallFieldBytes caps a frame's id, status and member names.
 	smallFieldBytes = 64
 
-	// DefaultMaxFrameBytes is the largest frame an honest runner writes:
-	// stdout and stderr at CaptureChars each, fully escaped, plus the
-	// traceback and the overhead (about 12.4 MB). Displays will add their
-	// own budget here when the runner gets them.
+	// DisplayBytes caps one display's JSON (a D frame's body) and
+	// DisplayCellBytes all of one cell's; the runner drops (and counts)
+	// a display that would pass either, the daemon refuses a bigger D frame.
+	DisplayBytes     = 4 << 20
+	DisplayCellBytes = 4 << 20
+
+	// DefaultMaxFrameBytes is the largest reply frame an honest runner
+	// writes: stdout and stderr at CaptureChars each, fully escaped, plus
+	// the traceback and the overhead (about 12.4 MB). Displays travel in
+	// D frames of their own (at most DisplayBytes each) and add
+	// DisplayCellBytes to Budget.
 	DefaultMaxFrameBytes = 2*CaptureChars*maxEscapedPerChar + TracebackBytes*maxEscapedPerChar + frameOverhead
 	// captureFieldBytes caps the decoded stdout and stderr members.
 	captureFieldBytes = CaptureChars * maxDecodedPerChar
 )
 
-// EnvOutputCaps passes the runner its caps ("<CaptureChars>,<TracebackBytes>");
+// EnvOutputCaps passes the runner its caps
+// ("<CaptureChars>,<TracebackBytes>,<DisplayBytes>,<DisplayCellBytes>");
 // the runner deletes it before the first cell.
 const EnvOutputCaps = "KERNPOOL_OUTPUT_CAPS"
 
 // outputCapsValue is EnvOutputCaps' value.
 func outputCapsValue() string {
-	return strconv.Itoa(CaptureChars) + "," + strconv.Itoa(TracebackBytes)
+	return strconv.Itoa(CaptureChars) + "," + strconv.Itoa(TracebackBytes) + "," +
+		strconv.Itoa(DisplayBytes) + "," + strconv.Itoa(DisplayCellBytes)
 }
 
 // Budget returns the most daemon memory one kernel can make its readers
-// hold for one cell: the decoded frame fields at their caps plus the
-// fd-level stdout and stderr kept for the cell. Everything read from the
+// hold for one cell: the decoded frame fields at their caps, the fd-level
+// stdout and stderr kept for the cell, and its displays. Everything read from the
 // kernel is charged against it; a kernel that goes over it (for instance
 // with a forged frame repeating a large member) broke the protocol.
 func (s Spec) Budget() int64 {
 	spec := s
 	spec.fillCaps()
-	return int64(2*captureFieldBytes+TracebackBytes+8*smallFieldBytes) +
+	return int64(2*captureFieldBytes+TracebackBytes+8*smallFieldBytes+DisplayCellBytes) +
 		int64(spec.RawStdoutCap) + int64(spec.StderrCap)
 }
 

@@ -19,21 +19,23 @@ type capBuf struct {
 	acct  *budget
 }
 
-func (c *capBuf) write(p []byte) {
+// write returns the part of p it kept (nil when none).
+func (c *capBuf) write(p []byte) []byte {
 	c.total += len(p)
 	room := c.cap - len(c.b)
 	if room <= 0 {
-		return
+		return nil
 	}
 	p = p[:min(room, len(p))]
 	if need := len(c.b) + len(p); need > cap(c.b) {
 		grown := min(max(2*cap(c.b), need, 4096), c.cap)
 		if c.acct.charge(grown-cap(c.b)) != nil {
-			return
+			return nil
 		}
 		c.b = append(make([]byte, 0, grown), c.b...)
 	}
 	c.b = append(c.b, p...)
+	return p
 }
 
 // reset empties the buffer for the next cell; its memory goes back to the
@@ -97,6 +99,14 @@ type cellState struct {
 
 	frames chan *wireReply // the active cell's reply (capacity 1)
 	marks  chan struct{}   // the active cell's stderr is complete (capacity 1)
+
+	sink     func(Event) // the active cell's live events (nil: not streamed)
+	displays []Display   // the active cell's displays
+	intr     chan struct{}
+	intrSent bool          // intr is closed
+	helpers  []int         // the runner's own pids, as it sees them (H marks)
+	ready    chan struct{} // closed at the first H mark: the runner takes SIGINT
+	started  bool          // the first cell's begin mark arrived on stderr: no more H marks
 }
 
 func newCellState(stdoutCap, stderrCap int, limit int64) *cellState {
@@ -104,6 +114,7 @@ func newCellState(stdoutCap, stderrCap int, limit int64) *cellState {
 		stderrLog: ring{buf: make([]byte, stderrRingSize)},
 		frames:    make(chan *wireReply, 1),
 		marks:     make(chan struct{}, 1),
+		ready:     make(chan struct{}),
 	}
 	c.acct.limit = limit
 	c.stdout = capBuf{cap: stdoutCap, acct: &c.acct}
@@ -111,11 +122,14 @@ func newCellState(stdoutCap, stderrCap int, limit int64) *cellState {
 	return c
 }
 
-// begin makes cell n (request id) the active cell.
-func (c *cellState) begin(n int, id string) {
+// begin makes cell n (request id) the active cell; sink, when set,
+// receives its output and displays as they arrive.
+func (c *cellState) begin(n int, id string, sink func(Event)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.n, c.id = n, id
+	c.sink, c.displays = sink, nil
+	c.intr, c.intrSent = make(chan struct{}), false
 	c.gotFrame, c.gotMark = false, false
 	c.outBegun, c.errBegun = false, false
 	c.stdout.reset()
@@ -124,8 +138,9 @@ func (c *cellState) begin(n int, id string) {
 	c.epoch.Add(1)
 }
 
-// end deactivates the cell and returns its fd-level output and totals.
-func (c *cellState) end() (stdout, stderr string, stdoutTotal int) {
+// end deactivates the cell and returns its fd-level output, totals and
+// displays.
+func (c *cellState) end() (stdout, stderr string, stdoutTotal int, displays []Display) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.epoch.Load()%2 == 1 {
@@ -133,6 +148,7 @@ func (c *cellState) end() (stdout, stderr string, stdoutTotal int) {
 	}
 	stdout, stderr = string(c.stdout.b), string(c.stderr.b)
 	stdoutTotal = c.stdout.total
+	displays, c.displays, c.sink = c.displays, nil, nil
 	c.stdout.reset()
 	c.stderr.reset()
 	select { // a frame that raced a failed cell must not settle the next one
@@ -143,7 +159,7 @@ func (c *cellState) end() (stdout, stderr string, stdoutTotal int) {
 	case <-c.marks:
 	default:
 	}
-	return stdout, stderr, stdoutTotal
+	return stdout, stderr, stdoutTotal, displays
 }
 
 func (c *cellState) activeLocked(epoch uint64) bool {
@@ -154,12 +170,23 @@ func (c *cellState) activeLocked(epoch uint64) bool {
 // rawStdout attributes fd-level stdout read during epoch.
 func (c *cellState) rawStdout(p []byte, epoch uint64) {
 	c.mu.Lock()
+	var kept []byte
 	if c.activeLocked(epoch) && c.outBegun {
-		c.stdout.write(p)
+		kept = c.stdout.write(p)
 	} else {
 		c.dropped.Add(int64(len(p)))
 	}
+	c.sendLocked(EventStdout, kept)
+}
+
+// sendLocked hands what a stream kept to the cell's sink, outside the lock
+// (a slow client must not stall the other stream's reader), and unlocks.
+func (c *cellState) sendLocked(kind EventKind, kept []byte) {
+	sink := c.sink
 	c.mu.Unlock()
+	if sink != nil && len(kept) > 0 {
+		sink(Event{Kind: kind, Data: append([]byte(nil), kept...)})
+	}
 }
 
 // rawStderr records fd-level stderr: always in the ring (a kernel that
@@ -168,12 +195,13 @@ func (c *cellState) rawStdout(p []byte, epoch uint64) {
 func (c *cellState) rawStderr(p []byte, epoch uint64) {
 	c.mu.Lock()
 	c.stderrLog.write(p)
+	var kept []byte
 	if c.activeLocked(epoch) && c.errBegun {
-		c.stderr.write(p)
+		kept = c.stderr.write(p)
 	} else {
 		c.dropped.Add(int64(len(p)))
 	}
-	c.mu.Unlock()
+	c.sendLocked(EventStderr, kept)
 }
 
 // begun records the runner's begin marker of cell n on stdout (or stderr):
@@ -182,6 +210,7 @@ func (c *cellState) rawStderr(p []byte, epoch uint64) {
 func (c *cellState) begun(stderr bool, n int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.started = c.started || stderr
 	if c.epoch.Load()%2 == 0 || int64(c.n) != n {
 		return
 	}

@@ -13,12 +13,20 @@ import (
 // Exec runs one cell and returns the runner's reply plus the fd-level output
 // the cell produced.
 //
-// Errors: ErrBusy while another cell runs (the kernel is untouched);
-// ErrClosed after the kernel died. Every other error means the kernel is
-// dead, reaped, released and its staging dir removed: ErrTimeout (ctx
-// deadline), ErrCanceled (ctx canceled), ErrProtocol, or a *DeathError when
-// the kernel died mid-cell. A cell that called sys.exit returns its Reply
-// (Status "exit") and the kernel is dead when Exec returns.
+// When ctx ends or Interrupt is called while the cell runs, the cell is
+// interrupted (SIGINT to the runner, SIGKILL to the cell's other
+// processes); if it ends within cell.Grace, Exec returns its Reply with
+// Interrupted set and the kernel keeps its state. A deadline kills at once
+// with cell.KillOnTimeout.
+//
+// Errors: ErrBusy while another cell runs, ErrTimeout or ErrCanceled when
+// ctx ended before anything was sent (the kernel is untouched in both
+// cases); ErrClosed after the kernel died. Every other error means the
+// kernel is dead, reaped, released and its staging dir removed: ErrTimeout,
+// ErrCanceled or ErrInterrupted (the interrupted cell outlived its grace),
+// ErrProtocol, or a *DeathError when the kernel died mid-cell. A cell that
+// called sys.exit returns its Reply (Status "exit") and the kernel is dead
+// when Exec returns.
 func (k *Kernel) Exec(ctx context.Context, cell Cell) (*Reply, error) {
 	select {
 	case <-k.done:
@@ -29,20 +37,23 @@ func (k *Kernel) Exec(ctx context.Context, cell Cell) (*Reply, error) {
 		return nil, fmt.Errorf("kernel exec: %w", ErrBusy)
 	}
 	defer k.busy.Store(false)
+	if ctx.Err() != nil { // nothing was sent: the kernel is untouched
+		return nil, fmt.Errorf("kernel exec: %w", ctxCause(ctx))
+	}
 
 	k.seq++
 	n := k.seq
 	id := strconv.Itoa(n)
-	req, err := encodeRequest(id, cell.Code)
+	req, err := encodeRequest(id, cell.Code, cell.Stream != nil)
 	if err != nil {
 		return nil, fmt.Errorf("kernel exec: %w", err)
 	}
 	started := time.Now()
-	k.cell.begin(n, id)
-	rep, err := k.run(ctx, req)
-	stdout, stderr, stdoutTotal := k.cell.end()
+	k.cell.begin(n, id, cell.Stream)
+	rep, interrupted, err := k.run(ctx, req, cell)
+	stdout, stderr, stdoutTotal, displays := k.cell.end()
 	if err != nil {
-		if stdout == "" && stderr == "" {
+		if stdout == "" && stderr == "" && len(displays) == 0 {
 			return nil, err
 		}
 		// A killed cell keeps the fd-level output it already wrote
@@ -50,7 +61,7 @@ func (k *Kernel) Exec(ctx context.Context, cell Cell) (*Reply, error) {
 		return &Reply{
 			Stdout: stdout, Stderr: stderr,
 			StdoutClipped: stdoutTotal > len(stdout), StdoutBytesTotal: stdoutTotal,
-			Duration: time.Since(started),
+			Duration: time.Since(started), Displays: displays,
 		}, err
 	}
 	reply := &Reply{
@@ -63,6 +74,9 @@ func (k *Kernel) Exec(ctx context.Context, cell Cell) (*Reply, error) {
 		ExitCode:         rep.ExitCode,
 		ExecutionCount:   rep.ExecutionCount,
 		Duration:         time.Since(started),
+		Displays:         displays,
+		DisplaysDropped:  rep.DisplaysDropped,
+		Interrupted:      interrupted,
 	}
 	if rep.Status == "exit" {
 		// sys.exit ends the kernel: make sure nothing of it remains.
@@ -72,8 +86,8 @@ func (k *Kernel) Exec(ctx context.Context, cell Cell) (*Reply, error) {
 	return reply, nil
 }
 
-// encodeRequest renders {"id":...,"code":...} as one line.
-func encodeRequest(id, code string) ([]byte, error) {
+// encodeRequest renders {"id":...,"code":...[,"stream":true]} as one line.
+func encodeRequest(id, code string, stream bool) ([]byte, error) {
 	var buf bytes.Buffer
 	buf.Grow(len(code) + 32)
 	buf.WriteString(`{"id":"`)
@@ -85,29 +99,35 @@ func encodeRequest(id, code string) ([]byte, error) {
 		return nil, fmt.Errorf("encode request: %w", err)
 	}
 	buf.Truncate(buf.Len() - 1)
+	if stream {
+		buf.WriteString(`,"stream":true`)
+	}
 	buf.WriteString("}\n")
 	return buf.Bytes(), nil
 }
 
 // run writes the request and waits until the cell settles: both its reply
-// frame and its stderr end marker arrived, or the kernel is gone.
-func (k *Kernel) run(ctx context.Context, req []byte) (*wireReply, error) {
+// frame and its stderr end marker arrived, or the kernel is gone. When ctx
+// ends or Interrupt is called, the cell is interrupted (interrupted says
+// why) and gets its grace before the kernel is killed.
+func (k *Kernel) run(ctx context.Context, req []byte, cell Cell) (_ *wireReply, interrupted, _ error) {
 	// The write can block on a kernel that stopped reading stdin; ctx's end
 	// moves the write deadline into the past, which unblocks it.
 	stop := context.AfterFunc(ctx, func() { _ = k.stdin.SetWriteDeadline(time.Unix(1, 0)) })
 	_, werr := k.stdin.Write(req)
 	stop()
 	if werr != nil && ctx.Err() != nil {
-		return nil, k.abort(ctx)
+		return nil, nil, k.abort(ctxCause(ctx))
 	}
-	var grace <-chan time.Time
+	var grace, killAt <-chan time.Time
+	var ready <-chan struct{} // set once interrupted: signal when the runner can take it
 	if werr != nil {
 		// Most likely the kernel is exiting; let its exit status say why.
 		grace = time.After(closedStdoutGrace)
 	}
 	var rep *wireReply
 	marked := false
-	eof := k.stdoutEOF
+	eof, ctxDone, intr := k.stdoutEOF, ctx.Done(), k.cell.interruptRequested()
 	for rep == nil || !marked {
 		select {
 		case rep = <-k.cell.frames:
@@ -121,12 +141,32 @@ func (k *Kernel) run(ctx context.Context, req []byte) (*wireReply, error) {
 			grace = nil
 			k.terminate(fmt.Errorf("kernel exec: %w", protocolErr("the kernel closed its stdout or stdin")))
 		case <-k.exited:
-			return k.settleDead(rep)
-		case <-ctx.Done():
-			return nil, k.abort(ctx)
+			rep, err := k.settleDead(rep)
+			return rep, nil, err
+		case <-ctxDone:
+			ctxDone = nil
+			cause := ctxCause(ctx)
+			if cell.KillOnTimeout && errors.Is(cause, ErrTimeout) {
+				return nil, nil, k.abort(cause)
+			}
+			if interrupted == nil {
+				interrupted, killAt, ready = cause, graceTimer(cell.Grace), k.cell.ready
+			}
+		case <-intr:
+			intr = nil
+			if interrupted == nil {
+				interrupted, killAt, ready = ErrInterrupted, graceTimer(cell.Grace), k.cell.ready
+			}
+		case <-ready:
+			ready = nil
+			if !k.interrupt() {
+				killAt = time.After(0)
+			}
+		case <-killAt:
+			return nil, nil, k.abort(interrupted)
 		}
 	}
-	return rep, nil
+	return rep, interrupted, nil
 }
 
 // settleDead waits for the teardown of a kernel that exited during a cell
@@ -145,12 +185,16 @@ func (k *Kernel) settleDead(rep *wireReply) (*wireReply, error) {
 	return nil, k.Err()
 }
 
-// abort kills the kernel because ctx ended and returns the error to report.
-func (k *Kernel) abort(ctx context.Context) error {
-	cause := ErrCanceled
+// ctxCause is the kernel error for ctx's end.
+func ctxCause(ctx context.Context) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		cause = ErrTimeout
+		return ErrTimeout
 	}
+	return ErrCanceled
+}
+
+// abort kills the kernel for cause and returns the error to report.
+func (k *Kernel) abort(cause error) error {
 	k.terminate(fmt.Errorf("kernel exec: %w", cause))
 	<-k.done
 	return k.Err()

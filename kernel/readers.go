@@ -12,11 +12,21 @@ import (
 func (k *Kernel) readStdout() {
 	defer k.readers.Done()
 	defer close(k.stdoutEOF)
-	s := newScanner(k.stdoutR, []byte("\n"+k.sentinel+" "), " B", &k.cell.epoch)
+	s := newScanner(k.stdoutR, []byte("\n"+k.sentinel+" "), " BD", &k.cell.epoch)
 	err := s.run(k.cell.rawStdout, func(kind byte, n int64) error {
-		if kind == 'B' {
+		switch kind {
+		case 'B':
 			k.cell.begun(false, n)
 			return nil
+		case 'D':
+			if n > DisplayBytes {
+				return protocolErr(fmt.Sprintf("a display of %d bytes exceeds the %d-byte limit", n, DisplayBytes))
+			}
+			d, err := decodeDisplay(s.body(n), n, &k.cell.acct)
+			if err == nil {
+				k.cell.display(d)
+			}
+			return err
 		}
 		if n > k.maxFrame {
 			return protocolErr(fmt.Sprintf("a reply frame of %d bytes exceeds the %d-byte limit", n, k.maxFrame))
@@ -44,11 +54,14 @@ func (k *Kernel) readStdout() {
 // marks on the active cell.
 func (k *Kernel) readStderr() {
 	defer k.readers.Done()
-	s := newScanner(k.stderrR, []byte("\n"+k.sentinel+" "), "BE", &k.cell.epoch)
+	s := newScanner(k.stderrR, []byte("\n"+k.sentinel+" "), "BEH", &k.cell.epoch)
 	err := s.run(k.cell.rawStderr, func(kind byte, n int64) error {
-		if kind == 'B' {
+		switch kind {
+		case 'B':
 			k.cell.begun(true, n)
-		} else {
+		case 'H':
+			k.cell.helper(n)
+		default:
 			k.cell.mark(n)
 		}
 		return nil

@@ -11,6 +11,7 @@ _json) and loads json, traceback and asyncio only when a cell needs
 them.
 """
 import _json
+import _signal
 import _thread
 import io
 import os
@@ -28,6 +29,18 @@ _RUNNER_ONLY = (
 # Python-level stdout/stderr per cell in characters, traceback in bytes.
 _CAPTURE_LIMIT = 0
 _TRACEBACK_LIMIT = 0
+# Displays: the cap of one display's JSON and of all of one cell's.
+_DISPLAY_LIMIT = 0
+_DISPLAY_CELL_LIMIT = 0
+# True only while user code runs: SIGINT raises KeyboardInterrupt then and
+# is ignored otherwise, so an interrupt between cells, or while the runner
+# writes a frame, cannot kill the runner or cut the protocol.
+_IN_CELL = [False]
+
+
+def _on_sigint(signum, frame):
+    if _IN_CELL[0]:
+        raise KeyboardInterrupt
 
 
 def _die(code, message):
@@ -120,20 +133,28 @@ def _start():
     runtime.kernel_id = env.get("KERNPOOL_KERNEL_ID", "")
     sys.modules["_kernpool_runtime"] = runtime
     kill_path = env.get("KERNPOOL_CGROUP_KILL", "")
+    # matplotlib draws off-screen, with its cache in the kernel's tmpdir.
+    env["MPLBACKEND"] = "Agg"
+    env.setdefault("MPLCONFIGDIR", os.path.join(env.get("TMPDIR", "/tmp"), "matplotlib"))
+    sys.meta_path.insert(0, _PyplotHook())
+    sys.displayhook = _displayhook
+    import builtins
+    builtins.display = display
     for name in _RUNNER_ONLY:
         env.pop(name, None)
     return sentinel.encode("utf-8"), kill_path, protocol_fds, pending
 
 
 def _read_caps(value):
-    global _CAPTURE_LIMIT, _TRACEBACK_LIMIT
+    global _CAPTURE_LIMIT, _TRACEBACK_LIMIT, _DISPLAY_LIMIT, _DISPLAY_CELL_LIMIT
     try:
-        capture, trace = (int(v) for v in value.split(","))
+        capture, trace, display, cell = (int(v) for v in value.split(","))
     except ValueError:
         _die(126, "malformed KERNPOOL_OUTPUT_CAPS %r" % value)
-    if capture <= 0 or trace < 256:
+    if capture <= 0 or trace < 256 or display <= 0 or cell < display:
         _die(126, "KERNPOOL_OUTPUT_CAPS out of range: %r" % value)
     _CAPTURE_LIMIT, _TRACEBACK_LIMIT = capture, trace
+    _DISPLAY_LIMIT, _DISPLAY_CELL_LIMIT = display, cell
 
 
 def _read_bootstrap(fd):
@@ -205,15 +226,17 @@ def _start_watchdog(kill_path):
     Without pidfd support the stdin watcher and Pdeathsig remain.
     """
     if os.getpgrp() != os.getpid():
-        return
+        return None
     try:
         pidfd = os.pidfd_open(os.getpid())
     except (AttributeError, OSError):
-        return
-    if os.fork():
+        return None
+    pid = os.fork()
+    if pid:
         os.close(pidfd)
-        return
+        return pid
     try:
+        _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
         os.closerange(0, pidfd)
         os.closerange(pidfd + 1, 4096)
         import select
@@ -254,24 +277,208 @@ _encode = _json.encode_basestring
 
 
 def _parse_request(line):
-    """Decode {"id": str, "code": str}; a fast path for the host's exact shape."""
+    """Decode {"id": str, "code": str[, "stream": bool][, "op": str]} into
+    (id, code, stream, op); a fast path for the host's exact shapes."""
     try:
         if line.startswith('{"id":"'):
             rid, end = _scanstring(line, 7, True)
             if line.startswith(',"code":"', end):
                 code, end = _scanstring(line, end + 9, True)
-                if line[end:].strip() == "}":
-                    return rid, code
+                rest = line[end:].strip()
+                if rest == "}":
+                    return rid, code, False, ""
+                if rest == ',"stream":true}':
+                    return rid, code, True, ""
     except ValueError:
         pass
     import json
     req = json.loads(line)
     if not isinstance(req, dict):
         raise ValueError("request is not a JSON object")
-    rid, code = req.get("id", ""), req.get("code")
-    if not isinstance(rid, str) or not isinstance(code, str):
-        raise ValueError('request needs string fields "id" and "code"')
-    return rid, code
+    rid, code, op = req.get("id", ""), req.get("code", ""), req.get("op", "")
+    if not isinstance(rid, str) or not isinstance(code, str) or not isinstance(op, str):
+        raise ValueError('request needs string fields "id" and "code" (or "op")')
+    return rid, code, req.get("stream") is True, op
+
+
+_MIME_METHODS = (
+    ("image/png", "_repr_png_"), ("image/jpeg", "_repr_jpeg_"),
+    ("image/svg+xml", "_repr_svg_"), ("text/html", "_repr_html_"),
+    ("text/markdown", "_repr_markdown_"), ("text/latex", "_repr_latex_"),
+    ("application/json", "_repr_json_"),
+)
+_BINARY_MIMES = ("image/png", "image/jpeg")
+
+
+def _rich_method(obj, name):
+    # Looked up on the type, as IPython does: an object whose __getattr__
+    # answers every name is not a display.
+    if getattr(type(obj), name, None) is None:
+        return None
+    return getattr(obj, name, None)
+
+
+def _normalize(mime, value):
+    if mime in _BINARY_MIMES:
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            import binascii
+            return binascii.b2a_base64(bytes(value), newline=False).decode("ascii")
+        return value if isinstance(value, str) else None
+    if mime == "application/json" or mime.endswith("+json"):
+        return value
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8", "replace")
+    return value if isinstance(value, str) else str(value)
+
+
+class _Displays:
+    """Rich displays (IPython's _repr_*_ protocol), sent as they happen."""
+
+    def __init__(self):
+        self.emit = None  # writes one display's JSON as a D frame
+        self.used = 0
+        self.dropped = 0
+
+    def reset(self):
+        self.used = self.dropped = 0
+
+    def bundle(self, obj):
+        data, meta = {}, {}
+        method = _rich_method(obj, "_repr_mimebundle_")
+        if method is not None:
+            try:
+                got = method(include=None, exclude=None)
+            except TypeError:
+                got = method()
+            except Exception:
+                got = None
+            if isinstance(got, tuple) and len(got) == 2:
+                got, more = got
+                meta.update(more if isinstance(more, dict) else {})
+            if isinstance(got, dict):
+                data.update(got)
+        for mime, name in _MIME_METHODS:
+            method = None if mime in data else _rich_method(obj, name)
+            if method is None:
+                continue
+            try:
+                value = method()
+            except Exception:
+                continue
+            if isinstance(value, tuple) and len(value) == 2:
+                value, more = value
+                if isinstance(more, dict):
+                    meta[mime] = more
+            if value is not None:
+                data[mime] = value
+        if "text/plain" not in data:
+            data["text/plain"] = _safe_repr(obj)
+        return {m: v for m, v in ((m, _normalize(m, v)) for m, v in data.items()) if v is not None}, meta
+
+    def publish(self, data, meta):
+        import json
+        try:
+            body = json.dumps({"data": data, "metadata": meta}).encode("ascii")
+        except (TypeError, ValueError):
+            self.dropped += 1
+            return
+        if len(body) > _DISPLAY_LIMIT or self.used + len(body) > _DISPLAY_CELL_LIMIT:
+            self.dropped += 1
+            return
+        self.used += len(body)
+        self.emit(body)
+
+    def flush_figures(self):
+        """Open matplotlib figures become image/png displays, then close."""
+        plt = sys.modules.get("matplotlib.pyplot")
+        if plt is None:
+            return
+        for num in plt.get_fignums():
+            fig = plt.figure(num)
+            buf = io.BytesIO()
+            fig.savefig(buf, format="png", bbox_inches="tight")
+            self.publish({"text/plain": _safe_repr(fig), "image/png": _normalize("image/png", buf.getvalue())}, {})
+        plt.close("all")
+
+    def patch(self, pyplot):
+        def show(*args, **kwargs):
+            self.flush_figures()
+        pyplot.show = show
+
+
+_displays = _Displays()
+
+
+def display(*objs, metadata=None):
+    """Show each object as a rich display (IPython's display)."""
+    for obj in objs:
+        data, meta = _displays.bundle(obj)
+        if isinstance(metadata, dict):
+            meta.update(metadata)
+        _displays.publish(data, meta)
+
+
+def _displayhook(value):
+    """The last expression's value: a rich display, else its repr."""
+    if value is None:
+        return
+    import builtins
+    builtins._ = None
+    data, meta = _displays.bundle(value)
+    if len(data) > 1:
+        _displays.publish(data, meta)
+    else:
+        sys.stdout.write(data["text/plain"] + "\n")
+    builtins._ = value
+
+
+class _PyplotHook:
+    """A meta path finder that patches matplotlib.pyplot.show on import."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "matplotlib.pyplot":
+            return None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            if finder is self or find is None:
+                continue
+            spec = find(name, path, target)
+            if spec is None or spec.loader is None:
+                continue
+            loader_exec = spec.loader.exec_module
+
+            def exec_module(module):
+                loader_exec(module)
+                _displays.patch(module)
+            spec.loader.exec_module = exec_module
+            return spec
+        return None
+
+
+def _variables(namespace, max_names, max_repr):
+    """The user's names: type, a bounded repr and a size where cheap."""
+    import reprlib
+    short = reprlib.Repr()
+    short.maxstring = short.maxother = max_repr
+    names = sorted(n for n in namespace if not n.startswith("_"))
+    out = []
+    for name in names[:max_names]:
+        value = namespace[name]
+        kind = type(value)
+        entry = {"name": name, "type": kind.__qualname__ if kind.__module__ == "builtins"
+                 else kind.__module__ + "." + kind.__qualname__}
+        try:
+            entry["repr"] = short.repr(value)[:max_repr]
+        except Exception:
+            entry["repr"] = "<unrepresentable>"
+        if isinstance(value, (str, bytes, bytearray, list, tuple, dict, set, frozenset)):
+            entry["len"] = len(value)
+        nbytes = getattr(value, "nbytes", None) if not isinstance(value, type) else None
+        if isinstance(nbytes, int) and not isinstance(nbytes, bool):
+            entry["bytes"] = nbytes
+        out.append(entry)
+    import json
+    return json.dumps({"variables": out, "total": len(names)})
 
 
 # The AST node classes, taken from a tiny parse: importing _ast costs more.
@@ -317,9 +524,14 @@ class _Cells:
                 last = _INTERACTIVE(body=[tree.body.pop()])
             body = compile(tree, filename, "exec", _PYCF_ALLOW_TOP_LEVEL_AWAIT)
             tail = compile(last, filename, "single", _PYCF_ALLOW_TOP_LEVEL_AWAIT) if last else None
-            self._run(body)
-            if tail is not None:
-                self._run(tail)
+            try:
+                _IN_CELL[0] = True
+                self._run(body)
+                if tail is not None:
+                    self._run(tail)
+                _displays.flush_figures()
+            finally:
+                _IN_CELL[0] = False
         except SystemExit as exc:
             return "exit", _cap_text("SystemExit: " + _safe_repr(exc.code)), _exit_code(exc.code)
         except BaseException as exc:
@@ -406,6 +618,17 @@ class _Runner:
         self.frame_fd = frame_fd
         self.mark_fd = mark_fd
         self.cells = _Cells()
+        self.live = None  # line-buffered writers on fd 1 and 2 (streamed cells)
+        _displays.emit = self.emit_display
+
+    def helpers(self, pids):
+        """Name the runner's own processes (H marks on stderr, before any
+        cell): an interrupt ends every other process of the kernel."""
+        for pid in pids:
+            try:
+                os.write(self.mark_fd, b"\n" + self.sentinel + b" H " + str(pid).encode() + b"\n")
+            except OSError:
+                pass
 
     def begin(self):
         """Mark where the next cell's fd-level output starts on both streams.
@@ -421,18 +644,49 @@ class _Runner:
             except OSError:
                 pass
 
-    def cell(self, rid, source):
+    def emit_display(self, body):
+        """One display as a D frame on stdout, after the output before it."""
+        _flush_std()
+        if self.live is not None and sys.stdout in self.live:
+            _flush(self.live)
+        _write_all(self.frame_fd, b"\n" + self.sentinel + b" D " + str(len(body)).encode() + b"\n" + body)
+
+    def cell(self, rid, source, stream):
         self.begin()
-        out, err = io.StringIO(), io.StringIO()
+        _displays.reset()
+        if stream:
+            if self.live is None:
+                self.live = tuple(io.TextIOWrapper(open(fd, "wb", closefd=False), encoding="utf-8",
+                                                   errors="surrogateescape", line_buffering=True)
+                                  for fd in (1, 2))
+            out, err = self.live
+        else:
+            out, err = io.StringIO(), io.StringIO()
         saved = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = out, err
         try:
             status, trace, code = self.cells.run(source)
+        except KeyboardInterrupt:  # arrived between the cell's end and its bookkeeping
+            status, trace, code = "error", "KeyboardInterrupt\n", 1
         finally:
+            _IN_CELL[0] = False
             sys.stdout, sys.stderr = saved
+        if stream:
+            _flush((out, err))
+            out = err = None
         _publish_sources(self.cells.sources)
-        self.reply(rid, status, out.getvalue(), err.getvalue(), trace, code)
+        self.reply(rid, status, out.getvalue() if out else "", err.getvalue() if err else "", trace, code)
         return status, code
+
+    def variables(self, rid):
+        try:
+            _IN_CELL[0] = True
+            listing = _variables(self.cells.globals, 1000, 200)
+            _IN_CELL[0] = False
+            self.reply(rid, "ok", listing, "", "", 0)
+        except BaseException as exc:
+            _IN_CELL[0] = False
+            self.reply(rid, "error", "", "", _cap_text(_format(exc, {})), 1)
 
     def reply(self, rid, status, stdout, stderr, trace, code):
         """Flush fd-level output, mark the end of stderr, then write the frame."""
@@ -453,12 +707,21 @@ class _Runner:
             b',"stderr_clipped":', b"true" if err_clipped else b"false",
             b',"traceback":', _jstr(trace), b',"exit_code":', str(code).encode(),
             b',"execution_count":', str(n).encode(),
+            b',"displays_dropped":', str(_displays.dropped).encode(),
             b',"stderr_closed":', b"true" if stderr_closed else b"false", b"}",
         ))
         head = b"\n" + self.sentinel + b" " + str(len(body)).encode() + b"\n"
         written = os.writev(self.frame_fd, (head, body))
         if written < len(head) + len(body):
             _write_all(self.frame_fd, (head + body)[written:])
+
+
+def _flush(streams):
+    for stream in streams:
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
 
 
 # Control characters other than \t \n \r: rare in output, they send a
@@ -489,22 +752,32 @@ def _write_all(fd, data):
 
 
 def main():
+    # Before anything else: the host interrupts only after the H marks
+    # (written below), but an operator's Ctrl-C may come at any time.
+    _signal.signal(_signal.SIGINT, _on_sigint)
     sentinel, kill_path, (protocol_in, frame_fd, mark_fd), pending = _start()
-    _start_watchdog(kill_path)
+    watchdog = _start_watchdog(kill_path)
     from _queue import SimpleQueue
     requests = SimpleQueue()
     _thread.start_new_thread(_stdin_reader, (protocol_in, requests.put, kill_path, pending))
     runner = _Runner(sentinel, frame_fd, mark_fd)
+    runner.helpers([os.getpid()] + ([watchdog] if watchdog else []))
     while True:
         line = requests.get().strip()
         if not line:
             continue
         try:
-            rid, source = _parse_request(line.decode("utf-8", "surrogateescape"))
+            rid, source, stream, op = _parse_request(line.decode("utf-8", "surrogateescape"))
         except ValueError as exc:
             runner.reply("", "error", "", "", "kernpool runner: malformed request: %s\n" % exc, 1)
             continue
-        status, code = runner.cell(rid, source)
+        if op == "vars":
+            runner.variables(rid)
+            continue
+        if op:
+            runner.reply(rid, "error", "", "", "kernpool runner: unknown op %r\n" % op[:64], 1)
+            continue
+        status, code = runner.cell(rid, source, stream)
         if status == "exit":
             os._exit(code & 0xFF)
 

@@ -12,11 +12,12 @@ import (
 	"time"
 )
 
-// execErr runs code under ctx and requires an error wrapping want; the kernel
-// must then be dead, released and gone.
+// execErr runs code under ctx (a deadline kills at once, timeout_action
+// "kill"; a cancellation interrupts first) and requires an error wrapping
+// want; the kernel must then be dead, released and gone.
 func execErr(t *testing.T, k *Kernel, ctx context.Context, code string, want error) error {
 	t.Helper()
-	rep, err := k.Exec(ctx, Cell{Code: code})
+	rep, err := k.Exec(ctx, Cell{Code: code, KillOnTimeout: true, Grace: 100 * time.Millisecond})
 	if !errors.Is(err, want) {
 		t.Fatalf("exec %q: reply %+v, error %v; want %v", code, rep, err, want)
 	}
@@ -54,7 +55,9 @@ func TestCancelKillsKernel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	stop := time.AfterFunc(100*time.Millisecond, cancel)
 	defer stop.Stop()
-	execErr(t, k, ctx, "import time; time.sleep(60)", ErrCanceled)
+	// The cell ignores SIGINT: the cancellation's interrupt gives way to
+	// the kill after the grace.
+	execErr(t, k, ctx, "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(60)", ErrCanceled)
 }
 
 func TestForgedFrames(t *testing.T) {

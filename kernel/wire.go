@@ -23,6 +23,8 @@ type wireReply struct {
 	ExitCode       int    `json:"exit_code"`
 	ExecutionCount int    `json:"execution_count"`
 	StderrClosed   bool   `json:"stderr_closed"`
+	// DisplaysDropped counts displays the runner dropped at their caps.
+	DisplaysDropped int `json:"displays_dropped"`
 }
 
 // maxNumberLen bounds a number token (an int64 has 20 characters with its sign).
@@ -85,7 +87,7 @@ type wireParser struct {
 // memberNames are the members the runner writes; memberName returns one of
 // these (or unknownMember), never a string built from the frame.
 var memberNames = []string{"id", "status", "stdout", "stderr", "stdout_clipped", "stdout_len",
-	"stderr_clipped", "traceback", "exit_code", "execution_count", "stderr_closed"}
+	"stderr_clipped", "traceback", "exit_code", "execution_count", "stderr_closed", "displays_dropped"}
 
 const unknownMember = "(unknown member)"
 
@@ -230,6 +232,8 @@ func (p *wireParser) member(rep *wireReply, key string) (err error) {
 		rep.ExitCode, err = p.integer(key)
 	case "execution_count":
 		rep.ExecutionCount, err = p.integer(key)
+	case "displays_dropped":
+		rep.DisplaysDropped, err = p.integer(key)
 	default:
 		err = p.skipScalar(key)
 	}

@@ -1,0 +1,141 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A timeout interrupts: KeyboardInterrupt in the cell, x kept.
+func TestTimeoutInterruptKeepsState(t *testing.T) {
+	k := startKernel(t, baseSpec(t), "")
+	mustExec(t, k, "x = 41")
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	rep, err := k.Exec(ctx, Cell{Code: "import time\nx += 1\ntime.sleep(30)"})
+	if err != nil {
+		t.Fatalf("exec: %v", err)
+	}
+	if !errors.Is(rep.Interrupted, ErrTimeout) || rep.Status != "error" || !strings.Contains(rep.Traceback, "KeyboardInterrupt") {
+		t.Fatalf("got %+v", rep)
+	}
+	if got := mustExec(t, k, "x").Stdout; got != "42\n" {
+		t.Fatalf("x = %q after the interrupt, want 42", got)
+	}
+}
+
+// timeout_action "kill": the deadline kills at once.
+func TestTimeoutKillAction(t *testing.T) {
+	k := startKernel(t, baseSpec(t), "")
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err := k.Exec(ctx, Cell{Code: "import time; time.sleep(30)", KillOnTimeout: true})
+	if !errors.Is(err, ErrTimeout) {
+		t.Fatalf("err = %v, want ErrTimeout", err)
+	}
+	<-k.Done()
+}
+
+// A cell that swallows KeyboardInterrupt is killed after the grace.
+func TestInterruptGraceKills(t *testing.T) {
+	k := startKernel(t, baseSpec(t), "")
+	code := "import time\nwhile True:\n    try:\n        time.sleep(10)\n    except KeyboardInterrupt:\n        pass\n"
+	go func() {
+		for k.Interrupt() != nil {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	_, err := k.Exec(context.Background(), Cell{Code: code, Grace: 200 * time.Millisecond})
+	if !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("err = %v, want ErrInterrupted", err)
+	}
+	<-k.Done()
+}
+
+// An interrupt ends the cell's subprocesses, not the runner's watchdog.
+func TestInterruptEndsSubprocesses(t *testing.T) {
+	requireProc(t)
+	k := startKernel(t, baseSpec(t), "")
+	mustExec(t, k, "import subprocess, os")
+	events := make(chan Event, 16)
+	code := "p = subprocess.Popen(['/bin/sleep', '60'])\nprint(p.pid, flush=True)\np.wait()"
+	type result struct {
+		rep *Reply
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rep, err := k.Exec(context.Background(), Cell{Code: code, Stream: func(e Event) { events <- e }})
+		done <- result{rep, err}
+	}()
+	ev := <-events
+	pid := atoi(t, string(ev.Data))
+	if !alive(pid) {
+		t.Fatalf("sleep %d not running", pid)
+	}
+	if err := k.Interrupt(); err != nil {
+		t.Fatalf("interrupt: %v", err)
+	}
+	r := <-done
+	if r.err != nil || !errors.Is(r.rep.Interrupted, ErrInterrupted) {
+		t.Fatalf("got %+v, %v", r.rep, r.err)
+	}
+	if !waitDead(pid, 5*time.Second) {
+		t.Fatalf("sleep %d survived the interrupt", pid)
+	}
+	if got := mustExec(t, k, "1 + 1").Stdout; got != "2\n" {
+		t.Fatalf("after interrupt: %q", got)
+	}
+	// The watchdog survived: killing the runner still takes the group down.
+	if !alive(k.Pid()) {
+		t.Fatal("runner died")
+	}
+}
+
+// SIGINT between cells (and repeatedly) leaves the runner working.
+func TestInterruptBetweenCells(t *testing.T) {
+	k := startKernel(t, baseSpec(t), "")
+	mustExec(t, k, "y = 7")
+	if err := k.Interrupt(); !errors.Is(err, ErrIdle) {
+		t.Fatalf("idle interrupt: %v, want ErrIdle", err)
+	}
+	for i := 0; i < 20; i++ {
+		if err := syscall.Kill(k.Pid(), syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(50 * time.Millisecond) // the signals land while the runner waits
+	if got := mustExec(t, k, "y").Stdout; got != "7\n" {
+		t.Fatalf("y = %q", got)
+	}
+}
+
+// SIGINT storms during output never corrupt the protocol.
+func TestInterruptDuringOutput(t *testing.T) {
+	k := startKernel(t, baseSpec(t), "")
+	for i := 0; i < 5; i++ {
+		stop := make(chan struct{})
+		go func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					_ = k.Interrupt()
+					time.Sleep(time.Millisecond)
+				}
+			}
+		}()
+		_, err := k.Exec(context.Background(), Cell{Code: "for i in range(20000): print(i)"})
+		close(stop)
+		if err != nil {
+			t.Fatalf("exec %d: %v", i, err)
+		}
+	}
+	if got := mustExec(t, k, "'alive'").Stdout; got != "'alive'\n" {
+		t.Fatalf("after storm: %q", got)
+	}
+}
