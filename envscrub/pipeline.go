@@ -174,3 +174,7 @@ func redactPatterns(rw *rewriter, s string) string {
 	s = redactJWTRW(rw, s)
 	return s
 }
+
+// InlineCaps are the inline caps of stdout and stderr in bytes: a
+// streamed cell sends at most these live (the spill keeps the rest).
+func (f *Filter) InlineCaps() (stdout, stderr int) { return f.p.inline, f.p.stderrCap }

@@ -567,6 +567,15 @@ def _format(exc, sources):
     tb = exc.__traceback__
     while tb is not None and not tb.tb_frame.f_code.co_filename.startswith("<cell-"):
         tb = tb.tb_next
+    # An interrupt's last frame is the runner's SIGINT handler: not the user's.
+    last, prev = tb, None
+    while last is not None and last.tb_next is not None:
+        prev, last = last, last.tb_next
+    if last is not None and last.tb_frame.f_code is _on_sigint.__code__:
+        if prev is None:
+            tb = None
+        else:
+            prev.tb_next = None
     return "".join(traceback.format_exception(type(exc), exc, tb))
 
 

@@ -66,7 +66,11 @@ type Config struct {
 	// nothing (the sandbox may still refuse).
 	Ceiling Limits
 	// Logger receives the pool's logs (Named "pool"); nil discards them.
-	Logger hclog.Logger
+	// Policies are the cell policies by mode (timeout action, interrupt
+	// grace); a mode without one uses Policies["default"], and without
+	// that the zero policy (interrupt, kernel.DefaultInterruptGrace).
+	Policies map[string]CellPolicy
+	Logger   hclog.Logger
 	// Observer is told of kernels, cells and refusals (metrics, audit
 	// log); nil observes nothing. Observers combines several.
 	Observer Observer
@@ -110,6 +114,14 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.Quotas.MaxKernelsPerOwner < 0 || cfg.Quotas.MaxCellsPerMinutePerOwner < 0 {
 		return cfg, fmt.Errorf("pool: quotas must not be negative: %w", ErrBadRequest)
+	}
+	for mode, pol := range cfg.Policies {
+		if a := pol.TimeoutAction; a != "" && a != TimeoutInterrupt && a != TimeoutKill {
+			return cfg, fmt.Errorf("pool: mode %q: timeout action %q is neither %q nor %q: %w", mode, a, TimeoutInterrupt, TimeoutKill, ErrBadRequest)
+		}
+		if pol.InterruptGrace < 0 {
+			return cfg, fmt.Errorf("pool: mode %q: interrupt grace must not be negative: %w", mode, ErrBadRequest)
+		}
 	}
 	if cfg.MaxKernels < 0 || cfg.MaxToolCalls < 0 {
 		return cfg, fmt.Errorf("pool: max kernels and max tool calls must not be negative: %w", ErrBadRequest)

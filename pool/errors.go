@@ -37,6 +37,11 @@ var (
 
 	// errNoToolHandler answers the tool calls of a cell whose request
 	// carried no ToolHandler.
+	// ErrIdle: an interrupt found no cell running on the kernel.
+	ErrIdle = errors.New("pool: no cell is running on the kernel")
+	// ErrBusy: the kernel runs a cell (variables are listed between cells).
+	ErrBusy = errors.New("pool: the kernel is running a cell")
+
 	errNoToolHandler = errors.New("tool calls are not available for this request: it has no tool handler")
 )
 

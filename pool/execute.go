@@ -196,7 +196,17 @@ func (p *Pool) runCell(ctx context.Context, s *slot, lv *live, rq normalized, st
 		m.tools = &cellTools{h: rq.handler}
 		end = lv.tools.BeginCell(m.tools, rq.budget)
 	}
-	reply, err := lv.k.Exec(cellCtx, kernel.Cell{Code: rq.code})
+	pol := p.policy(rq.key.mode)
+	cell := kernel.Cell{Code: rq.code, Grace: pol.InterruptGrace, KillOnTimeout: pol.TimeoutAction == TimeoutKill}
+	var st *streamer
+	if rq.stream != nil {
+		st = newStreamer(lv.filter, rq.stream)
+		cell.Stream = st.add
+	}
+	reply, err := lv.k.Exec(cellCtx, cell)
+	if st != nil {
+		st.finish()
+	}
 	m.noteReply(reply)
 	if err == nil && (reply == nil || !knownStatus(reply.Status)) {
 		status := "<none>"

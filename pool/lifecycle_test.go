@@ -55,7 +55,7 @@ func (b *blocker) wait(t *testing.T) *Result {
 }
 
 func TestTimeoutKillsKernelAndReportsStateLoss(t *testing.T) {
-	p := newTestPool(t)
+	p := newTestPool(t, killOnTimeout)
 	warm := run(t, p, Request{Code: "x = 1"})
 	pid := pidOf(t, p, warm.Kernel.ID)
 	res := run(t, p, Request{Code: "import time\nprint('started', flush=True)\ntime.sleep(30)", Timeout: 300 * time.Millisecond})
@@ -76,7 +76,7 @@ func TestTimeoutKillsKernelAndReportsStateLoss(t *testing.T) {
 }
 
 func TestTimeoutMessageInWholeSeconds(t *testing.T) {
-	p := newTestPool(t)
+	p := newTestPool(t, killOnTimeout)
 	res := run(t, p, Request{Code: "import time; time.sleep(30)", Timeout: time.Second})
 	wantStatus(t, res, StatusTimeout)
 	if !strings.HasPrefix(res.Error, "Cell timed out after 1s;") || res.Output != "⏰ "+res.Error {
@@ -84,20 +84,25 @@ func TestTimeoutMessageInWholeSeconds(t *testing.T) {
 	}
 }
 
-func TestCancelInterruptsAndKills(t *testing.T) {
+// A caller that goes away interrupts its cell; the kernel keeps its state.
+func TestCancelInterruptsAndKeepsState(t *testing.T) {
 	p := newTestPool(t)
+	run(t, p, Request{Owner: "c", Code: "x = 5"})
 	ctx, cancel := context.WithCancel(t.Context())
 	b := startBlocker(t, p, ctx, Request{Owner: "c"})
 	pid := p.List()[0].Pid
 	cancel()
 	res := b.wait(t)
 	wantStatus(t, res, StatusInterrupted)
-	if res.ExitCode != -1 || res.Error != msgInterrupted || !strings.HasPrefix(res.Output, "[execution interrupted") {
+	if res.ExitCode != -1 || !res.Kernel.StatePreserved || !strings.Contains(res.Error, "variables and imports survived") ||
+		!strings.HasPrefix(res.Output, "partial\n") || !strings.HasSuffix(res.Output, "variables kept]") {
 		t.Fatalf("cancel result = %+v", res)
 	}
-	assertDead(t, pid)
-	if n := len(p.List()); n != 0 {
-		t.Fatalf("%d kernels after cancel", n)
+	if !pidAlive(pid) {
+		t.Fatal("the kernel died")
+	}
+	if next := run(t, p, Request{Owner: "c", Code: "x"}); next.Output != "5\n" || !next.Kernel.Reused {
+		t.Fatalf("after the interrupt = %+v", next)
 	}
 }
 

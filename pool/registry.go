@@ -11,19 +11,20 @@ import (
 // Teardown reasons, logged and (for kills by others) reported to the cell
 // that was running.
 const (
-	reasonReset    = "reset"
-	reasonDead     = "dead"
-	reasonTimeout  = "timeout"
-	reasonCanceled = "canceled"
-	reasonDied     = "died"
-	reasonOOM      = "out of memory"
-	reasonExit     = "exit"
-	reasonProtocol = "protocol error"
-	reasonEvicted  = "evicted"
-	reasonReaped   = "idle"
-	reasonKilled   = "killed"
-	reasonOwner    = "owner shutdown"
-	reasonClosed   = "pool closed"
+	reasonReset       = "reset"
+	reasonDead        = "dead"
+	reasonTimeout     = "timeout"
+	reasonCanceled    = "canceled"
+	reasonDied        = "died"
+	reasonOOM         = "out of memory"
+	reasonExit        = "exit"
+	reasonProtocol    = "protocol error"
+	reasonEvicted     = "evicted"
+	reasonReaped      = "idle"
+	reasonKilled      = "killed"
+	reasonOwner       = "owner shutdown"
+	reasonClosed      = "pool closed"
+	reasonInterrupted = "interrupted past its grace"
 )
 
 // slot is the registry entry of one key. It outlives the kernels it holds

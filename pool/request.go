@@ -41,6 +41,7 @@ type normalized struct {
 	limits      Limits
 	budget      int
 	handler     ToolHandler
+	stream      func(Event)
 }
 
 // normalize validates req against cfg and applies the defaults. Every
@@ -107,6 +108,7 @@ func (p *Pool) normalize(req Request) (normalized, error) {
 		limits:      req.Limits,
 		budget:      req.MaxToolCalls,
 		handler:     req.ToolHandler,
+		stream:      req.Stream,
 	}
 	if n.timeout == 0 {
 		n.timeout = p.cfg.CellTimeout

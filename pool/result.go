@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ const StderrSeparator = "\n--- stderr ---\n"
 // Texts of the Result, worded as the reference words them (parity §3).
 const (
 	msgInterrupted    = "Interrupted; the session kernel was killed and its state was lost."
+	msgStateKept      = "Its variables and imports survived: the session kernel keeps its state."
 	msgWaitAbandoned  = "Interrupted while waiting for the session kernel; the cell did not run and the kernel's state is intact."
 	msgException      = "Cell raised an exception."
 	msgStateLostTail  = "its state was lost. The next call starts a fresh kernel."
@@ -57,6 +59,7 @@ func (p *Pool) settled(c cellState) *Result {
 	r := c.reply
 	res := c.base()
 	out := p.finish(c, res)
+	res.Kernel.StatePreserved = true
 	switch r.Status {
 	case "error":
 		trace := c.lv.filter.CapText(r.Traceback)
@@ -67,18 +70,40 @@ func (p *Pool) settled(c cellState) *Result {
 			res.Output = out.Stdout + StderrSeparator + out.Stderr + trace
 		}
 	case "exit":
-		// sys.exit() ends the kernel; the caller tears it down.
 		res.Kernel.Ended = true
+		res.Kernel.StatePreserved = false
+		res.ExitCode = r.ExitCode
 		res.Output = withStderr(out.Stdout, out.Stderr)
 	default: // "ok"
 		res.Output = withStderr(out.Stdout, out.Stderr)
 	}
+	if r.Interrupted != nil && r.Status != "exit" {
+		p.interruptedKept(c, res, r.Interrupted)
+	}
 	return res
 }
 
-// failed assembles the Result of a cell whose Exec failed (the kernel is
-// dead) and returns the teardown reason. doom is set when a pool operation
-// killed the kernel under the cell.
+// interruptedKept reports a cell that was interrupted and ended within its
+// grace: the kernel and its variables live on.
+func (p *Pool) interruptedKept(c cellState, res *Result, cause error) {
+	res.ExitCode = -1
+	if errors.Is(cause, kernel.ErrTimeout) {
+		p.count(func(st *PoolStats) { st.Timeouts++ })
+		res.Status = StatusTimeout
+		res.Error = fmt.Sprintf("Cell timed out after %s and was interrupted (KeyboardInterrupt). %s", formatTimeout(c.rq.timeout), msgStateKept)
+		res.Output = strings.TrimRight(res.Output, "\n") + "\n\n" + timeoutMarker + res.Error
+		return
+	}
+	p.count(func(st *PoolStats) { st.Interrupted++ })
+	why := "by request"
+	if errors.Is(cause, kernel.ErrCanceled) {
+		why = "because the caller went away"
+	}
+	res.Status = StatusInterrupted
+	res.Error = "Cell interrupted " + why + " (KeyboardInterrupt). " + msgStateKept
+	res.Output = strings.TrimRight(res.Output, "\n") + "\n[execution interrupted — " + why + "; variables kept]"
+}
+
 func (p *Pool) failed(ctx context.Context, c cellState, err error, doom string) (string, *Result) {
 	res := c.base()
 	res.ExitCode = -1
@@ -100,10 +125,22 @@ func (p *Pool) failed(ctx context.Context, c cellState, err error, doom string) 
 		}
 		interrupt(res, stdout, why)
 		return reasonCanceled, res
+	case errors.Is(err, kernel.ErrInterrupted):
+		p.count(func(st *PoolStats) { st.Interrupted++ })
+		res.Status, res.Error = StatusInterrupted, "Cell interrupted by request, but it did not stop within the interrupt grace; the session kernel was killed and "+msgStateLostTail+" Variables did not survive."
+		res.Output = "[execution interrupted — the kernel was killed]"
+		if stdout != "" {
+			res.Output = stdout + "\n" + res.Output
+		}
+		return reasonInterrupted, res
 	case errors.Is(err, kernel.ErrTimeout):
 		p.count(func(st *PoolStats) { st.Timeouts++ })
 		res.Status = StatusTimeout
 		res.Error = fmt.Sprintf("Cell timed out after %s; the session kernel was killed and %s", formatTimeout(c.rq.timeout), msgStateLostTail)
+		if pol := p.policy(c.rq.key.mode); pol.TimeoutAction != TimeoutKill {
+			res.Error = fmt.Sprintf("Cell timed out after %s and did not stop within the %s interrupt grace; the session kernel was killed and %s",
+				formatTimeout(c.rq.timeout), formatTimeout(cmp.Or(pol.InterruptGrace, kernel.DefaultInterruptGrace)), msgStateLostTail)
+		}
 		res.Output = timeoutMarker + res.Error
 		if stdout != "" {
 			res.Output = stdout + "\n\n" + timeoutMarker + res.Error
@@ -165,6 +202,13 @@ func (p *Pool) finish(c cellState, res *Result) CellOutput {
 		c.m.dropped += droppedBytes(out.StdoutTruncated, out.StdoutBytesTotal, out.Stdout) +
 			droppedBytes(out.StderrTruncated, out.StderrBytesTotal, out.Stderr)
 	}
+	for _, d := range r.Displays {
+		res.Displays = append(res.Displays, cleanDisplay(c.lv.filter, d))
+	}
+	if r.DisplaysDropped > 0 {
+		res.Warning = strings.TrimSpace(res.Warning + fmt.Sprintf(" %d display(s) dropped: over the %s cap per display or per cell.",
+			r.DisplaysDropped, kernel.FormatBytes(kernel.DisplayCellBytes)))
+	}
 	if r.StdoutClipped {
 		res.StdoutTruncated = true
 		res.StdoutBytesTotal = max(res.StdoutBytesTotal, r.StdoutBytesTotal)
@@ -217,7 +261,7 @@ func waitAbandoned(rq normalized, start time.Time) *Result {
 		Status: StatusInterrupted, ExitCode: -1, Error: msgWaitAbandoned,
 		Output:          interruptedMarker,
 		DurationSeconds: seconds(time.Since(start)),
-		Kernel:          KernelResult{Mode: rq.key.mode},
+		Kernel:          KernelResult{Mode: rq.key.mode, StatePreserved: true},
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 func TestToolServerWiring(t *testing.T) {
 	tools := fakeToolFactory{rec: &toolRecorder{}}
 	secrets := &secretRecorder{}
-	p := newTestPool(t, func(c *Config) { c.Tools = tools; c.Output = maskFactory{secrets}; c.MaxToolCalls = 9 })
+	p := newTestPool(t, killOnTimeout, func(c *Config) { c.Tools = tools; c.Output = maskFactory{secrets}; c.MaxToolCalls = 9 })
 	handler := ToolHandlerFunc(func(context.Context, ToolCall) (string, error) { return "r", nil })
 	code := `import os, kernpool_tools, _kernpool_runtime as rt
 print(kernpool_tools.TOOLS)

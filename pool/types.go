@@ -34,6 +34,10 @@ type Request struct {
 	MaxToolCalls int `json:"max_tool_calls,omitempty"`
 	// Tools calls of this cell go to ToolHandler; nil refuses them.
 	ToolHandler ToolHandler `json:"-"`
+	// Stream, when set, receives the cell's output and displays as they
+	// arrive, cleaned and redacted (at most the inline caps of output);
+	// the Result still carries everything. Calls are serialized.
+	Stream func(Event) `json:"-"`
 }
 
 // Result is a settled cell, in the reference's shape (parity §3).
@@ -62,6 +66,9 @@ type Result struct {
 	// as GET /v1/kernels/{id}/spill/{name} and `kernpool spill` take it.
 	StdoutSpillName string `json:"stdout_spill_name,omitempty"`
 	Warning         string `json:"warning,omitempty"`
+	// Displays are the cell's rich displays (IPython's display_data:
+	// mime type to value, binary as base64), text types redacted.
+	Displays []Display `json:"displays,omitempty"`
 }
 
 // Status is a settled cell's outcome (Statuses lists them).
@@ -83,6 +90,9 @@ type KernelResult struct {
 	ExecutionCount int    `json:"execution_count"`
 	StateReset     bool   `json:"state_reset"`
 	Ended          bool   `json:"ended"`
+	// StatePreserved: the kernel lives on with its variables (false when
+	// it was killed, ended or replaced by this call).
+	StatePreserved bool `json:"state_preserved"`
 	// OOMKilled: the kernel's memory limit killed it during this cell.
 	OOMKilled bool `json:"oom_killed,omitempty"`
 	// Isolation is what was enforced for the kernel (docs/api.md); absent

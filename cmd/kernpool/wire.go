@@ -212,6 +212,9 @@ func (o outputFilter) CapText(text string) string { return o.f.CapText(text) }
 
 func (o outputFilter) TakeRedactions() int { return o.f.TakeRedactions() }
 
+// InlineCaps bounds what a streamed cell sends live.
+func (o outputFilter) InlineCaps() (stdout, stderr int) { return o.f.InlineCaps() }
+
 func (o outputFilter) Finish(stdout, stderr, spillDir string, cell int) (pool.CellOutput, error) {
 	out, err := o.f.Finish(stdout, stderr, spillDir, cell)
 	return pool.CellOutput(out), err // identical fields by design

@@ -1,0 +1,127 @@
+package pool
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kernpool/kernpool/envscrub"
+	"github.com/kernpool/kernpool/kernel"
+)
+
+// killOnTimeout configures the reference's timeout_action "kill".
+func killOnTimeout(c *Config) {
+	c.Policies = map[string]CellPolicy{defaultName: {TimeoutAction: TimeoutKill}}
+}
+
+func TestTimeoutInterruptKeepsVariables(t *testing.T) {
+	p := newTestPool(t)
+	warm := run(t, p, Request{Code: "x = 1"})
+	res := run(t, p, Request{Code: "import time\nx = 2\nprint('started', flush=True)\ntime.sleep(30)", Timeout: 300 * time.Millisecond})
+	wantStatus(t, res, StatusTimeout)
+	if !res.Kernel.StatePreserved || res.ExitCode != -1 || !strings.Contains(res.Error, "Its variables and imports survived") ||
+		!strings.HasPrefix(res.Output, "started\n") || strings.Contains(res.Output, "_on_sigint") {
+		t.Fatalf("timeout result = %+v", res)
+	}
+	next := run(t, p, Request{Code: "x"})
+	if next.Output != "2\n" || next.Kernel.ID != warm.Kernel.ID || !next.Kernel.StatePreserved {
+		t.Fatalf("after the timeout = %+v", next)
+	}
+}
+
+func TestTimeoutGraceKillsStubbornCell(t *testing.T) {
+	p := newTestPool(t, func(c *Config) {
+		c.Policies = map[string]CellPolicy{defaultName: {InterruptGrace: 300 * time.Millisecond}}
+	})
+	warm := run(t, p, Request{Code: "x = 1"})
+	pid := pidOf(t, p, warm.Kernel.ID)
+	code := "import time\nwhile True:\n    try:\n        time.sleep(10)\n    except KeyboardInterrupt:\n        pass"
+	res := run(t, p, Request{Code: code, Timeout: 200 * time.Millisecond})
+	wantStatus(t, res, StatusTimeout)
+	want := "Cell timed out after 200ms and did not stop within the 300ms interrupt grace; the session kernel was killed and its state was lost. The next call starts a fresh kernel."
+	if res.Kernel.StatePreserved || res.Error != want {
+		t.Fatalf("result = %+v", res)
+	}
+	assertDead(t, pid)
+}
+
+func TestSysExitCode(t *testing.T) {
+	p := newTestPool(t)
+	res := run(t, p, Request{Code: "import sys\nsys.exit(3)"})
+	if res.ExitCode != 3 || !res.Kernel.Ended || res.Kernel.StatePreserved {
+		t.Fatalf("sys.exit(3) = %+v", res)
+	}
+}
+
+func TestPoolInterruptAndVariables(t *testing.T) {
+	p := newTestPool(t)
+	warm := run(t, p, Request{Owner: "o", Code: "y = [1, 2]"})
+	id := warm.Kernel.ID
+	if err := p.Interrupt(id); err == nil || !strings.Contains(err.Error(), "no cell is running") {
+		t.Fatalf("idle interrupt: %v", err)
+	}
+	v, err := p.Variables(t.Context(), id)
+	if err != nil || len(v.Variables) != 1 || v.Variables[0].Name != "y" || v.Variables[0].Repr != "[1, 2]" {
+		t.Fatalf("variables %+v, %v", v, err)
+	}
+	b := startBlocker(t, p, t.Context(), Request{Owner: "o"})
+	if _, err := p.Variables(t.Context(), id); err == nil || !strings.Contains(err.Error(), "running a cell") {
+		t.Fatalf("variables while busy: %v", err)
+	}
+	if ids := p.InterruptOwner("o", ""); len(ids) != 1 || ids[0] != id {
+		t.Fatalf("interrupted %v", ids)
+	}
+	res := b.wait(t)
+	wantStatus(t, res, StatusInterrupted)
+	if !res.Kernel.StatePreserved || !strings.Contains(res.Error, "interrupted by request") {
+		t.Fatalf("interrupted = %+v", res)
+	}
+}
+
+// The streamer masks a secret cut across two chunks, strips ANSI across
+// them, and sends no more than the inline cap.
+func TestStreamerRedactsAcrossChunks(t *testing.T) {
+	const secret = "sk-live-0123456789abcdefghij"
+	f := envscrub.NewPipeline(envscrub.OutputConfig{InlineCap: 20000}).ForKernel([]string{secret})
+	var mu sync.Mutex
+	var got strings.Builder
+	s := newStreamer(f, func(e Event) { mu.Lock(); got.WriteString(e.Text); mu.Unlock() })
+	text := strings.Repeat("filler line\n", 1000) + "key " + secret + " \x1b[31mred\x1b[0m end\n" + strings.Repeat("z", 30000)
+	// Chunks of 7 bytes put a border inside the secret and the escapes.
+	for i := 0; i < len(text); i += 7 {
+		s.add(kernel.Event{Kind: kernel.EventStdout, Data: []byte(text[i:min(i+7, len(text))])})
+	}
+	s.finish()
+	out := got.String()
+	if strings.Contains(out, secret[:10]) || strings.Contains(out, "\x1b") || !strings.Contains(out, " red end\n") {
+		t.Fatalf("streamed text leaks: %q", out[11990:min(len(out), 12100)])
+	}
+	if len(out) > 20000+100 || !strings.Contains(out, "[stream capped") {
+		t.Fatalf("streamed %d bytes past the 20000-byte cap", len(out))
+	}
+}
+
+func TestStreamedResultDisplaysRedacted(t *testing.T) {
+	const secret = "s3cr3t-value-0123456789"
+	p := newTestPool(t, func(c *Config) { c.Env = fakeEnv{secret}; c.Output = maskFactory{&secretRecorder{}} })
+	var events []Event
+	res, err := p.Execute(t.Context(), Request{Code: "class H:\n    def _repr_html_(self): return '<i>" + secret + "</i>'\n" +
+		"print('a')\ndisplay(H())", Stream: func(e Event) { events = append(events, e) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var html string
+	_ = json.Unmarshal(res.Displays[0].Data["text/html"], &html)
+	if html != "<i>[MASKED]</i>" || len(events) != 2 || events[0].Text != "a\n" || events[1].Kind != EventDisplay {
+		t.Fatalf("html %q events %+v", html, events)
+	}
+	_ = json.Unmarshal(events[1].Display.Data["text/html"], &html)
+	if html != "<i>[MASKED]</i>" {
+		t.Fatalf("streamed html %q", html)
+	}
+}
+
+var _ = context.Background

@@ -1,0 +1,134 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kernpool/kernpool/kernel"
+)
+
+// TimeoutAction is what a cell timeout does to its kernel.
+type TimeoutAction string
+
+// The timeout actions (a profile's timeout_action).
+const (
+	// TimeoutInterrupt interrupts the cell (KeyboardInterrupt) and keeps
+	// the kernel's state when the cell ends within the grace.
+	TimeoutInterrupt TimeoutAction = "interrupt"
+	// TimeoutKill kills the kernel at once: its state is deliberately lost
+	// (the reference design's behaviour).
+	TimeoutKill TimeoutAction = "kill"
+)
+
+// CellPolicy is how one mode's cells are stopped.
+type CellPolicy struct {
+	// TimeoutAction is what a timeout does ("" means TimeoutInterrupt).
+	// An explicit interrupt and a disconnected client always interrupt
+	// first.
+	TimeoutAction TimeoutAction
+	// InterruptGrace is how long an interrupted cell may take to end
+	// before its kernel is killed (0: kernel.DefaultInterruptGrace).
+	InterruptGrace time.Duration
+}
+
+// ParseTimeoutAction checks a configured timeout action.
+func ParseTimeoutAction(s string) (TimeoutAction, error) {
+	switch a := TimeoutAction(s); a {
+	case TimeoutInterrupt, TimeoutKill:
+		return a, nil
+	}
+	return "", fmt.Errorf("pool: timeout action %q is neither %q nor %q: %w", s, TimeoutInterrupt, TimeoutKill, ErrBadRequest)
+}
+
+// policy is mode's cell policy (its own, else the default's).
+func (p *Pool) policy(mode string) CellPolicy {
+	if pol, ok := p.cfg.Policies[mode]; ok {
+		return pol
+	}
+	return p.cfg.Policies[defaultName]
+}
+
+// Interrupt interrupts the cell running on kernel id: KeyboardInterrupt
+// in the cell, its other processes ended, the kernel killed if the cell
+// does not end within the grace. ErrNotFound for an unknown id, ErrIdle
+// when no cell runs on it.
+func (p *Pool) Interrupt(id string) error {
+	p.mu.Lock()
+	s := p.byID[id]
+	var lv *live
+	if s != nil {
+		lv = s.live
+	}
+	p.mu.Unlock()
+	if lv == nil {
+		return fmt.Errorf("pool: interrupt %q: %w", id, ErrNotFound)
+	}
+	if err := lv.k.Interrupt(); err != nil {
+		if errors.Is(err, kernel.ErrIdle) {
+			return fmt.Errorf("pool: interrupt %q: %w", id, ErrIdle)
+		}
+		return fmt.Errorf("pool: interrupt %q: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+// InterruptOwner interrupts the running cells of owner's kernels (of one
+// mode when mode is not empty) and returns the ids it interrupted.
+func (p *Pool) InterruptOwner(owner, mode string) []string {
+	if owner == "" {
+		owner = defaultName
+	}
+	p.mu.Lock()
+	var lives []*live
+	for _, s := range p.slots {
+		if s.key.owner == owner && (mode == "" || s.key.mode == mode) && s.live != nil {
+			lives = append(lives, s.live)
+		}
+	}
+	p.mu.Unlock()
+	var ids []string
+	for _, lv := range lives {
+		if lv.k.Interrupt() == nil {
+			ids = append(ids, lv.id)
+		}
+	}
+	return ids
+}
+
+// Variables lists the user-defined names of kernel id's namespace.
+// ErrNotFound for an unknown id, ErrBusy while a cell runs on it.
+func (p *Pool) Variables(ctx context.Context, id string) (*kernel.Variables, error) {
+	p.mu.Lock()
+	s := p.byID[id]
+	var lv *live
+	if s != nil {
+		lv = s.live
+	}
+	p.mu.Unlock()
+	if lv == nil {
+		return nil, fmt.Errorf("pool: variables %q: %w", id, ErrNotFound)
+	}
+	// The slot's semaphore keeps cells out while the kernel lists; a
+	// running or queued cell makes this a 409 rather than a wait.
+	select {
+	case s.sem <- struct{}{}:
+	default:
+		return nil, fmt.Errorf("pool: variables %q: %w", id, ErrBusy)
+	}
+	defer func() { <-s.sem }()
+	v, err := lv.k.Variables(ctx)
+	switch {
+	case errors.Is(err, kernel.ErrBusy):
+		return nil, fmt.Errorf("pool: variables %q: %w", id, ErrBusy)
+	case errors.Is(err, kernel.ErrClosed):
+		return nil, fmt.Errorf("pool: variables %q: %w", id, ErrNotFound)
+	case err != nil:
+		return nil, fmt.Errorf("pool: variables %q: %w", id, err)
+	}
+	for i := range v.Variables {
+		v.Variables[i].Repr = lv.filter.Clean(v.Variables[i].Repr)
+	}
+	return v, nil
+}

@@ -1,0 +1,200 @@
+package pool
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/kernpool/kernpool/kernel"
+)
+
+// Display is one rich display of a cell (see kernel.Display); text mime
+// types are cleaned and redacted like output.
+type Display = kernel.Display
+
+// EventKind names a live event of a streamed cell.
+type EventKind = kernel.EventKind
+
+// The kinds of live events (the API adds tool_call and result).
+const (
+	EventStdout  = kernel.EventStdout
+	EventStderr  = kernel.EventStderr
+	EventDisplay = kernel.EventDisplay
+)
+
+// Event is one live event of a streamed cell, cleaned and redacted: Text
+// for stdout and stderr, Display for a display.
+type Event struct {
+	Kind    EventKind
+	Text    string
+	Display *Display
+}
+
+// Streaming bounds.
+const (
+	// streamWindow is the tail of each stream held back until more arrives
+	// or the cell ends, so that a secret (of up to this many bytes) split
+	// across two chunks is still masked whole.
+	streamWindow = 8 << 10
+	// streamMaxHold bounds what a stream holds back when no clean cut is
+	// found (a masked span keeps growing): past it, the held text is sent.
+	streamMaxHold = 256 << 10
+)
+
+// inlineCapper is implemented by filters that know their inline caps
+// (envscrub.Filter); without it streaming sends everything the kernel kept.
+type inlineCapper interface {
+	InlineCaps() (stdout, stderr int)
+}
+
+// streamer turns a kernel's raw live events into cleaned events: per
+// stream it holds back a tail window and sends a prefix only when cleaning
+// it alone gives the same text as cleaning it with what follows (no mask
+// or ANSI sequence crosses the cut); it sends at most the inline cap.
+type streamer struct {
+	filter cleaner
+	emit   func(Event)
+
+	mu      sync.Mutex
+	pending [2][]byte
+	room    [2]int // inline bytes left per stream
+	capped  [2]bool
+	closed  bool
+}
+
+// cleaner is the part of OutputFilter streaming uses.
+type cleaner interface{ Clean(text string) string }
+
+func newStreamer(filter cleaner, emit func(Event)) *streamer {
+	s := &streamer{filter: filter, emit: emit, room: [2]int{1 << 62, 1 << 62}}
+	if c, ok := filter.(inlineCapper); ok {
+		s.room[0], s.room[1] = c.InlineCaps()
+	}
+	return s
+}
+
+// add takes one raw kernel event (from either reader goroutine).
+func (s *streamer) add(e kernel.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	if e.Kind == kernel.EventDisplay {
+		s.flushLocked(0, true) // the output before it goes first
+		d := cleanDisplay(s.filter, *e.Display)
+		s.emit(Event{Kind: EventDisplay, Display: &d})
+		return
+	}
+	i := streamIndex(e.Kind)
+	s.pending[i] = append(s.pending[i], e.Data...)
+	s.flushLocked(i, false)
+}
+
+// finish sends what is held back; later events are dropped.
+func (s *streamer) finish() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flushLocked(0, true)
+	s.flushLocked(1, true)
+	s.closed = true
+}
+
+func streamIndex(k kernel.EventKind) int {
+	if k == kernel.EventStderr {
+		return 1
+	}
+	return 0
+}
+
+// flushLocked sends the clean prefix of stream i (all of it when final).
+func (s *streamer) flushLocked(i int, final bool) {
+	p := s.pending[i]
+	if len(p) == 0 {
+		return
+	}
+	var text string
+	switch {
+	case final || len(p) > streamMaxHold:
+		text, s.pending[i] = s.filter.Clean(string(p)), nil
+	case len(p) <= streamWindow:
+		return
+	default:
+		cut := cutPoint(p)
+		head := s.filter.Clean(string(p[:cut]))
+		if !strings.HasPrefix(s.filter.Clean(string(p)), head) {
+			return // something crosses the cut: wait for more
+		}
+		text, s.pending[i] = head, append(p[:0:0], p[cut:]...)
+	}
+	s.send(i, text)
+}
+
+// cutPoint is where to split p: after the last newline before the window,
+// else at the window (on a character boundary).
+func cutPoint(p []byte) int {
+	limit := len(p) - streamWindow
+	if nl := bytes.LastIndexByte(p[:limit], '\n'); nl >= 0 {
+		return nl + 1
+	}
+	for limit > 0 && !utf8.RuneStart(p[limit]) {
+		limit--
+	}
+	return limit
+}
+
+// send emits text within the stream's inline cap.
+func (s *streamer) send(i int, text string) {
+	if s.capped[i] || text == "" {
+		return
+	}
+	if len(text) > s.room[i] {
+		cut := s.room[i]
+		for cut > 0 && !utf8.RuneStart(text[cut]) {
+			cut--
+		}
+		text = text[:cut] + "\n[stream capped: the rest is in the result (and its spill file)]\n"
+		s.capped[i] = true
+	}
+	s.room[i] -= len(text)
+	kind := EventStdout
+	if i == 1 {
+		kind = EventStderr
+	}
+	s.emit(Event{Kind: kind, Text: text})
+}
+
+// cleanDisplay redacts the text mime types of d (binary ones are base64
+// and not text).
+func cleanDisplay(f cleaner, d Display) Display {
+	out := Display{Data: make(map[string]json.RawMessage, len(d.Data)), Metadata: d.Metadata}
+	for mime, raw := range d.Data {
+		var text string
+		if isTextMime(mime) && json.Unmarshal(raw, &text) == nil {
+			if b, err := json.Marshal(f.Clean(text)); err == nil {
+				raw = b
+			}
+		} else if !isBinaryMime(mime) {
+			// application/json and the like: redacted as text, kept as JSON
+			// when that still parses.
+			clean := f.Clean(string(raw))
+			if json.Valid([]byte(clean)) {
+				raw = json.RawMessage(clean)
+			} else if b, err := json.Marshal(clean); err == nil {
+				raw = b
+			}
+		}
+		out.Data[mime] = raw
+	}
+	return out
+}
+
+func isBinaryMime(m string) bool {
+	return strings.HasPrefix(m, "image/") && m != "image/svg+xml"
+}
+
+func isTextMime(m string) bool {
+	return strings.HasPrefix(m, "text/") || m == "image/svg+xml"
+}
