@@ -100,13 +100,13 @@ type cellState struct {
 	frames chan *wireReply // the active cell's reply (capacity 1)
 	marks  chan struct{}   // the active cell's stderr is complete (capacity 1)
 
-	sink     func(Event) // the active cell's live events (nil: not streamed)
-	displays []Display   // the active cell's displays
-	intr     chan struct{}
-	intrSent bool          // intr is closed
-	helpers  []int         // the runner's own pids, as it sees them (H marks)
-	ready    chan struct{} // closed at the first H mark: the runner takes SIGINT
-	started  bool          // the first cell's begin mark arrived on stderr: no more H marks
+	sink       func(Event) // the active cell's live events (nil: not streamed)
+	displays   []Display   // the active cell's displays
+	intr       chan struct{}
+	intrSent   bool          // intr is closed
+	helpers    []int         // the runner's own pids, as it sees them (H marks)
+	errBegunCh chan struct{} // closed when errBegun is set
+	started    bool          // the first cell's begin mark arrived on stderr: no more H marks
 }
 
 func newCellState(stdoutCap, stderrCap int, limit int64) *cellState {
@@ -114,7 +114,6 @@ func newCellState(stdoutCap, stderrCap int, limit int64) *cellState {
 		stderrLog: ring{buf: make([]byte, stderrRingSize)},
 		frames:    make(chan *wireReply, 1),
 		marks:     make(chan struct{}, 1),
-		ready:     make(chan struct{}),
 	}
 	c.acct.limit = limit
 	c.stdout = capBuf{cap: stdoutCap, acct: &c.acct}
@@ -130,6 +129,7 @@ func (c *cellState) begin(n int, id string, sink func(Event)) {
 	c.n, c.id = n, id
 	c.sink, c.displays = sink, nil
 	c.intr, c.intrSent = make(chan struct{}), false
+	c.errBegunCh = make(chan struct{})
 	c.gotFrame, c.gotMark = false, false
 	c.outBegun, c.errBegun = false, false
 	c.stdout.reset()
@@ -215,6 +215,9 @@ func (c *cellState) begun(stderr bool, n int64) {
 		return
 	}
 	if stderr {
+		if !c.errBegun {
+			close(c.errBegunCh)
+		}
 		c.errBegun = true
 	} else {
 		c.outBegun = true

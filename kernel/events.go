@@ -92,9 +92,6 @@ func (c *cellState) helper(pid int64) {
 	defer c.mu.Unlock()
 	if !c.started && len(c.helpers) < maxHelpers && pid > 0 && pid < 1<<31 {
 		c.helpers = append(c.helpers, int(pid))
-		if len(c.helpers) == 1 {
-			close(c.ready) // the runner handles SIGINT from here on
-		}
 	}
 }
 
@@ -102,6 +99,15 @@ func (c *cellState) helperPids() []int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]int(nil), c.helpers...)
+}
+
+// begunCh is closed once the active cell's begin mark arrived on stderr:
+// the runner then holds a SIGINT for the cell (it forgets earlier ones when
+// it writes the mark) and has named its helpers (H marks come first).
+func (c *cellState) begunCh() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.errBegunCh
 }
 
 // interruptRequested returns the active cell's interrupt channel, closed

@@ -120,7 +120,7 @@ func (k *Kernel) run(ctx context.Context, req []byte, cell Cell) (_ *wireReply, 
 		return nil, nil, k.abort(ctxCause(ctx))
 	}
 	var grace, killAt <-chan time.Time
-	var ready <-chan struct{} // set once interrupted: signal when the runner can take it
+	var ready <-chan struct{} // set once interrupted: signal once the cell began
 	if werr != nil {
 		// Most likely the kernel is exiting; let its exit status say why.
 		grace = time.After(closedStdoutGrace)
@@ -150,12 +150,12 @@ func (k *Kernel) run(ctx context.Context, req []byte, cell Cell) (_ *wireReply, 
 				return nil, nil, k.abort(cause)
 			}
 			if interrupted == nil {
-				interrupted, killAt, ready = cause, graceTimer(cell.Grace), k.cell.ready
+				interrupted, killAt, ready = cause, graceTimer(cell.Grace), k.cell.begunCh()
 			}
 		case <-intr:
 			intr = nil
 			if interrupted == nil {
-				interrupted, killAt, ready = ErrInterrupted, graceTimer(cell.Grace), k.cell.ready
+				interrupted, killAt, ready = ErrInterrupted, graceTimer(cell.Grace), k.cell.begunCh()
 			}
 		case <-ready:
 			ready = nil

@@ -42,17 +42,33 @@ func TestTimeoutKillAction(t *testing.T) {
 // A cell that swallows KeyboardInterrupt is killed after the grace.
 func TestInterruptGraceKills(t *testing.T) {
 	k := startKernel(t, baseSpec(t), "")
-	code := "import time\nwhile True:\n    try:\n        time.sleep(10)\n    except KeyboardInterrupt:\n        pass\n"
+	code := "import time\nwhile True:\n    try:\n        print('looping', flush=True)\n        time.sleep(10)\n    except KeyboardInterrupt:\n        print('caught', flush=True)\n"
+	log := newEventLog()
 	go func() {
-		for k.Interrupt() != nil {
-			time.Sleep(5 * time.Millisecond)
+		<-log.first // the loop runs: interrupt it
+		if err := k.Interrupt(); err != nil {
+			t.Error(err)
 		}
 	}()
-	_, err := k.Exec(context.Background(), Cell{Code: code, Grace: 200 * time.Millisecond})
-	if !errors.Is(err, ErrInterrupted) {
-		t.Fatalf("err = %v, want ErrInterrupted", err)
+	rep, err := k.Exec(context.Background(), Cell{Code: code, Grace: 200 * time.Millisecond, Stream: log.add})
+	if !errors.Is(err, ErrInterrupted) || rep == nil || !strings.Contains(rep.Stdout, "caught") {
+		t.Fatalf("reply %+v, err = %v; want ErrInterrupted after the KeyboardInterrupt was caught", rep, err)
 	}
 	<-k.Done()
+}
+
+// An interrupt that lands before the cell's code starts still stops it.
+func TestInterruptBeforeCodeStarts(t *testing.T) {
+	k := startKernel(t, baseSpec(t), "")
+	go func() {
+		for k.Interrupt() != nil {
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	rep, err := k.Exec(context.Background(), Cell{Code: "import time; time.sleep(30)", Grace: 10 * time.Second})
+	if err != nil || !errors.Is(rep.Interrupted, ErrInterrupted) || !strings.Contains(rep.Traceback, "KeyboardInterrupt") {
+		t.Fatalf("reply %+v, err %v", rep, err)
+	}
 }
 
 // An interrupt ends the cell's subprocesses, not the runner's watchdog.

@@ -36,11 +36,17 @@ _DISPLAY_CELL_LIMIT = 0
 # is ignored otherwise, so an interrupt between cells, or while the runner
 # writes a frame, cannot kill the runner or cut the protocol.
 _IN_CELL = [False]
+# A SIGINT that came after the cell's begin marks but before its code ran:
+# raised as soon as the code starts. The begin marks clear it, so a stray
+# SIGINT between cells never reaches the next cell (the host signals a
+# cell only after it read the cell's begin mark).
+_PENDING = [False]
 
 
 def _on_sigint(signum, frame):
     if _IN_CELL[0]:
         raise KeyboardInterrupt
+    _PENDING[0] = True
 
 
 def _die(code, message):
@@ -526,6 +532,9 @@ class _Cells:
             tail = compile(last, filename, "single", _PYCF_ALLOW_TOP_LEVEL_AWAIT) if last else None
             try:
                 _IN_CELL[0] = True
+                if _PENDING[0]:
+                    _PENDING[0] = False
+                    raise KeyboardInterrupt
                 self._run(body)
                 if tail is not None:
                     self._run(tail)
@@ -646,6 +655,7 @@ class _Runner:
         first, so it lands before the marks: written while no cell ran,
         the host drops it."""
         _flush_std()
+        _PENDING[0] = False
         mark = b"\n" + self.sentinel + b" B " + str(self.cells.count + 1).encode() + b"\n"
         for fd in (self.frame_fd, self.mark_fd):
             try:

@@ -99,7 +99,7 @@ func (p *Pool) InterruptOwner(owner, mode string) []string {
 
 // Variables lists the user-defined names of kernel id's namespace.
 // ErrNotFound for an unknown id, ErrBusy while a cell runs on it.
-func (p *Pool) Variables(ctx context.Context, id string) (*kernel.Variables, error) {
+func (p *Pool) Variables(ctx context.Context, id string) (*Variables, error) {
 	p.mu.Lock()
 	s := p.byID[id]
 	var lv *live

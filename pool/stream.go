@@ -14,6 +14,13 @@ import (
 // types are cleaned and redacted like output.
 type Display = kernel.Display
 
+// Variable and Variables are a kernel's namespace listing (see
+// kernel.Variables).
+type (
+	Variable  = kernel.Variable
+	Variables = kernel.Variables
+)
+
 // EventKind names a live event of a streamed cell.
 type EventKind = kernel.EventKind
 

@@ -68,6 +68,13 @@ func (c *Client) Execute(ctx context.Context, req pool.Request) (*pool.Result, e
 // is passed to h (concurrently if the cell makes concurrent calls) and
 // its answer posted back. A nil h answers every call with an error.
 func (c *Client) ExecuteStream(ctx context.Context, req pool.Request, h pool.ToolHandler) (*pool.Result, error) {
+	return c.ExecuteLive(ctx, req, h, nil)
+}
+
+// ExecuteLive is ExecuteStream that also hands each live output and
+// display event (stdout, stderr, display) to on, in order, as the cell
+// runs. A nil on drops them.
+func (c *Client) ExecuteLive(ctx context.Context, req pool.Request, h pool.ToolHandler, on func(Event)) (*pool.Result, error) {
 	resp, err := c.send(ctx, http.MethodPost, "/v1/execute", executeBody(req, true))
 	if err != nil {
 		return nil, fmt.Errorf("execute: %w", err)
@@ -83,7 +90,7 @@ func (c *Client) ExecuteStream(ctx context.Context, req pool.Request, h pool.Too
 		}
 		return &res, nil
 	}
-	res, err := c.readStream(ctx, resp.Body, h)
+	res, err := c.readStream(ctx, resp.Body, h, on)
 	if err != nil {
 		return nil, fmt.Errorf("execute: %w", err)
 	}
@@ -91,7 +98,7 @@ func (c *Client) ExecuteStream(ctx context.Context, req pool.Request, h pool.Too
 }
 
 // readStream consumes the NDJSON events until the result or error event.
-func (c *Client) readStream(ctx context.Context, body io.Reader, h pool.ToolHandler) (*pool.Result, error) {
+func (c *Client) readStream(ctx context.Context, body io.Reader, h pool.ToolHandler, on func(Event)) (*pool.Result, error) {
 	hctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() {
@@ -125,8 +132,12 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, h pool.ToolHand
 			return ev.Result, nil
 		case EventError:
 			return nil, &APIError{Code: ev.Code, Message: ev.Error}
+		case EventStdout, EventStderr, EventDisplay:
+			if on != nil {
+				on(ev)
+			}
 		default:
-			return nil, fmt.Errorf("%w: unknown event %q", ErrProtocol, ev.Event)
+			// A newer daemon's event: skipped, so old clients keep working.
 		}
 	}
 }
@@ -148,6 +159,39 @@ func (c *Client) answerCall(ctx context.Context, h pool.ToolHandler, call pool.T
 		return
 	}
 	_ = c.AnswerToolCall(ctx, call.ID, a)
+}
+
+// Interrupt interrupts the cell running on kernel id (409 "idle" when
+// none runs).
+func (c *Client) Interrupt(ctx context.Context, id string) error {
+	if err := c.do(ctx, http.MethodPost, "/v1/kernels/"+url.PathEscape(id)+"/interrupt", nil, nil); err != nil {
+		return fmt.Errorf("interrupt: %w", err)
+	}
+	return nil
+}
+
+// InterruptOwner interrupts the running cells of owner's kernels (of mode
+// when not empty) and returns the kernel ids interrupted.
+func (c *Client) InterruptOwner(ctx context.Context, owner, mode string) ([]string, error) {
+	path := "/v1/owners/" + url.PathEscape(owner) + "/interrupt"
+	if mode != "" {
+		path += "?mode=" + url.QueryEscape(mode)
+	}
+	var out InterruptResponse
+	if err := c.do(ctx, http.MethodPost, path, nil, &out); err != nil {
+		return nil, fmt.Errorf("interrupt: %w", err)
+	}
+	return out.Interrupted, nil
+}
+
+// Variables lists the user-defined names of kernel id (409 "busy" while a
+// cell runs).
+func (c *Client) Variables(ctx context.Context, id string) (*pool.Variables, error) {
+	var out pool.Variables
+	if err := c.do(ctx, http.MethodGet, "/v1/kernels/"+url.PathEscape(id)+"/variables", nil, &out); err != nil {
+		return nil, fmt.Errorf("variables: %w", err)
+	}
+	return &out, nil
 }
 
 // AnswerToolCall posts the answer to a streamed tool call.

@@ -35,6 +35,11 @@ const (
 	// CodeConflict (409): the live kernel runs with other limits or
 	// passthrough; resend with reset.
 	CodeConflict = "conflict"
+	// CodeIdle: an interrupt found no cell running on the kernel (409).
+	CodeIdle = "idle"
+	// CodeBusy: the kernel runs a cell; variables are listed between
+	// cells (409).
+	CodeBusy = "busy"
 	// CodeTooLarge (413): the request body is over the limit.
 	CodeTooLarge = "too_large"
 	// CodeTimeout (408): the request body did not arrive in time.
@@ -78,6 +83,10 @@ func (e *APIError) Unwrap() error {
 		return pool.ErrSpawn
 	case CodeConflict:
 		return pool.ErrConflict
+	case CodeIdle:
+		return pool.ErrIdle
+	case CodeBusy:
+		return pool.ErrBusy
 	case CodeTooLarge, CodeTimeout:
 		return pool.ErrBadRequest
 	}

@@ -37,6 +37,7 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 	if req.Stream {
 		st = &stream{w: w, rc: http.NewResponseController(w), srv: s, done: make(chan struct{})}
 		preq.ToolHandler = pool.ToolHandlerFunc(st.handleTool)
+		preq.Stream = st.output
 	} else {
 		preq.ToolHandler = pool.ToolHandlerFunc(func(context.Context, pool.ToolCall) (string, error) {
 			return "", errNeedStream
@@ -44,7 +45,7 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := s.pool.Execute(r.Context(), preq)
 	if r.Context().Err() != nil {
-		s.log.Warn("client disconnected; cell canceled and its kernel killed",
+		s.log.Warn("client disconnected; its cell was interrupted",
 			"owner", preq.Owner, "kernel", kernelID(res), "error", err)
 	}
 	if st != nil {
@@ -95,21 +96,37 @@ type stream struct {
 	mu      sync.Mutex
 	started bool // status line and headers sent
 	closed  bool // final event sent; the handler returned or is returning
+	broken  bool // a write failed: the client is gone or stalled
 }
 
 // send writes one event and flushes it. It reports false once the stream
 // is closed or the client is gone.
+// streamWriteTimeout bounds one event's write: a client that stops
+// reading must not stall the kernel's output readers.
+const streamWriteTimeout = 30 * time.Second
+
 func (st *stream) send(ev Event) bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.closed {
+	if st.closed || st.broken {
 		return false
 	}
 	st.start()
+	_ = st.rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 	if err := json.NewEncoder(st.w).Encode(ev); err != nil {
+		st.broken = true
 		return false
 	}
-	return st.rc.Flush() == nil
+	if st.rc.Flush() != nil {
+		st.broken = true
+		return false
+	}
+	return true
+}
+
+// output sends one live output or display event of the cell.
+func (st *stream) output(e pool.Event) {
+	st.send(Event{Event: string(e.Kind), Text: e.Text, Display: e.Display})
 }
 
 func (st *stream) start() {
@@ -134,6 +151,7 @@ func (st *stream) finish(res *pool.Result, err error) {
 		return
 	}
 	st.start()
+	_ = st.rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 	ev := Event{Event: EventResult, Result: res}
 	if err != nil {
 		_, code := classify(err)
@@ -141,6 +159,7 @@ func (st *stream) finish(res *pool.Result, err error) {
 	}
 	_ = json.NewEncoder(st.w).Encode(ev) // the client may be gone; nothing to do
 	_ = st.rc.Flush()
+	_ = st.rc.SetWriteDeadline(time.Time{}) // the connection may serve more requests
 }
 
 // handleTool forwards one tool call to the client and waits for its

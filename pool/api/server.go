@@ -96,6 +96,9 @@ func (s *Server) routes() *http.ServeMux {
 		{http.MethodPost, "/v1/tool-calls/{id}", s.handleToolAnswer},
 		{http.MethodGet, "/v1/kernels", s.handleList},
 		{http.MethodDelete, "/v1/kernels/{id}", s.handleKill},
+		{http.MethodPost, "/v1/kernels/{id}/interrupt", s.handleInterrupt},
+		{http.MethodGet, "/v1/kernels/{id}/variables", s.handleVariables},
+		{http.MethodPost, "/v1/owners/{owner}/interrupt", s.handleInterruptOwner},
 		{http.MethodGet, "/v1/kernels/{id}/spill/{name}", s.handleSpill},
 		{http.MethodPost, "/v1/owners/{owner}/shutdown", s.handleShutdownOwner},
 		{http.MethodGet, "/v1/health", s.handleHealth},
@@ -212,6 +215,10 @@ func classify(err error) (int, string) {
 		return http.StatusServiceUnavailable, CodeClosed
 	case errors.Is(err, pool.ErrConflict):
 		return http.StatusConflict, CodeConflict
+	case errors.Is(err, pool.ErrIdle):
+		return http.StatusConflict, CodeIdle
+	case errors.Is(err, pool.ErrBusy):
+		return http.StatusConflict, CodeBusy
 	case errors.Is(err, pool.ErrSpawn):
 		return http.StatusInternalServerError, CodeSpawnFailed
 	}

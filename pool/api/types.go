@@ -109,8 +109,14 @@ type ToolAnswer struct {
 
 // Event is one NDJSON line of a streaming execute response.
 type Event struct {
-	// Event is "tool_call", "result" or "error".
+	// Event is "stdout", "stderr", "display", "tool_call", "result" or
+	// "error".
 	Event string `json:"event"`
+	// Text is set for "stdout" and "stderr": the next chunk of output,
+	// ANSI-stripped and redacted.
+	Text string `json:"text,omitempty"`
+	// Display is set for "display".
+	Display *pool.Display `json:"display,omitempty"`
 	// Call is set for "tool_call".
 	Call *pool.ToolCall `json:"call,omitempty"`
 	// Result is set for "result".
@@ -122,6 +128,9 @@ type Event struct {
 
 // Event names.
 const (
+	EventStdout   = string(pool.EventStdout)
+	EventStderr   = string(pool.EventStderr)
+	EventDisplay  = string(pool.EventDisplay)
 	EventToolCall = "tool_call"
 	EventResult   = "result"
 	EventError    = "error"
@@ -159,6 +168,13 @@ type KernelList struct {
 // KillResponse is the body of DELETE /v1/kernels/{id}.
 type KillResponse struct {
 	Killed string `json:"killed"`
+}
+
+// InterruptResponse is the body of POST /v1/kernels/{id}/interrupt and
+// POST /v1/owners/{owner}/interrupt: the kernels whose cells were
+// interrupted.
+type InterruptResponse struct {
+	Interrupted []string `json:"interrupted"`
 }
 
 // ShutdownResponse is the body of POST /v1/owners/{owner}/shutdown.

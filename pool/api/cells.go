@@ -1,0 +1,51 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/kernpool/kernpool/pool"
+)
+
+// variablesTimeout bounds a variables listing (a repr runs user code;
+// past it the listing is interrupted).
+const variablesTimeout = 10 * time.Second
+
+func (s *Server) handleInterrupt(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := s.pool.Interrupt(id); err != nil {
+		s.writePoolError(w, err)
+		return
+	}
+	s.log.Info("cell interrupted by API", "id", id)
+	writeJSON(w, http.StatusOK, InterruptResponse{Interrupted: []string{id}})
+}
+
+func (s *Server) handleInterruptOwner(w http.ResponseWriter, r *http.Request) {
+	owner := r.PathValue("owner")
+	if owner == "" {
+		writeError(w, http.StatusBadRequest, CodeBadRequest, "owner must not be empty")
+		return
+	}
+	ids := s.pool.InterruptOwner(owner, r.URL.Query().Get("mode"))
+	if ids == nil {
+		ids = []string{}
+	}
+	s.log.Info("owner's cells interrupted by API", "owner", owner, "interrupted", len(ids))
+	writeJSON(w, http.StatusOK, InterruptResponse{Interrupted: ids})
+}
+
+func (s *Server) handleVariables(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), variablesTimeout)
+	defer cancel()
+	v, err := s.pool.Variables(ctx, r.PathValue("id"))
+	if err != nil {
+		s.writePoolError(w, err)
+		return
+	}
+	if v.Variables == nil {
+		v.Variables = []pool.Variable{}
+	}
+	writeJSON(w, http.StatusOK, v)
+}
