@@ -113,9 +113,18 @@ func encodeRequest(id, code string, stream bool) ([]byte, error) {
 func (k *Kernel) run(ctx context.Context, req []byte, cell Cell) (_ *wireReply, interrupted, _ error) {
 	// The write can block on a kernel that stopped reading stdin; ctx's end
 	// moves the write deadline into the past, which unblocks it.
-	stop := context.AfterFunc(ctx, func() { _ = k.stdin.SetWriteDeadline(time.Unix(1, 0)) })
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		_ = k.stdin.SetWriteDeadline(time.Unix(1, 0))
+		close(fired)
+	})
 	_, werr := k.stdin.Write(req)
-	stop()
+	if !stop() {
+		// ctx ended around the write: a kernel that stays (interrupted, or
+		// the write was complete) must not keep the past deadline.
+		<-fired
+		_ = k.stdin.SetWriteDeadline(time.Time{})
+	}
 	if werr != nil && ctx.Err() != nil {
 		return nil, nil, k.abort(ctxCause(ctx))
 	}

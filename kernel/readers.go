@@ -12,11 +12,13 @@ import (
 func (k *Kernel) readStdout() {
 	defer k.readers.Done()
 	defer close(k.stdoutEOF)
-	s := newScanner(k.stdoutR, []byte("\n"+k.sentinel+" "), " BD", &k.cell.epoch)
+	s := newScanner(k.stdoutR, []byte("\n"+k.sentinel+" "), " BDK", &k.cell.epoch)
 	err := s.run(k.cell.rawStdout, func(kind byte, n int64) error {
 		switch kind {
 		case 'B':
 			k.cell.begun(false, n)
+			return nil
+		case 'K': // keeps a streamed line's newline from being held back
 			return nil
 		case 'D':
 			if n > DisplayBytes {
@@ -54,13 +56,14 @@ func (k *Kernel) readStdout() {
 // marks on the active cell.
 func (k *Kernel) readStderr() {
 	defer k.readers.Done()
-	s := newScanner(k.stderrR, []byte("\n"+k.sentinel+" "), "BEH", &k.cell.epoch)
+	s := newScanner(k.stderrR, []byte("\n"+k.sentinel+" "), "BEHK", &k.cell.epoch)
 	err := s.run(k.cell.rawStderr, func(kind byte, n int64) error {
 		switch kind {
 		case 'B':
 			k.cell.begun(true, n)
 		case 'H':
 			k.cell.helper(n)
+		case 'K':
 		default:
 			k.cell.mark(n)
 		}

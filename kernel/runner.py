@@ -675,7 +675,7 @@ class _Runner:
         _displays.reset()
         if stream:
             if self.live is None:
-                self.live = tuple(io.TextIOWrapper(open(fd, "wb", closefd=False), encoding="utf-8",
+                self.live = tuple(io.TextIOWrapper(io.BufferedWriter(_LiveRaw(fd, self.sentinel)), encoding="utf-8",
                                                    errors="surrogateescape", line_buffering=True)
                                   for fd in (1, 2))
             out, err = self.live
@@ -733,6 +733,24 @@ class _Runner:
         written = os.writev(self.frame_fd, (head, body))
         if written < len(head) + len(body):
             _write_all(self.frame_fd, (head + body)[written:])
+
+
+class _LiveRaw(io.RawIOBase):
+    """fd 1 or 2 for a streamed cell. A write ending in a newline gets a K
+    mark after it: the host holds a trailing newline back (it may begin a
+    marker) until more bytes come, and the mark is that "more"."""
+
+    def __init__(self, fd, sentinel):
+        self.fd = fd
+        self.tail = b"\n" + sentinel + b" K 0\n"
+
+    def writable(self):
+        return True
+
+    def write(self, b):
+        data = bytes(b)
+        _write_all(self.fd, data + self.tail if data.endswith(b"\n") else data)
+        return len(data)
 
 
 def _flush(streams):

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -53,11 +54,19 @@ func TestTimeoutKillsProcessGroup(t *testing.T) {
 func TestCancelKillsKernel(t *testing.T) {
 	k := startKernel(t, baseSpec(t), "")
 	ctx, cancel := context.WithCancel(context.Background())
-	stop := time.AfterFunc(100*time.Millisecond, cancel)
-	defer stop.Stop()
-	// The cell ignores SIGINT: the cancellation's interrupt gives way to
-	// the kill after the grace.
-	execErr(t, k, ctx, "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(60)", ErrCanceled)
+	defer cancel()
+	// The cell ignores SIGINT (then says so): the cancellation's interrupt
+	// gives way to the kill after the grace.
+	code := "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nprint('ignoring', flush=True)\ntime.sleep(60)"
+	var once sync.Once
+	rep, err := k.Exec(ctx, Cell{Code: code, Grace: 100 * time.Millisecond, Stream: func(Event) { once.Do(cancel) }})
+	if !errors.Is(err, ErrCanceled) {
+		t.Fatalf("reply %+v, err %v; want ErrCanceled", rep, err)
+	}
+	<-k.Done()
+	if !errors.Is(k.Err(), ErrCanceled) {
+		t.Fatalf("Err() = %v", k.Err())
+	}
 }
 
 func TestForgedFrames(t *testing.T) {

@@ -41,14 +41,18 @@ type Event struct {
 
 // Streaming bounds.
 const (
-	// streamWindow is the tail of each stream held back until more arrives
-	// or the cell ends, so that a secret (of up to this many bytes) split
-	// across two chunks is still masked whole.
+	// streamMaxHold bounds the partial line a stream holds back (a secret
+	// cut across two chunks sits in one line, so whole lines are sent);
+	// past it, all but the last streamWindow bytes are sent.
+	streamMaxHold = 64 << 10
+	// streamWindow is the tail kept back from an over-long line, so that a
+	// secret of up to this many bytes cut at the border is still masked.
 	streamWindow = 8 << 10
-	// streamMaxHold bounds what a stream holds back when no clean cut is
-	// found (a masked span keeps growing): past it, the held text is sent.
-	streamMaxHold = 256 << 10
 )
+
+// pemBegin starts a private key block, masked whole by the redactor: a
+// block still open is held back until its end arrives.
+const pemBegin = "-----BEGIN "
 
 // inlineCapper is implemented by filters that know their inline caps
 // (envscrub.Filter); without it streaming sends everything the kernel kept.
@@ -57,9 +61,10 @@ type inlineCapper interface {
 }
 
 // streamer turns a kernel's raw live events into cleaned events: per
-// stream it holds back a tail window and sends a prefix only when cleaning
-// it alone gives the same text as cleaning it with what follows (no mask
-// or ANSI sequence crosses the cut); it sends at most the inline cap.
+// stream it holds back the partial last line and sends complete lines only
+// when cleaning them alone gives the same text as cleaning them with what
+// follows (no mask or ANSI sequence crosses the cut); it sends at most the
+// inline cap.
 type streamer struct {
 	filter cleaner
 	emit   func(Event)
@@ -116,40 +121,47 @@ func streamIndex(k kernel.EventKind) int {
 	return 0
 }
 
-// flushLocked sends the clean prefix of stream i (all of it when final).
+// flushLocked sends the clean prefix of stream i (all of it when final):
+// the complete lines, when cleaning them alone gives the same text as
+// cleaning them with what follows (no mask or ANSI sequence crosses the
+// cut).
 func (s *streamer) flushLocked(i int, final bool) {
 	p := s.pending[i]
 	if len(p) == 0 {
 		return
 	}
-	var text string
-	switch {
-	case final || len(p) > streamMaxHold:
-		text, s.pending[i] = s.filter.Clean(string(p)), nil
-	case len(p) <= streamWindow:
+	if final {
+		s.pending[i] = nil
+		s.send(i, s.filter.Clean(string(p)))
 		return
-	default:
-		cut := cutPoint(p)
-		head := s.filter.Clean(string(p[:cut]))
-		if !strings.HasPrefix(s.filter.Clean(string(p)), head) {
-			return // something crosses the cut: wait for more
-		}
-		text, s.pending[i] = head, append(p[:0:0], p[cut:]...)
 	}
-	s.send(i, text)
+	cut := cutPoint(p)
+	if cut <= 0 {
+		return
+	}
+	head := s.filter.Clean(string(p[:cut]))
+	if !strings.HasPrefix(s.filter.Clean(string(p)), head) && len(p) <= 4*streamMaxHold {
+		return // something crosses the cut: wait for more
+	}
+	s.pending[i] = append(p[:0:0], p[cut:]...)
+	s.send(i, head)
 }
 
-// cutPoint is where to split p: after the last newline before the window,
-// else at the window (on a character boundary).
+// cutPoint is where to split p: after its last newline, before a private
+// key block still open; in an over-long line, streamWindow bytes before
+// the end (on a character boundary).
 func cutPoint(p []byte) int {
-	limit := len(p) - streamWindow
-	if nl := bytes.LastIndexByte(p[:limit], '\n'); nl >= 0 {
-		return nl + 1
+	cut := bytes.LastIndexByte(p, '\n') + 1
+	if b := bytes.LastIndex(p[:cut], []byte(pemBegin)); b >= 0 && !bytes.Contains(p[b:], []byte("-----END ")) {
+		cut = b
 	}
-	for limit > 0 && !utf8.RuneStart(p[limit]) {
-		limit--
+	if len(p)-cut > streamMaxHold {
+		cut = len(p) - streamWindow
+		for cut > 0 && !utf8.RuneStart(p[cut]) {
+			cut--
+		}
 	}
-	return limit
+	return cut
 }
 
 // send emits text within the stream's inline cap.
