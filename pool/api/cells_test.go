@@ -150,6 +150,8 @@ func TestInterruptDuringToolCall(t *testing.T) {
 	}
 }
 
-func quotePy(s string) string { return "'" + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), "'", `\'`) + "'" }
+func quotePy(s string) string {
+	return "'" + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), "'", `\'`) + "'"
+}
 
 func writeEmpty(path string) error { return os.WriteFile(path, nil, 0o600) }
