@@ -95,7 +95,7 @@ func TestCancelInterruptsAndKeepsState(t *testing.T) {
 	res := b.wait(t)
 	wantStatus(t, res, StatusInterrupted)
 	if res.ExitCode != -1 || !res.Kernel.StatePreserved || !strings.Contains(res.Error, "variables and imports survived") ||
-		!strings.HasPrefix(res.Output, "partial\n") || !strings.HasSuffix(res.Output, "variables kept]") {
+		!strings.HasPrefix(res.Output, "partial\n") || !strings.Contains(res.Output, "variables kept]"+StderrSeparator) {
 		t.Fatalf("cancel result = %+v", res)
 	}
 	if !pidAlive(pid) {

@@ -60,39 +60,44 @@ func (p *Pool) settled(c cellState) *Result {
 	res := c.base()
 	out := p.finish(c, res)
 	res.Kernel.StatePreserved = true
+	stdout, stderr := out.Stdout, out.Stderr
 	switch r.Status {
 	case "error":
 		trace := c.lv.filter.CapText(r.Traceback)
 		res.Status, res.ExitCode = StatusError, 1
 		res.Error = cmpOr(trace, msgException)
-		res.Output = out.Stdout
-		if out.Stderr != "" || trace != "" {
-			res.Output = out.Stdout + StderrSeparator + out.Stderr + trace
+		stderr += trace
+		res.Output = stdout
+		if stderr != "" {
+			res.Output = stdout + StderrSeparator + stderr
 		}
 	case "exit":
-		res.Kernel.Ended = true
-		res.Kernel.StatePreserved = false
+		res.Kernel.Ended, res.Kernel.StatePreserved = true, false
 		res.ExitCode = r.ExitCode
-		res.Output = withStderr(out.Stdout, out.Stderr)
+		res.Output = withStderr(stdout, stderr)
 	default: // "ok"
-		res.Output = withStderr(out.Stdout, out.Stderr)
+		res.Output = withStderr(stdout, stderr)
 	}
 	if r.Interrupted != nil && r.Status != "exit" {
-		p.interruptedKept(c, res, r.Interrupted)
+		marker := p.interruptedKept(c, res, r.Interrupted)
+		if stdout != "" {
+			marker = strings.TrimRight(stdout, "\n") + "\n\n" + marker
+		}
+		res.Output = withStderr(marker, stderr)
 	}
 	return res
 }
 
 // interruptedKept reports a cell that was interrupted and ended within its
-// grace: the kernel and its variables live on.
-func (p *Pool) interruptedKept(c cellState, res *Result, cause error) {
+// grace (the kernel and its variables live on) and returns the marker that
+// ends its stdout.
+func (p *Pool) interruptedKept(c cellState, res *Result, cause error) string {
 	res.ExitCode = -1
 	if errors.Is(cause, kernel.ErrTimeout) {
 		p.count(func(st *PoolStats) { st.Timeouts++ })
 		res.Status = StatusTimeout
 		res.Error = fmt.Sprintf("Cell timed out after %s and was interrupted (KeyboardInterrupt). %s", formatTimeout(c.rq.timeout), msgStateKept)
-		res.Output = strings.TrimRight(res.Output, "\n") + "\n\n" + timeoutMarker + res.Error
-		return
+		return timeoutMarker + res.Error
 	}
 	p.count(func(st *PoolStats) { st.Interrupted++ })
 	why := "by request"
@@ -101,7 +106,7 @@ func (p *Pool) interruptedKept(c cellState, res *Result, cause error) {
 	}
 	res.Status = StatusInterrupted
 	res.Error = "Cell interrupted " + why + " (KeyboardInterrupt). " + msgStateKept
-	res.Output = strings.TrimRight(res.Output, "\n") + "\n[execution interrupted — " + why + "; variables kept]"
+	return "[execution interrupted — " + why + "; variables kept]"
 }
 
 func (p *Pool) failed(ctx context.Context, c cellState, err error, doom string) (string, *Result) {

@@ -16,12 +16,12 @@ import (
 // maxStdinCode bounds code read from stdin (the API refuses bodies over 16 MiB).
 const maxStdinCode = 16 << 20
 
-const execSynopsis = "[--socket PATH] [--owner O] [--mode M] [--interpreter PATH] [--cwd DIR] [--tools a,b] [--reset] [--timeout 30s] [--json] [--tool-handler CMD] [CODE | -]"
+const execSynopsis = "[--socket PATH] [--owner O] [--mode M] [--interpreter PATH] [--cwd DIR] [--tools a,b] [--reset] [--timeout 30s] [--json] [--stream] [--outputs DIR] [--tool-handler CMD] [CODE | -]"
 
 type execFlags struct {
 	socket, owner, mode, interpreter, cwd, tools, toolHandler string
-	passthrough                                               string
-	reset, asJSON                                             bool
+	passthrough, outputs                                      string
+	reset, asJSON, stream                                     bool
 	timeout                                                   time.Duration
 }
 
@@ -42,6 +42,8 @@ func runExec(ctx context.Context, e *env, args []string) int {
 		return err
 	})
 	fs.BoolVar(&f.asJSON, "json", false, "print the whole result object as JSON")
+	fs.BoolVar(&f.stream, "stream", false, "print output as the cell writes it (the default on a terminal, never with --json)")
+	fs.StringVar(&f.outputs, "outputs", "", "write each display (image, HTML, ...) to a file in `DIR` and print its path")
 	fs.StringVar(&f.toolHandler, "tool-handler", "", "run `CMD` via sh -c per tool call: call JSON on stdin, result on stdout")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
@@ -61,15 +63,46 @@ func runExec(ctx context.Context, e *env, args []string) int {
 	client := api.NewClient(socketPath(f.socket, e.getenv))
 	defer client.CloseIdleConnections()
 	var res *pool.Result
-	if f.toolHandler != "" {
+	dw := &displayWriter{e: e, dir: f.outputs}
+	live := !f.asJSON && (f.stream || isTerminal(e.stdout))
+	switch {
+	case live:
+		var h pool.ToolHandler
+		if f.toolHandler != "" {
+			h = shellToolHandler(f.toolHandler)
+		}
+		res, err = client.ExecuteLive(ctx, req, h, liveOutput(e, dw))
+	case f.toolHandler != "":
 		res, err = client.ExecuteStream(ctx, req, shellToolHandler(f.toolHandler))
-	} else {
+	default:
 		res, err = client.Execute(ctx, req)
 	}
 	if err != nil {
 		return reportExecError(ctx, e, err)
 	}
+	if live {
+		return printStreamed(e, res)
+	}
+	if !f.asJSON {
+		defer func() {
+			for i := range res.Displays {
+				dw.show(&res.Displays[i])
+			}
+		}()
+	}
 	return printResult(e, res, f.asJSON)
+}
+
+// printStreamed ends a streamed cell: its output is printed already; what
+// failed and the warnings go to stderr.
+func printStreamed(e *env, res *pool.Result) int {
+	if res.Status != pool.StatusSuccess && res.Error != "" {
+		fmt.Fprintln(e.stderr, strings.TrimRight(res.Error, "\n"))
+	}
+	if res.Warning != "" {
+		fmt.Fprintf(e.stderr, "kernpool: %s\n", res.Warning)
+	}
+	return exitCode(res)
 }
 
 // readCode returns the cell: the argument, or stdin for "-" or none.
@@ -95,11 +128,11 @@ func socketPath(flagValue string, getenv func(string) string) string {
 }
 
 // reportExecError prints why no result came back and picks the exit code:
-// 3 when the user interrupted (the daemon killed the kernel), 4 when the
-// daemon refused for capacity or a quota (retry later), else 2.
+// 3 when the user interrupted (the daemon interrupted the cell), 4 when
+// the daemon refused for capacity or a quota (retry later), else 2.
 func reportExecError(ctx context.Context, e *env, err error) int {
 	if ctx.Err() != nil {
-		fmt.Fprintln(e.stderr, "kernpool exec: interrupted; the session kernel was killed and its state was lost")
+		fmt.Fprintln(e.stderr, "kernpool exec: interrupted; the daemon interrupts the cell (KeyboardInterrupt) and keeps the kernel's state unless the cell does not stop within its grace")
 		return exitKilled
 	}
 	fmt.Fprintf(e.stderr, "kernpool exec: %v\n", err)
@@ -151,6 +184,8 @@ func printResult(e *env, res *pool.Result, asJSON bool) int {
 
 func exitCode(res *pool.Result) int {
 	switch {
+	case res.Status == pool.StatusSuccess && res.Kernel.Ended && res.ExitCode != 0:
+		return exitCellErr // sys.exit(n), n != 0
 	case res.Status == pool.StatusSuccess:
 		return exitOK
 	case res.Status == pool.StatusTimeout, res.Status == pool.StatusInterrupted,

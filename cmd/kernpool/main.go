@@ -53,6 +53,8 @@ func commands() []command {
 		{"ps", "list live kernels", runPs},
 		{"shutdown", "kill every kernel of an owner", runShutdown},
 		{"kill", "kill one kernel by id", runKill},
+		{"interrupt", "interrupt a running cell (its kernel keeps its state)", runInterrupt},
+		{"vars", "list the variables of a kernel", runVars},
 		{"spill", "print a cell's full spilled stdout", runSpill},
 		{"doctor", "report configuration and host capabilities", runDoctor},
 		{"version", "print the version", runVersion},

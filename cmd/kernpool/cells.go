@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/kernpool/kernpool/pool"
+	"github.com/kernpool/kernpool/pool/api"
+)
+
+func runInterrupt(ctx context.Context, e *env, args []string) int {
+	fs := newFlagSet(e, "interrupt", "[--socket PATH] (KERNEL_ID | --owner O [--mode M])")
+	socket := fs.String("socket", "", "daemon socket (default $KERNPOOL_SOCKET, else the default path)")
+	owner := fs.String("owner", "", "interrupt the running cells of this owner's kernels")
+	mode := fs.String("mode", "", "with --owner: only the kernels of this mode")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if (*owner == "") == (fs.NArg() != 1) || fs.NArg() > 1 {
+		return usageError(e, fs, "expected exactly one KERNEL_ID (see 'kernpool ps') or --owner")
+	}
+	if *mode != "" && *owner == "" {
+		return usageError(e, fs, "--mode needs --owner")
+	}
+	client := api.NewClient(socketPath(*socket, e.getenv))
+	defer client.CloseIdleConnections()
+	if *owner != "" {
+		ids, err := client.InterruptOwner(ctx, *owner, *mode)
+		if err != nil {
+			return connError(e, "interrupt", err)
+		}
+		if len(ids) == 0 {
+			fmt.Fprintf(e.stderr, "kernpool interrupt: no running cell of owner %q\n", *owner)
+			return exitCellErr
+		}
+		for _, id := range ids {
+			fmt.Fprintf(e.stdout, "interrupted %s\n", id)
+		}
+		return exitOK
+	}
+	id := fs.Arg(0)
+	switch err := client.Interrupt(ctx, id); {
+	case errors.Is(err, pool.ErrNotFound):
+		fmt.Fprintf(e.stderr, "kernpool interrupt: no live kernel %q\n", id)
+		return exitCellErr
+	case errors.Is(err, pool.ErrIdle):
+		fmt.Fprintf(e.stderr, "kernpool interrupt: kernel %s runs no cell\n", id)
+		return exitCellErr
+	case err != nil:
+		return connError(e, "interrupt", err)
+	}
+	fmt.Fprintf(e.stdout, "interrupted %s\n", id)
+	return exitOK
+}
+
+func runVars(ctx context.Context, e *env, args []string) int {
+	fs := newFlagSet(e, "vars", "[--socket PATH] [--json] (KERNEL_ID | --owner O [--mode M])")
+	socket := fs.String("socket", "", "daemon socket (default $KERNPOOL_SOCKET, else the default path)")
+	owner := fs.String("owner", "", "list the variables of this owner's kernel")
+	mode := fs.String("mode", "", "with --owner: the kernel of this mode (default \"default\")")
+	asJSON := fs.Bool("json", false, `print {"variables": [...], "total": N} as JSON`)
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if (*owner == "") == (fs.NArg() != 1) || fs.NArg() > 1 {
+		return usageError(e, fs, "expected exactly one KERNEL_ID (see 'kernpool ps') or --owner")
+	}
+	client := api.NewClient(socketPath(*socket, e.getenv))
+	defer client.CloseIdleConnections()
+	id := fs.Arg(0)
+	if *owner != "" {
+		var err error
+		if id, err = kernelOf(ctx, client, *owner, *mode); err != nil {
+			if errors.Is(err, pool.ErrNotFound) {
+				fmt.Fprintf(e.stderr, "kernpool vars: %v\n", err)
+				return exitCellErr
+			}
+			return connError(e, "vars", err)
+		}
+	}
+	v, err := client.Variables(ctx, id)
+	switch {
+	case errors.Is(err, pool.ErrNotFound):
+		fmt.Fprintf(e.stderr, "kernpool vars: no live kernel %q\n", id)
+		return exitCellErr
+	case errors.Is(err, pool.ErrBusy):
+		fmt.Fprintf(e.stderr, "kernpool vars: kernel %s is running a cell; try again when it ends\n", id)
+		return exitCellErr
+	case err != nil:
+		return connError(e, "vars", err)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(v)
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tTYPE\tSIZE\tVALUE")
+	for _, x := range v.Variables {
+		size := ""
+		if x.Len != nil {
+			size = fmt.Sprintf("len %d", *x.Len)
+		}
+		if x.Bytes != nil {
+			size = humanBytes(*x.Bytes)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", x.Name, x.Type, size, x.Repr)
+	}
+	_ = tw.Flush()
+	if v.Total > len(v.Variables) {
+		fmt.Fprintf(e.stdout, "(%d more not listed)\n", v.Total-len(v.Variables))
+	}
+	return exitOK
+}
+
+// kernelOf finds the live kernel of owner and mode (several: with other
+// interpreters, cwds or tool sets, the most recently used one).
+func kernelOf(ctx context.Context, c *api.Client, owner, mode string) (string, error) {
+	if mode == "" {
+		mode = "default"
+	}
+	ks, err := c.List(ctx)
+	if err != nil {
+		return "", err
+	}
+	best, idle := "", -1.0
+	for _, k := range ks {
+		if k.Owner == owner && k.Mode == mode && (best == "" || k.IdleSeconds < idle) {
+			best, idle = k.ID, k.IdleSeconds
+		}
+	}
+	if best == "" {
+		return "", fmt.Errorf("no live kernel of owner %q in mode %q: %w", owner, mode, pool.ErrNotFound)
+	}
+	return best, nil
+}
