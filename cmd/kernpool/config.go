@@ -12,6 +12,7 @@ import (
 
 	"github.com/kernpool/kernpool/envscrub"
 	"github.com/kernpool/kernpool/kernel"
+	"github.com/kernpool/kernpool/pool"
 )
 
 // Config is the daemon's resolved configuration: defaults, then the HCL
@@ -156,6 +157,13 @@ type Profile struct {
 	// TmpSize is the size in bytes of each private tmpfs (/tmp, /var/tmp,
 	// /dev/shm; 0: 64 MiB); the pages count against MemoryMax.
 	TmpSize int64
+	// TimeoutAction is what a cell timeout does: "interrupt" (default:
+	// KeyboardInterrupt, the kernel keeps its state if the cell stops
+	// within InterruptGrace) or "kill" (the reference's behaviour).
+	TimeoutAction string
+	// InterruptGrace is how long an interrupted cell may take to stop
+	// before its kernel is killed (default 2s).
+	InterruptGrace time.Duration
 }
 
 // Ceiling bounds per-request resource overrides.
@@ -196,7 +204,8 @@ func DefaultConfig() *Config {
 }
 
 func defaultProfile() Profile {
-	return Profile{MemoryMax: 512 << 20, PidsMax: 256, CPUMax: 1.0, CPUWeight: 100, TmpSize: 64 << 20}
+	return Profile{MemoryMax: 512 << 20, PidsMax: 256, CPUMax: 1.0, CPUWeight: 100, TmpSize: 64 << 20,
+		TimeoutAction: string(pool.TimeoutInterrupt), InterruptGrace: kernel.DefaultInterruptGrace}
 }
 
 // LoadConfigFile reads an HCL config file over the defaults. Every problem
@@ -280,6 +289,9 @@ func (c *Config) Validate() error {
 		if p.MemoryMax < 0 || p.PidsMax < 0 || p.CPUMax < 0 || p.CPUWeight > 10000 {
 			return fmt.Errorf("%w: profile %q: limits must not be negative and cpu_weight at most 10000", ErrConfig, name)
 		}
+		if _, err := pool.ParseTimeoutAction(p.TimeoutAction); err != nil || p.InterruptGrace <= 0 {
+			return fmt.Errorf("%w: profile %q: timeout_action must be \"interrupt\" or \"kill\" and interrupt_grace positive", ErrConfig, name)
+		}
 	}
 	return nil
 }
@@ -292,6 +304,15 @@ func (c *Config) Modes() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// Policies are the pool's cell policies by mode.
+func (c *Config) Policies() map[string]pool.CellPolicy {
+	out := make(map[string]pool.CellPolicy, len(c.Profiles))
+	for name, p := range c.Profiles {
+		out[name] = pool.CellPolicy{TimeoutAction: pool.TimeoutAction(p.TimeoutAction), InterruptGrace: p.InterruptGrace}
+	}
+	return out
 }
 
 // ProfileFor returns the profile a mode selects: its own, else "default".

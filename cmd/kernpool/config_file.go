@@ -69,17 +69,19 @@ type fileUsers struct {
 }
 
 type fileProfile struct {
-	Name          string         `hcl:"name,label"`
-	MemoryMax     hcl.Expression `hcl:"memory_max,optional"`
-	MemorySwapMax hcl.Expression `hcl:"memory_swap_max,optional"`
-	PidsMax       *int64         `hcl:"pids_max,optional"`
-	CPUMax        *float64       `hcl:"cpu_max,optional"`
-	CPUWeight     *uint64        `hcl:"cpu_weight,optional"`
-	Passthrough   []string       `hcl:"passthrough,optional"`
-	Network       *bool          `hcl:"network,optional"`
-	PIDNamespace  *bool          `hcl:"pid_namespace,optional"`
-	PrivateTmp    *bool          `hcl:"private_tmp,optional"`
-	TmpSize       hcl.Expression `hcl:"tmp_size,optional"`
+	Name           string         `hcl:"name,label"`
+	MemoryMax      hcl.Expression `hcl:"memory_max,optional"`
+	MemorySwapMax  hcl.Expression `hcl:"memory_swap_max,optional"`
+	PidsMax        *int64         `hcl:"pids_max,optional"`
+	CPUMax         *float64       `hcl:"cpu_max,optional"`
+	CPUWeight      *uint64        `hcl:"cpu_weight,optional"`
+	Passthrough    []string       `hcl:"passthrough,optional"`
+	Network        *bool          `hcl:"network,optional"`
+	PIDNamespace   *bool          `hcl:"pid_namespace,optional"`
+	PrivateTmp     *bool          `hcl:"private_tmp,optional"`
+	TmpSize        hcl.Expression `hcl:"tmp_size,optional"`
+	TimeoutAction  *string        `hcl:"timeout_action,optional"`
+	InterruptGrace hcl.Expression `hcl:"interrupt_grace,optional"`
 }
 
 type fileCeiling struct {
@@ -173,6 +175,8 @@ func (f *fileConfig) applyProfiles(cfg *Config) hcl.Diagnostics {
 		setBool(&p.PIDNamespace, fp.PIDNamespace)
 		setBool(&p.PrivateTmp, fp.PrivateTmp)
 		diags = append(diags, sizeAttr(fp.TmpSize, "tmp_size", &p.TmpSize)...)
+		setStr(&p.TimeoutAction, fp.TimeoutAction)
+		diags = append(diags, durationAttr(fp.InterruptGrace, "interrupt_grace", &p.InterruptGrace)...)
 		cfg.Profiles[fp.Name] = p
 	}
 	return diags

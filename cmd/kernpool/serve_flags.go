@@ -24,6 +24,7 @@ type serveFlags struct {
 	idleTimeout, cellTimeout, maxCellTimeout            string
 	toolCallTimeout, drainGrace, maxKernels, maxToolCls string
 	metricsListen, socketGroup                          string
+	timeoutAction, interruptGrace                       string
 	logJSON                                             bool
 }
 
@@ -50,6 +51,8 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 	fs.StringVar(&f.drainGrace, "drain-grace", "", "how long running cells may finish on SIGTERM (default 10s)")
 	fs.StringVar(&f.metricsListen, "metrics-listen", "", "also serve GET /metrics on this TCP `addr`, e.g. 127.0.0.1:9464 (default: off; /metrics is always on the API socket)")
 	fs.StringVar(&f.socketGroup, "socket-group", "", "chgrp the API socket to this `group` (name or gid), mode 0660")
+	fs.StringVar(&f.timeoutAction, "timeout-action", "", "default profile: what a cell timeout does, interrupt (keeps the kernel's state) or kill (default interrupt)")
+	fs.StringVar(&f.interruptGrace, "interrupt-grace", "", "default profile: how long an interrupted cell may take to stop before its kernel is killed (default 2s)")
 	return f
 }
 
@@ -150,6 +153,10 @@ func (f *serveFlags) apply(cfg *Config, name string) error {
 		cfg.SocketGroup = f.socketGroup
 	case "drain-grace":
 		cfg.DrainGrace, err = ParseDuration(f.drainGrace)
+	case "timeout-action":
+		def.TimeoutAction = f.timeoutAction
+	case "interrupt-grace":
+		def.InterruptGrace, err = ParseDuration(f.interruptGrace)
 	}
 	return err
 }

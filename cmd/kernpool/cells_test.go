@@ -1,0 +1,109 @@
+//go:build unix
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kernpool/kernpool/internal/testenv"
+)
+
+// exec --stream shows the first line while the cell still runs: when the
+// line arrives the daemon still lists the kernel as busy (the cell sleeps
+// 2 s before its second line).
+func TestExecStreamsLive(t *testing.T) {
+	d := startServe(t)
+	code := "import time\nprint('a')\ntime.sleep(2)\nprint('b')"
+	cmd := exec.Command(binPath, "exec", "--socket", d.socket, "--owner", "live", "--stream", code)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(out)
+	if line, err := r.ReadString('\n'); err != nil || line != "a\n" {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	if busyPid(t, d, "live") == 0 {
+		t.Fatal("the first line came only after the cell ended")
+	}
+	rest, _ := r.ReadString(0)
+	if err := cmd.Wait(); err != nil || rest != "b\n" {
+		t.Fatalf("rest %q, exit %v", rest, err)
+	}
+	// --json keeps printing the one final object.
+	j := cli(t, "", "exec", "--socket", d.socket, "--stream", "--json", "print('x')")
+	if j.code != 0 || !strings.HasPrefix(j.stdout, "{") || !strings.Contains(j.stdout, `"output": "x\n"`) {
+		t.Fatalf("--stream --json: %+v", j)
+	}
+}
+
+func TestExecOutputsAndExitCode(t *testing.T) {
+	d := startServe(t)
+	dir := t.TempDir()
+	code := "class P:\n    def _repr_png_(self): return b'\\x89PNG\\r\\n-data'\nprint('hi')\nP()"
+	for _, stream := range []string{"--stream", "--json=false"} {
+		r := cli(t, "", "exec", "--socket", d.socket, stream, "--outputs", dir, code)
+		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+		if r.code != 0 || len(lines) != 2 || lines[0] != "hi" || filepath.Dir(lines[1]) != dir {
+			t.Fatalf("%s: %+v", stream, r)
+		}
+		data, err := os.ReadFile(lines[1])
+		if err != nil || !bytes.Equal(data, []byte("\x89PNG\r\n-data")) {
+			t.Fatalf("%s: display file %q: %q, %v", stream, lines[1], data, err)
+		}
+	}
+	if r := cli(t, "", "exec", "--socket", d.socket, "import sys; sys.exit(3)"); r.code != 1 {
+		t.Fatalf("sys.exit(3): %+v, want exit 1", r)
+	}
+	if r := cli(t, "", "exec", "--socket", d.socket, "import sys; sys.exit(0)"); r.code != 0 {
+		t.Fatalf("sys.exit(0): %+v, want exit 0", r)
+	}
+}
+
+func TestInterruptAndVarsCLI(t *testing.T) {
+	testenv.RequirePython(t)
+	d := startServe(t)
+	if r := cli(t, "", "exec", "--socket", d.socket, "--owner", "v", "z = 'zed'\nn = [1, 2, 3]"); r.code != 0 {
+		t.Fatal(r)
+	}
+	r := cli(t, "", "vars", "--socket", d.socket, "--owner", "v")
+	if r.code != 0 || !strings.Contains(r.stdout, "n     list  len 3  [1, 2, 3]") || !strings.Contains(r.stdout, "z     str   len 3  'zed'") {
+		t.Fatalf("vars: %+v", r)
+	}
+	if r := cli(t, "", "interrupt", "--socket", d.socket, "--owner", "v"); r.code != 1 || !strings.Contains(r.stderr, "no running cell") {
+		t.Fatalf("idle interrupt: %+v", r)
+	}
+	cmd := exec.Command(binPath, "exec", "--socket", d.socket, "--owner", "v", "--stream", "import time\nprint('go', flush=True)\ntime.sleep(60)")
+	out, _ := cmd.StdoutPipe()
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "go\n" {
+		t.Fatalf("first line %q", line)
+	}
+	if r := cli(t, "", "vars", "--socket", d.socket, "--owner", "v"); r.code != 1 || !strings.Contains(r.stderr, "is running a cell") {
+		t.Fatalf("vars while busy: %+v", r)
+	}
+	id := strings.Fields(cli(t, "", "interrupt", "--socket", d.socket, "--owner", "v").stdout)
+	if len(id) != 2 || id[0] != "interrupted" {
+		t.Fatalf("interrupt: %v", id)
+	}
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 || !strings.Contains(errb.String(), "variables and imports survived") {
+		t.Fatalf("interrupted exec: %v, stderr %q", err, errb.String())
+	}
+	if r := cli(t, "", "interrupt", "--socket", d.socket, id[1]); r.code != 1 || !strings.Contains(r.stderr, "runs no cell") {
+		t.Fatalf("interrupt by id when idle: %+v", r)
+	}
+}
