@@ -1,0 +1,73 @@
+package kernel
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/kernpool/kernpool/internal/testenv"
+)
+
+// echoRunner is the floor of the round trip: a minimal Python loop that
+// answers each request with the stderr end mark and an empty "ok" frame,
+// over the same pipes and driven by the same Go code (Kernel.Exec) as the
+// runner. BenchmarkExecWarm should stay within 1.25x of BenchmarkExecFloor.
+const echoRunner = `import os
+fd = os.dup(0)
+buf = b""
+while b"\n" not in buf:
+    buf += os.read(fd, 4096)
+line, _, buf = buf.partition(b"\n")
+s = line.split(b" ")[1]
+n = 0
+while True:
+    while b"\n" not in buf:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            os._exit(0)
+        buf += chunk
+    line, _, buf = buf.partition(b"\n")
+    n += 1
+    rid = line[7:line.index(b'"', 7)]
+    c = str(n).encode()
+    os.write(2, b"\n" + s + b" E " + c + b"\n")
+    body = (b'{"id":"' + rid + b'","status":"ok","stdout":"","stderr":"","traceback":"",'
+            b'"exit_code":0,"execution_count":' + c + b"}")
+    os.write(1, b"\n" + s + b" " + str(len(body)).encode() + b"\n" + body)
+`
+
+// BenchmarkExecFloor: BenchmarkExecWarm's cell against the echo loop.
+func BenchmarkExecFloor(b *testing.B) {
+	testenv.RequirePython(b)
+	spec := baseSpec(b)
+	spec.Setup = func(staging string) ([]string, error) {
+		return nil, os.WriteFile(filepath.Join(staging, runnerFile), []byte(echoRunner), 0o600)
+	}
+	k := startKernel(b, spec, "")
+	ctx := context.Background()
+	cell := Cell{Code: "x=1"}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := k.Exec(ctx, cell); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkExec1MiBStreamed: BenchmarkExec1MiB with a live sink (the
+// output goes through the fd-level path as it is written).
+func BenchmarkExec1MiBStreamed(b *testing.B) {
+	testenv.RequirePython(b)
+	b.SetBytes(1 << 20)
+	k := startKernel(b, baseSpec(b), "")
+	mustExec(b, k, "s = 'x' * (1 << 20)")
+	ctx := context.Background()
+	cell := Cell{Code: "print(s, end='')", Stream: func(Event) {}}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := k.Exec(ctx, cell); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
