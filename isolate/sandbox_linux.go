@@ -260,6 +260,21 @@ func (s *Sandbox) releaseGroup() (kernel.Verdict, bool, error) {
 	return v, true, nil
 }
 
+// Procs lists the kernel's processes from its cgroup (none without one):
+// an interrupt ends all of them but the runner's own (kernel.ProcLister).
+func (s *Sandbox) Procs() ([]int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.group == nil || s.released {
+		return nil, nil
+	}
+	p, err := s.group.Procs()
+	if err != nil {
+		return nil, fmt.Errorf("isolate: procs %s: %w", s.id, err)
+	}
+	return p, nil
+}
+
 // Stats reads live figures from the kernel's cgroup (zeros without one).
 func (s *Sandbox) Stats() (kernel.Stats, error) {
 	if s.group == nil {

@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -105,5 +106,56 @@ func TestInterruptAndVarsCLI(t *testing.T) {
 	}
 	if r := cli(t, "", "interrupt", "--socket", d.socket, id[1]); r.code != 1 || !strings.Contains(r.stderr, "runs no cell") {
 		t.Fatalf("interrupt by id when idle: %+v", r)
+	}
+}
+
+// Under the daemon's real sandbox (the init step, a pid namespace, a
+// cgroup when root), an interrupt ends the cell's subprocess and keeps
+// the interpreter and its helpers: the cgroup's task count drops by one.
+func TestInterruptEndsSubprocessInSandbox(t *testing.T) {
+	d := startServe(t)
+	pids := func() int64 {
+		var list struct {
+			Kernels []struct {
+				Owner string `json:"owner"`
+				Pids  int64  `json:"pids"`
+			} `json:"kernels"`
+		}
+		_ = json.Unmarshal([]byte(cli(t, "", "ps", "--socket", d.socket, "--json").stdout), &list)
+		for _, k := range list.Kernels {
+			if k.Owner == "sub" {
+				return k.Pids
+			}
+		}
+		return -1
+	}
+	if r := cli(t, "", "exec", "--socket", d.socket, "--owner", "sub", "import subprocess"); r.code != 0 {
+		t.Fatal(r)
+	}
+	before := pids()
+	if before <= 0 {
+		t.Skip("no cgroup task counts here (needs root and cgroups)")
+	}
+	cmd := exec.Command(binPath, "exec", "--socket", d.socket, "--owner", "sub", "--stream",
+		"p = subprocess.Popen(['sleep', '600'])\nprint('go', flush=True)\np.wait()")
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "go\n" {
+		t.Fatalf("first line %q", line)
+	}
+	if got := pids(); got != before+1 {
+		t.Fatalf("tasks with the sleep: %d, want %d", got, before+1)
+	}
+	if r := cli(t, "", "interrupt", "--socket", d.socket, "--owner", "sub"); r.code != 0 {
+		t.Fatal(r)
+	}
+	_ = cmd.Wait()
+	if got := pids(); got != before {
+		t.Fatalf("tasks after the interrupt: %d, want %d (the sleep gone, the rest kept)", got, before)
+	}
+	if r := cli(t, "", "exec", "--socket", d.socket, "--owner", "sub", "print(p.returncode)"); r.stdout != "-9\n" {
+		t.Fatalf("after the interrupt: %+v", r)
 	}
 }
