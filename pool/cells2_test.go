@@ -89,14 +89,16 @@ func TestStreamerRedactsAcrossChunks(t *testing.T) {
 	var mu sync.Mutex
 	var got strings.Builder
 	s := newStreamer(f, func(e Event) { mu.Lock(); got.WriteString(e.Text); mu.Unlock() })
-	text := strings.Repeat("filler line\n", 1000) + "key " + secret + " \x1b[31mred\x1b[0m end\n" + strings.Repeat("z", 30000)
+	pem := "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\nVJTUt9Us8cKjMzEfYyjiWA4R4\n-----END PRIVATE KEY-----\n"
+	text := strings.Repeat("filler line\n", 1000) + "key " + secret + " \x1b[31mred\x1b[0m end\n" + pem + strings.Repeat("z", 30000)
 	// Chunks of 7 bytes put a border inside the secret and the escapes.
 	for i := 0; i < len(text); i += 7 {
 		s.add(kernel.Event{Kind: kernel.EventStdout, Data: []byte(text[i:min(i+7, len(text))])})
 	}
 	s.finish()
 	out := got.String()
-	if strings.Contains(out, secret[:10]) || strings.Contains(out, "\x1b") || !strings.Contains(out, " red end\n") {
+	if strings.Contains(out, secret[:10]) || strings.Contains(out, "\x1b") || !strings.Contains(out, " red end\n") ||
+		strings.Contains(out, "MIIEvQ") || strings.Contains(out, "VJTUt9") {
 		t.Fatalf("streamed text leaks: %q", out[11990:min(len(out), 12100)])
 	}
 	if len(out) > 20000+100 || !strings.Contains(out, "[stream capped") {
@@ -125,3 +127,17 @@ func TestStreamedResultDisplaysRedacted(t *testing.T) {
 }
 
 var _ = context.Background
+
+// A secret holding a newline that arrives whole is not cut at its newline.
+func TestStreamerKeepsMultilineSecretWhole(t *testing.T) {
+	const secret = "first-half-0123456789\nsecond-half-9876543210"
+	f := envscrub.NewPipeline(envscrub.OutputConfig{}).ForKernel([]string{secret})
+	var got strings.Builder
+	s := newStreamer(f, func(e Event) { got.WriteString(e.Text) })
+	s.add(kernel.Event{Kind: kernel.EventStdout, Data: []byte("before\npre " + secret + " post")})
+	s.add(kernel.Event{Kind: kernel.EventStdout, Data: []byte("\n")})
+	s.finish()
+	if out := got.String(); strings.Contains(out, "first-half") || strings.Contains(out, "second-half") || !strings.HasPrefix(out, "before\npre ") {
+		t.Fatalf("streamed %q", out)
+	}
+}
