@@ -74,8 +74,14 @@ func teardowns() []teardown {
 			}
 			return shutdown(d, o)
 		}},
+		// A timeout interrupts (the kernel stays, its state kept): shut
+		// the owner down like the other lifecycles, so kernels do not pile
+		// up against the cap and evict the other lifecycles' kernels.
 		{"timeout", func(d *Daemon, o string) error {
-			return want("timeout")(exec1(d, o, "import time\ntime.sleep(60)", "1s", false))
+			if err := want("timeout")(exec1(d, o, "import time\ntime.sleep(60)", "1s", false)); err != nil {
+				return err
+			}
+			return shutdown(d, o)
 		}},
 		{"sys_exit", func(d *Daemon, o string) error { return ended(exec1(d, o, "import sys\nsys.exit(3)", "30s", false)) }},
 		// A kernel that dies mid-cell is an error (exit -1), not "ended"
