@@ -125,7 +125,7 @@ func TestEscapedDescendantsDieOnEveryTeardown(t *testing.T) {
 		{"timeout", func(t *testing.T, k *kernel.Kernel) {
 			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 			defer cancel()
-			if _, err := k.Exec(ctx, kernel.Cell{Code: "import time\ntime.sleep(60)"}); !errors.Is(err, kernel.ErrTimeout) {
+			if _, err := k.Exec(ctx, kernel.Cell{Code: "import time\ntime.sleep(60)", KillOnTimeout: true}); !errors.Is(err, kernel.ErrTimeout) {
 				t.Fatalf("Exec = %v, want ErrTimeout", err)
 			}
 			<-k.Done()

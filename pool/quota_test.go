@@ -68,7 +68,7 @@ func TestCellsPerMinuteQuota(t *testing.T) {
 
 func TestKernelsPerOwnerQuotaAndEndReasons(t *testing.T) {
 	rec := newRecorder()
-	p := newTestPool(t, func(c *Config) {
+	p := newTestPool(t, killOnTimeout, func(c *Config) { // the timeout ends its kernel
 		c.Quotas = Quotas{MaxKernelsPerOwner: 1}
 		c.Observer = rec
 	})

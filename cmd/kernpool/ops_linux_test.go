@@ -123,7 +123,8 @@ output {
   inline_cap = 1000
 }
 profile "default" {
-  memory_max = "64MiB"
+  memory_max     = "64MiB"
+  timeout_action = "kill" # the timeout ends its kernel (an end reason to count)
 }
 `)
 	auditPath := filepath.Join(dir, "audit.log")
