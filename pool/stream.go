@@ -101,6 +101,9 @@ func (s *streamer) add(e kernel.Event) {
 		return
 	}
 	i := streamIndex(e.Kind)
+	if s.capped[i] {
+		return // past the inline cap nothing more is sent (the result has it)
+	}
 	s.pending[i] = append(s.pending[i], e.Data...)
 	s.flushLocked(i, false)
 }
@@ -140,7 +143,14 @@ func (s *streamer) flushLocked(i int, final bool) {
 		return
 	}
 	head := s.filter.Clean(string(p[:cut]))
-	if !strings.HasPrefix(s.filter.Clean(string(p)), head) && len(p) <= 4*streamMaxHold {
+	// The check cleans from a line start at least streamWindow before the
+	// cut (not all of p): masks are shorter than that, private key blocks
+	// are held whole by cutPoint.
+	lo := max(cut-streamWindow, 0)
+	if lo > 0 {
+		lo = bytes.LastIndexByte(p[:lo], '\n') + 1
+	}
+	if !strings.HasPrefix(s.filter.Clean(string(p[lo:])), s.filter.Clean(string(p[lo:cut]))) && len(p) <= 4*streamMaxHold {
 		return // something crosses the cut: wait for more
 	}
 	s.pending[i] = append(p[:0:0], p[cut:]...)
