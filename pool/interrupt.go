@@ -55,13 +55,7 @@ func (p *Pool) policy(mode string) CellPolicy {
 // does not end within the grace. ErrNotFound for an unknown id, ErrIdle
 // when no cell runs on it.
 func (p *Pool) Interrupt(id string) error {
-	p.mu.Lock()
-	s := p.byID[id]
-	var lv *live
-	if s != nil {
-		lv = s.live
-	}
-	p.mu.Unlock()
+	_, lv := p.liveByID(id)
 	if lv == nil {
 		return fmt.Errorf("pool: interrupt %q: %w", id, ErrNotFound)
 	}
@@ -100,13 +94,7 @@ func (p *Pool) InterruptOwner(owner, mode string) []string {
 // Variables lists the user-defined names of kernel id's namespace.
 // ErrNotFound for an unknown id, ErrBusy while a cell runs on it.
 func (p *Pool) Variables(ctx context.Context, id string) (*Variables, error) {
-	p.mu.Lock()
-	s := p.byID[id]
-	var lv *live
-	if s != nil {
-		lv = s.live
-	}
-	p.mu.Unlock()
+	s, lv := p.liveByID(id)
 	if lv == nil {
 		return nil, fmt.Errorf("pool: variables %q: %w", id, ErrNotFound)
 	}
@@ -131,4 +119,15 @@ func (p *Pool) Variables(ctx context.Context, id string) (*Variables, error) {
 		v.Variables[i].Repr = lv.filter.Clean(v.Variables[i].Repr)
 	}
 	return v, nil
+}
+
+// liveByID returns the slot and live kernel of id (lv nil: none).
+func (p *Pool) liveByID(id string) (*slot, *live) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.byID[id]
+	if s == nil {
+		return nil, nil
+	}
+	return s, s.live
 }
