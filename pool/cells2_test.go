@@ -108,7 +108,14 @@ func TestStreamerRedactsAcrossChunks(t *testing.T) {
 
 func TestStreamedResultDisplaysRedacted(t *testing.T) {
 	const secret = "s3cr3t-value-0123456789"
-	p := newTestPool(t, func(c *Config) { c.Env = fakeEnv{secret}; c.Output = maskFactory{&secretRecorder{}} })
+	parent := []string{"PATH=/usr/bin:/bin", "SERVICE_PASSWORD=" + secret}
+	scrub, err := envscrub.New(envscrub.Config{Parent: func() []string { return parent }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newTestPool(t, func(c *Config) {
+		c.Env, c.Output = scrub, envscrubFactory{envscrub.NewPipeline(envscrub.OutputConfig{})}
+	})
 	var events []Event
 	res, err := p.Execute(t.Context(), Request{Code: "class H:\n    def _repr_html_(self): return '<i>" + secret + "</i>'\n" +
 		"print('a')\ndisplay(H())", Stream: func(e Event) { events = append(events, e) }})
@@ -117,11 +124,11 @@ func TestStreamedResultDisplaysRedacted(t *testing.T) {
 	}
 	var html string
 	_ = json.Unmarshal(res.Displays[0].Data["text/html"], &html)
-	if html != "<i>[MASKED]</i>" || len(events) != 2 || events[0].Text != "a\n" || events[1].Kind != EventDisplay {
+	if html != "<i>***</i>" || len(events) != 2 || events[0].Text != "a\n" || events[1].Kind != EventDisplay {
 		t.Fatalf("html %q events %+v", html, events)
 	}
 	_ = json.Unmarshal(events[1].Display.Data["text/html"], &html)
-	if html != "<i>[MASKED]</i>" {
+	if html != "<i>***</i>" {
 		t.Fatalf("streamed html %q", html)
 	}
 }
