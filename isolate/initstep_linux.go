@@ -18,9 +18,12 @@ import (
 const DefaultInitPath = "/proc/self/exe"
 
 // initReadyTimeout bounds how long a kernel's start waits for its init to
-// report (setup takes about a millisecond; a stuck mount must not hang
-// the pool).
-const initReadyTimeout = 10 * time.Second
+// report. Setup takes a few milliseconds, but creating a network namespace
+// waits on the kernel's teardown of earlier ones (heavy kernel churn) and a
+// v1 cgroup.procs write on an RCU grace period; on a loaded host both took
+// over 10 s in the load test. Slow is better than a refused kernel; a
+// stuck mount still cannot hang the pool.
+const initReadyTimeout = 60 * time.Second
 
 // initNamespaces are the namespaces every kernel gets from its init; net
 // unless the profile keeps the host network.
