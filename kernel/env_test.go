@@ -59,30 +59,6 @@ func TestStagingAndTmpdir(t *testing.T) {
 	}
 }
 
-func TestOnlyStdioFdsInChild(t *testing.T) {
-	requireProc(t)
-	// An inheritable fd in the host must not leak either.
-	f, err := os.Open(os.DevNull)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	k := startKernel(t, baseSpec(t), "")
-	// The runner's only extra fds are its private, non-inheritable protocol
-	// fds (requests, frames, stderr markers); listdir holds one more.
-	r := mustExec(t, k, "import os, subprocess\n"+
-		"extra = [int(fd) for fd in os.listdir('/proc/self/fd') if int(fd) > 2]\n"+
-		"print(len(extra), sum(os.get_inheritable(fd) for fd in extra if os.path.exists('/proc/self/fd/%d' % fd)))\n"+
-		"subprocess.run(['/bin/ls', '/proc/self/fd'])\n"+
-		"subprocess.run(['/bin/cat'])\n"+
-		"print(os.readlink('/proc/self/fd/0'))")
-	// Python-level output comes first, then fd-level (ls's) output; ls
-	// lists its own fds: 0-2 and the one it reads the directory with.
-	if want := "4 0\n/dev/null\n0\n1\n2\n3\n"; r.Stdout != want {
-		t.Fatalf("stdout %q, want %q", r.Stdout, want)
-	}
-}
-
 func TestStartRefusesBadSpecs(t *testing.T) {
 	testenv.RequirePython(t)
 	good := baseSpec(t)
