@@ -5,12 +5,14 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/kernpool/kernpool/isolate/kinit"
 	"github.com/kernpool/kernpool/kernel"
 )
 
@@ -333,7 +335,7 @@ func (c *Config) validate() error {
 		}
 	}
 	for _, r := range c.Rlimits {
-		if _, ok := rlimitNames[r.Name]; !ok {
+		if !slices.Contains(kinit.RlimitNames(), r.Name) {
 			return fmt.Errorf("%w: unknown rlimit %q", ErrBadConfig, r.Name)
 		}
 		if r.Soft > r.Hard {
@@ -344,11 +346,6 @@ func (c *Config) validate() error {
 }
 
 func isWindowsAbs(p string) bool { return len(p) > 2 && p[1] == ':' && (p[2] == '\\' || p[2] == '/') }
-
-// rlimitNames are the resources the runner knows (resource.RLIMIT_*).
-var rlimitNames = map[string]struct{}{
-	"core": {}, "nofile": {}, "nproc": {}, "fsize": {}, "as": {}, "data": {}, "stack": {}, "cpu": {}, "memlock": {},
-}
 
 // rlimitEnv renders the KERNPOOL_RLIMITS value: "core=0:0,nofile=1024:1024".
 func rlimitEnv(rl []Rlimit) string {

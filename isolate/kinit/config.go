@@ -67,6 +67,13 @@ type Rlimit struct {
 	Hard uint64 `json:"hard"`
 }
 
+// RlimitNames are the resources an init sets by name (setrlimit(2)'s
+// RLIMIT_*, lower case without the prefix): the daemon validates a
+// config's rlimits against this one list.
+func RlimitNames() []string {
+	return []string{"core", "nofile", "nproc", "fsize", "as", "data", "stack", "cpu", "memlock"}
+}
+
 // Env renders c as the EnvConfig and EnvSeccomp entries of the init's
 // environment.
 func (c Config) Env() ([]string, error) {

@@ -123,7 +123,7 @@ func joinCgroups(files []string) error {
 // also updates the RLIMIT_NOFILE value Go hands to children it forks.
 func setRlimits(rl []Rlimit) error {
 	for _, r := range rl {
-		res, ok := rlimitResources[r.Name]
+		res, ok := rlimitResource(r.Name)
 		if !ok {
 			return fmt.Errorf("setrlimit %s: unknown resource", r.Name)
 		}
@@ -134,8 +134,27 @@ func setRlimits(rl []Rlimit) error {
 	return nil
 }
 
-var rlimitResources = map[string]int{
-	"core": unix.RLIMIT_CORE, "nofile": unix.RLIMIT_NOFILE, "nproc": unix.RLIMIT_NPROC,
-	"fsize": unix.RLIMIT_FSIZE, "as": unix.RLIMIT_AS, "data": unix.RLIMIT_DATA,
-	"stack": unix.RLIMIT_STACK, "cpu": unix.RLIMIT_CPU, "memlock": unix.RLIMIT_MEMLOCK,
+// rlimitResource maps a name of RlimitNames to its resource number.
+func rlimitResource(name string) (int, bool) {
+	switch name {
+	case "core":
+		return unix.RLIMIT_CORE, true
+	case "nofile":
+		return unix.RLIMIT_NOFILE, true
+	case "nproc":
+		return unix.RLIMIT_NPROC, true
+	case "fsize":
+		return unix.RLIMIT_FSIZE, true
+	case "as":
+		return unix.RLIMIT_AS, true
+	case "data":
+		return unix.RLIMIT_DATA, true
+	case "stack":
+		return unix.RLIMIT_STACK, true
+	case "cpu":
+		return unix.RLIMIT_CPU, true
+	case "memlock":
+		return unix.RLIMIT_MEMLOCK, true
+	}
+	return 0, false
 }

@@ -15,7 +15,7 @@ import (
 // privateDirs get a private tmpfs each. A tenant's files there are
 // invisible to every other kernel and vanish with the kernel's mount
 // namespace; their pages are charged to the kernel's memory cgroup.
-var privateDirs = []string{"/tmp", "/var/tmp", "/dev/shm"}
+func privateDirs() []string { return []string{"/tmp", "/var/tmp", "/dev/shm"} }
 
 // keptDir is a directory opened before the private tmpfs hid it.
 type keptDir struct {
@@ -68,7 +68,7 @@ func setupMounts(cfg Config) error {
 // skips those that do not exist: there is nothing to share there.
 func maskedDirs() ([]string, error) {
 	var out []string
-	for _, d := range privateDirs {
+	for _, d := range privateDirs() {
 		real, err := filepath.EvalSymlinks(d)
 		if errors.Is(err, os.ErrNotExist) {
 			continue

@@ -12,9 +12,11 @@ import (
 
 // forwarded are the signals the init passes on to the interpreter. SIGKILL
 // and SIGSTOP cannot be caught; the daemon kills through the cgroup.
-var forwarded = []os.Signal{
-	syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
-	syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGCONT,
+func forwarded() []os.Signal {
+	return []os.Signal{
+		syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
+		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGCONT,
+	}
 }
 
 // forkInterpreter starts the interpreter as the kernel uid, in its own
@@ -45,7 +47,7 @@ func forkInterpreter(cfg Config) (int, error) {
 // code; the kernel then kills whatever is left in the namespace.
 func supervise(pid int, status *os.File) int {
 	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, forwarded...)
+	signal.Notify(sigs, forwarded()...)
 	go func() {
 		for s := range sigs {
 			_ = syscall.Kill(pid, s.(syscall.Signal))
@@ -76,7 +78,7 @@ func supervise(pid int, status *os.File) int {
 }
 
 // nsKinds are the namespaces the init checks, by /proc/self/ns name.
-var nsKinds = []string{"mnt", "pid", "ipc", "uts", "net"}
+func nsKinds() []string { return []string{"mnt", "pid", "ipc", "uts", "net"} }
 
 // ownNamespaces lists the namespaces this process does not share with
 // peer, the daemon that started it (read in the host /proc, before /proc
@@ -86,7 +88,7 @@ func ownNamespaces(peer int) ([]string, error) {
 		return nil, fmt.Errorf("read namespaces: no daemon pid to compare with")
 	}
 	var own []string
-	for _, kind := range nsKinds {
+	for _, kind := range nsKinds() {
 		mine, err := os.Readlink("/proc/self/ns/" + kind)
 		if err != nil {
 			return nil, fmt.Errorf("read namespace %s: %w", kind, err)
