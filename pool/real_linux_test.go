@@ -15,7 +15,7 @@ import (
 	"github.com/kernpool/kernpool/kernel"
 )
 
-// The pool's seams filled with the real components, as cmd/kernpool's
+// The pool's seams filled with the real components, as pool/daemon's
 // wire.go does (isolate and envscrub do not import pool, so the adapters
 // live with their user; realOutput is in hostile_helpers_linux_test.go).
 

@@ -5,15 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 	"text/tabwriter"
 
-	"github.com/hashicorp/go-hclog"
-
-	"github.com/kernpool/kernpool/kernel"
 	"github.com/kernpool/kernpool/pool"
 	"github.com/kernpool/kernpool/pool/api"
+	"github.com/kernpool/kernpool/pool/daemon"
 )
 
 func runPs(ctx context.Context, e *env, args []string) int {
@@ -133,13 +130,7 @@ func runDoctor(ctx context.Context, e *env, args []string) int {
 	if err != nil {
 		return usageError(e, fs, "%v", err)
 	}
-	path, err := resolveInterpreter(ctx, cfg.Interpreter, hclog.NewNullLogger())
-	if err != nil {
-		fmt.Fprintf(e.stdout, "interpreter:  NOT FOUND: %v\n", err)
-	} else {
-		fmt.Fprintf(e.stdout, "interpreter:  resolves to %s\n", path)
-	}
-	report, isolationOK := doctorReport(ctx, cfg, path)
+	report, isolationOK := daemon.Doctor(ctx, cfg, buildVersion().Version)
 	fmt.Fprint(e.stdout, report)
 	client := api.NewClient(cfg.Socket)
 	defer client.CloseIdleConnections()
@@ -182,16 +173,6 @@ func formatSeconds(s float64) string {
 	return fmt.Sprintf("%dh%02dm", int(s)/3600, int(s)%3600/60)
 }
 
-func formatLimit(n int64) string { return kernel.FormatBytes(n) }
-
-// formatSwap renders a swap limit, where 0 means no swap at all.
-func formatSwap(n int64) string {
-	if n == 0 {
-		return "none"
-	}
-	return kernel.FormatBytes(n)
-}
-
 // humanBytes renders a usage figure with one decimal (12.5MiB).
 func humanBytes(n int64) string {
 	const unit = 1024
@@ -212,13 +193,4 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
-}
-
-func sortedProfileNames(cfg *Config) []string {
-	names := make([]string, 0, len(cfg.Profiles))
-	for n := range cfg.Profiles {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kernpool/kernpool/pool"
 	"github.com/kernpool/kernpool/pool/api"
+	"github.com/kernpool/kernpool/pool/daemon"
 )
 
 // maxStdinCode bounds code read from stdin (the API refuses bodies over 16 MiB).
@@ -37,7 +38,7 @@ func runExec(ctx context.Context, e *env, args []string) int {
 	fs.StringVar(&f.passthrough, "passthrough", "", "extra environment `NAME[,NAME...]` for a new kernel")
 	fs.BoolVar(&f.reset, "reset", false, "discard the kernel's state before the cell")
 	fs.Func("timeout", "cell timeout, e.g. 30s, 2m or 45 (seconds) (default: the daemon's)", func(s string) error {
-		d, err := ParseDuration(s)
+		d, err := daemon.ParseDuration(s)
 		f.timeout = d
 		return err
 	})
@@ -124,7 +125,7 @@ func socketPath(flagValue string, getenv func(string) string) string {
 	if flagValue != "" {
 		return flagValue
 	}
-	return defaultSocket(getenv)
+	return daemon.DefaultSocket(getenv)
 }
 
 // reportExecError prints why no result came back and picks the exit code:

@@ -4,15 +4,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 
-	"github.com/hashicorp/go-hclog"
-
-	"github.com/kernpool/kernpool/cgroup"
 	"github.com/kernpool/kernpool/kernel"
+	"github.com/kernpool/kernpool/pool/daemon"
 )
 
 // serveFlags are serve's flags as typed; only the ones given on the
@@ -58,17 +55,17 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 
 // loadServeConfig builds the config: defaults, the file, the set flags,
 // then the default paths for what is still empty.
-func loadServeConfig(fs *flag.FlagSet, f *serveFlags, getenv func(string) string) (*Config, error) {
-	cfg := DefaultConfig()
+func loadServeConfig(fs *flag.FlagSet, f *serveFlags, getenv func(string) string) (*daemon.Config, error) {
+	cfg := daemon.DefaultConfig()
 	file := f.config
 	if file == "" && runtime.GOOS != "windows" {
-		if _, err := os.Stat(DefaultConfigFile); err == nil {
-			file = DefaultConfigFile
+		if _, err := os.Stat(daemon.DefaultConfigFile); err == nil {
+			file = daemon.DefaultConfigFile
 		}
 	}
 	if file != "" {
 		var err error
-		if cfg, err = LoadConfigFile(file); err != nil {
+		if cfg, err = daemon.LoadConfigFile(file); err != nil {
 			return nil, err
 		}
 		cfg.File = file
@@ -80,37 +77,18 @@ func loadServeConfig(fs *flag.FlagSet, f *serveFlags, getenv func(string) string
 		}
 	})
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("%w: %s", ErrConfig, strings.Join(errs, "; "))
+		return nil, fmt.Errorf("%w: %s", daemon.ErrConfig, strings.Join(errs, "; "))
 	}
-	if cfg.Socket == "" {
-		cfg.Socket = defaultSocket(getenv)
-	}
-	if cfg.StateDir == "" {
-		cfg.StateDir = defaultStateDir(getenv)
-	}
-	var err error
-	if cfg.Socket, err = filepath.Abs(cfg.Socket); err != nil {
-		return nil, fmt.Errorf("%w: socket: %v", ErrConfig, err)
-	}
-	if cfg.StateDir, err = filepath.Abs(cfg.StateDir); err != nil {
-		return nil, fmt.Errorf("%w: state dir: %v", ErrConfig, err)
-	}
-	if cfg.Cgroup.Parent == "" {
-		cfg.Cgroup.Parent = cgroup.ParentFor(cfg.StateDir)
-	}
-	if hclog.LevelFromString(cfg.LogLevel) == hclog.NoLevel {
-		return nil, fmt.Errorf("%w: log level %q is not one of trace, debug, info, warn, error", ErrConfig, cfg.LogLevel)
-	}
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Complete(getenv); err != nil {
 		return nil, err
 	}
 	return cfg, nil
 }
 
 // apply sets the config field of one flag that was given.
-func (f *serveFlags) apply(cfg *Config, name string) error {
-	def := cfg.Profiles[DefaultProfile]
-	defer func() { cfg.Profiles[DefaultProfile] = def }()
+func (f *serveFlags) apply(cfg *daemon.Config, name string) error {
+	def := cfg.Profiles[daemon.DefaultProfile]
+	defer func() { cfg.Profiles[daemon.DefaultProfile] = def }()
 	var err error
 	switch name {
 	case "socket":
@@ -130,7 +108,7 @@ func (f *serveFlags) apply(cfg *Config, name string) error {
 	case "passthrough":
 		cfg.Env.Passthrough = append(cfg.Env.Passthrough, splitList(f.passthrough)...)
 	case "memory-max":
-		def.MemoryMax, err = ParseSize(f.memoryMax)
+		def.MemoryMax, err = daemon.ParseSize(f.memoryMax)
 	case "pids-max":
 		def.PidsMax, err = strconv.ParseInt(f.pidsMax, 10, 64)
 	case "cpu-max":
@@ -140,23 +118,23 @@ func (f *serveFlags) apply(cfg *Config, name string) error {
 	case "max-tool-calls":
 		cfg.MaxToolCalls, err = strconv.Atoi(f.maxToolCls)
 	case "idle-timeout":
-		cfg.IdleTimeout, err = ParseDuration(f.idleTimeout)
+		cfg.IdleTimeout, err = daemon.ParseDuration(f.idleTimeout)
 	case "cell-timeout":
-		cfg.CellTimeout, err = ParseDuration(f.cellTimeout)
+		cfg.CellTimeout, err = daemon.ParseDuration(f.cellTimeout)
 	case "max-cell-timeout":
-		cfg.MaxCellTimeout, err = ParseDuration(f.maxCellTimeout)
+		cfg.MaxCellTimeout, err = daemon.ParseDuration(f.maxCellTimeout)
 	case "tool-call-timeout":
-		cfg.ToolCallTimeout, err = ParseDuration(f.toolCallTimeout)
+		cfg.ToolCallTimeout, err = daemon.ParseDuration(f.toolCallTimeout)
 	case "metrics-listen":
 		cfg.MetricsListen = f.metricsListen
 	case "socket-group":
 		cfg.SocketGroup = f.socketGroup
 	case "drain-grace":
-		cfg.DrainGrace, err = ParseDuration(f.drainGrace)
+		cfg.DrainGrace, err = daemon.ParseDuration(f.drainGrace)
 	case "timeout-action":
 		def.TimeoutAction = f.timeoutAction
 	case "interrupt-grace":
-		def.InterruptGrace, err = ParseDuration(f.interruptGrace)
+		def.InterruptGrace, err = daemon.ParseDuration(f.interruptGrace)
 	}
 	return err
 }

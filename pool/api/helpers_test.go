@@ -227,7 +227,7 @@ func waitFor(tb testing.TB, what string, cond func() bool) {
 }
 
 // rpcFactory adapts the real rpcsock listener to pool.ToolServerFactory
-// (the daemon's wiring does the same in cmd/kernpool/wire.go).
+// (the daemon's wiring does the same in pool/daemon/wire.go).
 type rpcFactory struct{}
 
 func (rpcFactory) Listen(staging string, uid int, tools []string) (pool.ToolServer, error) {

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"fmt"
@@ -12,18 +12,18 @@ import (
 // dir whose lock is free are stale and adopted).
 const stateLockName = ".kernpool.lock"
 
-// defaultSocket is $KERNPOOL_SOCKET, else /run/kernpool/kernpool.sock for
+// DefaultSocket is $KERNPOOL_SOCKET, else /run/kernpool/kernpool.sock for
 // root, else $XDG_RUNTIME_DIR/kernpool/kernpool.sock, else
 // <tmp>/kernpool-<uid>/kernpool.sock (docs/design.md "State directory").
-func defaultSocket(getenv func(string) string) string {
+func DefaultSocket(getenv func(string) string) string {
 	if s := getenv("KERNPOOL_SOCKET"); s != "" {
 		return s
 	}
 	return filepath.Join(defaultBase(getenv), "kernpool.sock")
 }
 
-// defaultStateDir is the state dir beside the default socket.
-func defaultStateDir(getenv func(string) string) string {
+// DefaultStateDir is the state dir beside the default socket.
+func DefaultStateDir(getenv func(string) string) string {
 	return filepath.Join(defaultBase(getenv), "state")
 }
 

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package main
+package daemon
 
 // hardenDaemon does nothing where PR_SET_DUMPABLE does not exist.
 func hardenDaemon() error { return nil }

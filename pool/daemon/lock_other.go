@@ -1,6 +1,6 @@
 //go:build !unix
 
-package main
+package daemon
 
 // lockStateDir is a no-op where flock does not exist; the socket check
 // still refuses a second daemon on the same socket.

@@ -1,58 +1,53 @@
-package main
+package daemon
 
 import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/kernpool/kernpool/pool"
 )
 
-// reloader applies a reread configuration on SIGHUP: profile limits (for
-// kernels started from now on; running kernels keep their cgroup limits)
-// and the per-owner quotas. A configuration that
-// does not parse or validate, or whose profile changes need a restart, is
-// refused whole: the old one stays and the log says why. Other changed
-// settings are listed as needing a restart.
+// reloader applies a reread configuration (Daemon.Reload): profile
+// limits (for kernels started from now on; running kernels keep their
+// cgroup limits) and the per-owner quotas. A configuration whose profile
+// changes cannot be applied is refused whole: the old one stays. Other
+// changed settings are logged as needing a restart.
 type reloader struct {
-	cur    *Config
-	load   func() (*Config, error)
-	pool   *pool.Pool
-	seams  seams
-	log    hclog.Logger
-	getenv func(string) string
+	mu    sync.Mutex
+	cur   *Config
+	pool  *pool.Pool
+	seams seams
+	log   hclog.Logger
 }
 
-// reload rereads and applies the configuration (see reloader).
-func (r *reloader) reload() {
-	if r.load == nil {
-		return
-	}
-	sdNotify(r.getenv, r.log, "RELOADING=1")
-	defer sdNotify(r.getenv, r.log, "READY=1")
-	next, err := r.load()
-	if err != nil {
-		r.log.Error("reload refused; keeping the running configuration", "error", err)
-		return
-	}
+func (r *reloader) current() *Config {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cur
+}
+
+// apply applies next (see reloader).
+func (r *reloader) apply(next *Config) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	changed, restart := diffConfig(r.cur, next)
 	if len(changed) == 0 && len(restart) == 0 {
 		r.log.Info("reload: nothing changed")
-		return
+		return nil
 	}
 	// The ceiling is checked by the pool and the isolator alike; it stays
 	// as it runs (a restart changes it), so both keep agreeing.
 	limits := *next
 	limits.Ceiling = r.cur.Ceiling
 	if err := r.seams.SetLimits(&limits); err != nil {
-		r.log.Error("reload refused; keeping the running configuration", "error", err)
-		return
+		return err
 	}
 	if err := r.pool.SetQuotas(quotas(next)); err != nil {
-		r.log.Error("reload refused; keeping the running configuration", "error", err)
-		return
+		return err
 	}
 	// What is applied becomes current; what needs a restart stays as it runs.
 	applied := *r.cur
@@ -65,6 +60,7 @@ func (r *reloader) reload() {
 	if len(restart) > 0 {
 		r.log.Warn("reload: these settings changed but only a restart applies them", "settings", strings.Join(restart, ", "))
 	}
+	return nil
 }
 
 // diffConfig describes what changed between two configurations: the

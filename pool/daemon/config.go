@@ -1,15 +1,18 @@
-package main
+package daemon
 
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclparse"
 
+	"github.com/kernpool/kernpool/cgroup"
 	"github.com/kernpool/kernpool/envscrub"
 	"github.com/kernpool/kernpool/kernel"
 	"github.com/kernpool/kernpool/pool"
@@ -321,4 +324,31 @@ func (c *Config) ProfileFor(mode string) Profile {
 		return p
 	}
 	return c.Profiles[DefaultProfile]
+}
+
+// Complete fills what is still empty with its default (Socket and
+// StateDir: DefaultSocket and DefaultStateDir under getenv; the cgroup
+// parent: derived from the state dir), makes the paths absolute and
+// validates the result.
+func (c *Config) Complete(getenv func(string) string) error {
+	if c.Socket == "" {
+		c.Socket = DefaultSocket(getenv)
+	}
+	if c.StateDir == "" {
+		c.StateDir = DefaultStateDir(getenv)
+	}
+	var err error
+	if c.Socket, err = filepath.Abs(c.Socket); err != nil {
+		return fmt.Errorf("%w: socket: %v", ErrConfig, err)
+	}
+	if c.StateDir, err = filepath.Abs(c.StateDir); err != nil {
+		return fmt.Errorf("%w: state dir: %v", ErrConfig, err)
+	}
+	if c.Cgroup.Parent == "" {
+		c.Cgroup.Parent = cgroup.ParentFor(c.StateDir)
+	}
+	if hclog.LevelFromString(c.LogLevel) == hclog.NoLevel {
+		return fmt.Errorf("%w: log level %q is not one of trace, debug, info, warn, error", ErrConfig, c.LogLevel)
+	}
+	return c.Validate()
 }

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -31,9 +31,8 @@ type opsKit struct {
 
 // newOpsKit opens what cfg asks for; the TCP listener is bound here so
 // that a bad address stops the start before the API socket listens.
-func newOpsKit(cfg *Config, log hclog.Logger) (*opsKit, error) {
-	v := buildVersion()
-	k := &opsKit{metrics: metrics.New(v.Version, v.Revision, cfg.Modes())}
+func newOpsKit(cfg *Config, version, revision string, log hclog.Logger) (*opsKit, error) {
+	k := &opsKit{metrics: metrics.New(version, revision, cfg.Modes())}
 	if cfg.Audit.Path != "" {
 		a, err := audit.Open(audit.Config{
 			Path: cfg.Audit.Path, IncludeCode: cfg.Audit.IncludeCode, MaxSize: cfg.Audit.MaxSize,

@@ -1,0 +1,186 @@
+package daemon
+
+import (
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kernpool/kernpool/kernel"
+)
+
+func TestExampleConfigIsValid(t *testing.T) {
+	cfg, err := LoadConfigFile("../../docs/kernpool.example.hcl")
+	if err != nil {
+		t.Fatalf("the documented example does not parse: %v", err)
+	}
+	def := DefaultConfig()
+	// The example spells out the defaults, plus one extra profile.
+	if got, want := cfg.Profiles[DefaultProfile], def.Profiles[DefaultProfile]; !reflect.DeepEqual(got, want) {
+		t.Errorf("example default profile %+v, built-in %+v", got, want)
+	}
+	u, ok := cfg.Profiles["untrusted"]
+	if !ok || u.MemoryMax != 128<<20 || u.PidsMax != 32 || u.Network || u.TmpSize != 16<<20 {
+		t.Errorf("untrusted profile = %+v", u)
+	}
+	cfg.Profiles, def.Profiles = nil, nil
+	if !reflect.DeepEqual(cfg, def) {
+		t.Errorf("example config differs from the defaults:\n got %+v\nwant %+v", cfg, def)
+	}
+}
+
+func TestParseConfig(t *testing.T) {
+	tests := []struct {
+		name  string
+		src   string
+		check func(t *testing.T, c *Config)
+		err   []string // substrings of the error; nil means success
+	}{
+		{name: "empty file keeps defaults", src: ``, check: func(t *testing.T, c *Config) {
+			if !reflect.DeepEqual(c, DefaultConfig()) {
+				t.Errorf("got %+v", c)
+			}
+		}},
+		{name: "good file", src: `
+socket = "/tmp/x.sock"
+idle_timeout = "90s"
+cell_timeout = 20
+max_kernels = 8
+output { inline_cap = "1KiB" }
+users { uid_range = "70000-70010" }
+profile "default" { memory_max = "64MiB" }
+profile "gpu" {
+  memory_max = 1073741824
+  cpu_max = 2
+}
+ceiling { memory_max = "8GiB" }
+`, check: func(t *testing.T, c *Config) {
+			if c.Socket != "/tmp/x.sock" || c.IdleTimeout != 90*time.Second || c.CellTimeout != 20*time.Second || c.MaxKernels != 8 {
+				t.Errorf("top level: %+v", c)
+			}
+			if c.Output.InlineCap != 1024 || c.Output.StderrCap != 10000 {
+				t.Errorf("output: %+v", c.Output)
+			}
+			if c.Users.UIDFirst != 70000 || c.Users.UIDLast != 70010 || !c.Users.Enabled {
+				t.Errorf("users: %+v", c.Users)
+			}
+			if c.Profiles["default"].MemoryMax != 64<<20 || c.Profiles["default"].PidsMax != 256 {
+				t.Errorf("default profile: %+v", c.Profiles["default"])
+			}
+			if g := c.ProfileFor("gpu"); g.MemoryMax != 1<<30 || g.CPUMax != 2 {
+				t.Errorf("gpu profile: %+v", g)
+			}
+			if !reflect.DeepEqual(c.ProfileFor("unknown"), c.Profiles["default"]) {
+				t.Errorf("an unknown mode does not select the default profile")
+			}
+			if c.Ceiling.MemoryMax != 8<<30 || c.Ceiling.PidsMax != 4096 {
+				t.Errorf("ceiling: %+v", c.Ceiling)
+			}
+		}},
+		{name: "unknown attribute", src: "socket = \"/a\"\n\ncolour = \"red\"\n", err: []string{"test.hcl:3", "colour"}},
+		{name: "unknown block", src: "nope {\n}\n", err: []string{"test.hcl:1", "nope"}},
+		{name: "unknown attribute in block", src: "output {\n  inline_cap = 5\n  bogus = 1\n}\n", err: []string{"test.hcl:3", "bogus"}},
+		{name: "bad size", src: "profile \"default\" {\n  memory_max = \"lots\"\n}\n", err: []string{"test.hcl:2", "memory_max", "64MiB"}},
+		{name: "negative size", src: "ceiling {\n memory_max = \"-1GiB\"\n}\n", err: []string{"test.hcl:2", "memory_max"}},
+		{name: "bad duration", src: "\nidle_timeout = \"soon\"\n", err: []string{"test.hcl:2", "idle_timeout", "duration"}},
+		{name: "wrong type", src: "max_kernels = \"many\"\n", err: []string{"test.hcl:1", "number is required"}},
+		{name: "refuse present but empty", src: "env {\n  refuse = []\n}\n", check: func(t *testing.T, c *Config) {
+			if c.Env.Refuse == nil || len(c.Env.Refuse) != 0 {
+				t.Errorf("refuse = %#v, want an empty non-nil list (refuse nothing)", c.Env.Refuse)
+			}
+		}},
+		{name: "bad uid range", src: "users {\n  uid_range = \"9-1\"\n}\n", err: []string{"test.hcl:2", "uid_range"}},
+		{name: "duplicate profile", src: "profile \"a\" {\n}\nprofile \"a\" {\n}\n", err: []string{"Duplicate profile", `"a"`}},
+		{name: "syntax error", src: "socket = \n", err: []string{"test.hcl:1"}},
+		{name: "cross-field rule", src: "cell_timeout = \"2h\"\n", err: []string{"max_cell_timeout"}},
+		{name: "zero max kernels", src: "max_kernels = 0\n", err: []string{"max_kernels"}},
+		{name: "isolation process", src: "isolation = \"process\"\n", check: func(t *testing.T, c *Config) {
+			if c.Isolation != kernel.IsolationProcess {
+				t.Errorf("isolation = %q", c.Isolation)
+			}
+		}},
+		{name: "default isolation is sandbox", src: "", check: func(t *testing.T, c *Config) {
+			if c.Isolation != kernel.IsolationSandbox || c.Cgroup.Parent != "" {
+				t.Errorf("isolation %q, cgroup parent %q: want sandbox and the derived parent", c.Isolation, c.Cgroup.Parent)
+			}
+		}},
+		{name: "unknown isolation", src: "\nisolation = \"vm\"\n", err: []string{"test.hcl:2", "isolation", `"sandbox" or "process"`, `"vm"`}},
+		{name: "result over its budget", src: "output {\n  inline_cap = \"990KB\"\n}\n", err: []string{"inline_cap + 3 x output.stderr_cap", "1000000"}},
+		{name: "spill quota below one spill", src: "output {\n  spill_quota = \"1MB\"\n}\n", err: []string{"spill_quota"}},
+		{name: "spill quota", src: "output {\n  spill_quota = \"64MiB\"\n}\n", check: func(t *testing.T, c *Config) {
+			if c.Output.SpillQuota != 64<<20 {
+				t.Errorf("spill_quota = %d, want %d", c.Output.SpillQuota, 64<<20)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := ParseConfig([]byte(tt.src), "test.hcl")
+			if tt.err == nil {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				tt.check(t, cfg)
+				return
+			}
+			if err == nil {
+				t.Fatalf("no error, want one mentioning %q", tt.err)
+			}
+			for _, w := range tt.err {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestParseSizeAndDuration(t *testing.T) {
+	sizes := []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"64MiB", 64 << 20, true}, {"1GiB", 1 << 30, true}, {"512M", 512 << 20, true}, {"1GB", 1e9, true},
+		{"1048576", 1 << 20, true}, {"0", 0, true}, {"max", 0, true}, {"1.5KiB", 1536, true},
+		{"lots", 0, false}, {"-1", 0, false}, {"MiB", 0, false}, {"1e400", 0, false},
+	}
+	for _, s := range sizes {
+		got, err := ParseSize(s.in)
+		if (err == nil) != s.ok || (s.ok && got != s.want) {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d ok=%t", s.in, got, err, s.want, s.ok)
+		}
+	}
+	durations := []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"30s", 30 * time.Second, true}, {"1h30m", 90 * time.Minute, true}, {"90", 90 * time.Second, true},
+		{"0.5", 500 * time.Millisecond, true}, {"soon", 0, false}, {"-5s", 0, false}, {"-1", 0, false},
+	}
+	for _, d := range durations {
+		got, err := ParseDuration(d.in)
+		if (err == nil) != d.ok || (d.ok && got != d.want) {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v ok=%t", d.in, got, err, d.want, d.ok)
+		}
+	}
+}
+
+func TestDefaultPaths(t *testing.T) {
+	env := map[string]string{"KERNPOOL_SOCKET": "/custom.sock", "XDG_RUNTIME_DIR": "/run/user/1000"}
+	getenv := func(k string) string { return env[k] }
+	if got := DefaultSocket(getenv); got != "/custom.sock" {
+		t.Errorf("socket with $KERNPOOL_SOCKET = %q", got)
+	}
+	delete(env, "KERNPOOL_SOCKET")
+	sock, state := DefaultSocket(getenv), DefaultStateDir(getenv)
+	if os.Getuid() == 0 {
+		if sock != "/run/kernpool/kernpool.sock" || state != "/run/kernpool/state" {
+			t.Errorf("root defaults: %q %q", sock, state)
+		}
+	} else if sock != "/run/user/1000/kernpool/kernpool.sock" || state != "/run/user/1000/kernpool/state" {
+		t.Errorf("user defaults: %q %q", sock, state)
+	}
+}

@@ -1,0 +1,111 @@
+package daemon_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/kernpool/kernpool/internal/testenv"
+	"github.com/kernpool/kernpool/kernel"
+	"github.com/kernpool/kernpool/pool"
+	"github.com/kernpool/kernpool/pool/api"
+	"github.com/kernpool/kernpool/pool/daemon"
+)
+
+// testConfig is a daemon config over a fresh dir with a cgroup parent of
+// its own (a daemon sweeps its parent's leftovers at start, which must
+// never reach another daemon's kernels on this host). Not root, it asks
+// for the explicit process mode: sandbox refuses to start there.
+func testConfig(t testing.TB) *daemon.Config {
+	t.Helper()
+	testenv.RequirePython(t)
+	dir, err := os.MkdirTemp("", "kpdaemon")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o711); err != nil { // kernel uids traverse it
+		t.Fatal(err)
+	}
+	cfg := daemon.DefaultConfig()
+	cfg.Socket = filepath.Join(dir, "run", "kp.sock")
+	cfg.StateDir = filepath.Join(dir, "state")
+	cfg.Interpreter = testenv.Python
+	cfg.Cgroup.Parent = fmt.Sprintf("kernpool-daemontest-%d-%s", os.Getpid(), filepath.Base(dir))
+	if os.Geteuid() != 0 {
+		cfg.Isolation = kernel.IsolationProcess
+	}
+	return cfg
+}
+
+// The importable daemon end to end: New, Listen, Serve, one cell over
+// the API, a second daemon on the same state dir refused, Shutdown
+// (socket gone, state dir free again).
+func TestNewServeShutdown(t *testing.T) {
+	cfg := testConfig(t)
+	ctx := context.Background()
+	d, err := daemon.New(ctx, cfg, daemon.WithLogger(testenv.Logger(t, hclog.Debug)), daemon.WithVersion("v9.9.9", "abc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := d.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- d.Serve(ln) }()
+	c := api.NewClient(cfg.Socket)
+	defer c.CloseIdleConnections()
+	h, err := c.Health(ctx)
+	if err != nil || h.Version != "v9.9.9" || h.Isolation != d.Isolation() {
+		t.Fatalf("health %+v, %v: want version v9.9.9 and isolation %q", h, err, d.Isolation())
+	}
+	res, err := c.Execute(ctx, pool.Request{Owner: "bob", Code: "x = 6 * 7\nprint(x)"})
+	if err != nil || res.Status != pool.StatusSuccess || res.Output != "42\n" {
+		t.Fatalf("execute: %+v, %v", res, err)
+	}
+	// A root daemon wires the sandbox: the kernel has a uid of its own, a
+	// seccomp filter and no host network (pool.New alone gives none).
+	if iso := res.Kernel.Isolation; os.Geteuid() == 0 && (iso == nil || iso.UID == 0 || !iso.Seccomp || iso.Network || iso.MemoryMax != 512<<20) {
+		t.Errorf("a root daemon's kernel is not sandboxed: %+v", iso)
+	}
+	if _, err := daemon.New(ctx, cfg, daemon.WithLogger(hclog.NewNullLogger())); !errors.Is(err, daemon.ErrAlreadyServing) {
+		t.Errorf("second daemon on the state dir: %v, want ErrAlreadyServing", err)
+	}
+	if err := d.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-served; err != nil {
+		t.Errorf("Serve after Shutdown: %v", err)
+	}
+	if _, err := os.Stat(cfg.Socket); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("socket left after Shutdown: %v", err)
+	}
+	if ks := d.Pool().List(); len(ks) != 0 {
+		t.Errorf("%d kernels live after Shutdown", len(ks))
+	}
+	d2, err := daemon.New(ctx, cfg, daemon.WithLogger(hclog.NewNullLogger()))
+	if err != nil {
+		t.Fatalf("a new daemon after Shutdown: %v", err)
+	}
+	_ = d2.Shutdown(ctx)
+}
+
+// New fails closed: a config the host cannot honour starts nothing.
+func TestNewFailsClosed(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Interpreter = filepath.Join(t.TempDir(), "no-python")
+	if d, err := daemon.New(context.Background(), cfg); err == nil {
+		_ = d.Shutdown(context.Background())
+		t.Fatal("New accepted a missing interpreter")
+	}
+	cfg = testConfig(t)
+	cfg.MaxKernels = 0
+	if _, err := daemon.New(context.Background(), cfg); !errors.Is(err, daemon.ErrConfig) {
+		t.Fatalf("max_kernels 0: %v, want ErrConfig", err)
+	}
+}
