@@ -1,0 +1,132 @@
+"""A real kernpool daemon for the client tests.
+
+The session fixture builds the kernpool binary with `go build` into a temp
+dir (or takes $KERNPOOL_BIN), serves it on a temp socket and state dir and
+stops it at the end (SIGTERM; it must exit 0). As root the daemon runs with
+full isolation (the default `--isolation=sandbox`: its own uid per kernel,
+cgroup limits, namespaces); when the host cannot give that, or without
+root, the tests are skipped with the daemon's own reason, unless
+KERNPOOL_TEST_ISOLATION=process asks for the degraded mode explicitly.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Iterator
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+sys.path.insert(0, os.path.abspath(os.path.join(HERE, "..")))
+
+from kernpool_client import Client, DaemonUnavailable  # noqa: E402
+
+PYTHON = "/usr/bin/python3"
+
+
+class Daemon:
+    def __init__(self, socket: str, log: str, isolation: str) -> None:
+        self.socket = socket
+        self.log = log
+        self.isolation = isolation
+
+    def log_tail(self, n: int = 30) -> str:
+        try:
+            with open(self.log, "r", errors="replace") as f:
+                return "".join(f.readlines()[-n:])
+        except OSError:
+            return ""
+
+
+def _pdeathsig() -> None:
+    # If the test process dies, the daemon (and through it its kernels) follows.
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    os.setpgid(0, 0)  # a hostile cell's killpg of the daemon's group misses pytest
+
+
+def _build(tmp: str) -> str:
+    prebuilt = os.environ.get("KERNPOOL_BIN")
+    if prebuilt:
+        return prebuilt
+    go = shutil.which("go") or ("/usr/local/go/bin/go" if os.path.exists("/usr/local/go/bin/go") else None)
+    if go is None:
+        pytest.skip("no Go toolchain to build kernpool (set KERNPOOL_BIN to a built binary)")
+    out = os.path.join(tmp, "kernpool")
+    r = subprocess.run([go, "build", "-o", out, "./cmd/kernpool"], cwd=REPO, capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.fail("go build ./cmd/kernpool failed:\n" + r.stdout + r.stderr)
+    return out
+
+
+@pytest.fixture(scope="session")
+def daemon() -> Iterator[Daemon]:
+    if sys.platform != "linux":
+        pytest.skip("the daemon tests need Linux (Unix socket API, the sandbox)")
+    if not os.access(PYTHON, os.X_OK):
+        pytest.skip("%s is missing" % PYTHON)
+    isolation = os.environ.get("KERNPOOL_TEST_ISOLATION", "sandbox")
+    if isolation == "sandbox" and os.geteuid() != 0:
+        pytest.skip("full isolation needs root (a uid per kernel, cgroups); "
+                    "run as root or set KERNPOOL_TEST_ISOLATION=process")
+    base = tempfile.mkdtemp(prefix="kp-py-")
+    os.chmod(base, 0o711)  # kernels run as other uids and traverse to their staging dirs
+    binary = _build(base)
+    sock = os.path.join(base, "run", "kp.sock")
+    log = os.path.join(base, "daemon.log")
+    config = os.path.join(base, "kernpool.hcl")
+    with open(config, "w") as f:
+        f.write('interpreter = "%s"\nlog_level = "debug"\n' % PYTHON)
+        f.write('cgroup {\n  parent = "kernpool-py-%s"\n}\n' % os.path.basename(base))
+    args = [binary, "serve", "--socket", sock, "--state-dir", os.path.join(base, "state"),
+            "--config", config, "--isolation", isolation, "--tool-call-timeout", "30s"]
+    env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+           "HOME": os.environ.get("HOME", "/root"), "LANG": "C.UTF-8"}
+    logf = open(log, "ab")
+    proc = subprocess.Popen(args, stdout=logf, stderr=logf, stdin=subprocess.DEVNULL, env=env,
+                            preexec_fn=_pdeathsig)
+    logf.close()
+    d = Daemon(sock, log, isolation)
+    deadline = time.monotonic() + 30
+    try:
+        while True:
+            try:
+                Client(sock, timeout=5).health()
+                break
+            except DaemonUnavailable:
+                pass
+            if proc.poll() is not None:
+                pytest.skip("kernpool serve --isolation=%s cannot run here (exit %d):\n%s"
+                            % (isolation, proc.returncode, d.log_tail()))
+            if time.monotonic() > deadline:
+                pytest.fail("kernpool serve did not answer within 30 s:\n" + d.log_tail())
+            time.sleep(0.05)
+        yield d
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        code = proc.returncode
+        shutil.rmtree(base, ignore_errors=True)
+    if code != 0:
+        pytest.fail("kernpool serve exited %d after SIGTERM" % code)
+
+
+@pytest.fixture
+def client(daemon: Daemon) -> Client:
+    return Client(daemon.socket, timeout=30)
