@@ -84,14 +84,16 @@ func NewServer(p *pool.Pool, cfg ServerConfig) *Server {
 	return s
 }
 
-// routes registers every endpoint, plus method-less twins that answer 405
-// and a catch-all 404, so that every error is JSON.
-func (s *Server) routes() *http.ServeMux {
-	mux := http.NewServeMux()
-	endpoints := []struct {
-		method, path string
-		h            http.HandlerFunc
-	}{
+// route is one endpoint of the API: docs/openapi.json documents each
+// (a test checks it against this table).
+type route struct {
+	method, path string
+	h            http.HandlerFunc
+}
+
+// endpoints is the API's route table.
+func (s *Server) endpoints() []route {
+	rs := []route{
 		{http.MethodPost, "/v1/execute", s.handleExecute},
 		{http.MethodPost, "/v1/tool-calls/{id}", s.handleToolAnswer},
 		{http.MethodGet, "/v1/kernels", s.handleList},
@@ -104,12 +106,16 @@ func (s *Server) routes() *http.ServeMux {
 		{http.MethodGet, "/v1/health", s.handleHealth},
 	}
 	if s.cfg.Metrics != nil {
-		endpoints = append(endpoints, struct {
-			method, path string
-			h            http.HandlerFunc
-		}{http.MethodGet, "/metrics", s.cfg.Metrics.ServeHTTP})
+		rs = append(rs, route{http.MethodGet, "/metrics", s.cfg.Metrics.ServeHTTP})
 	}
-	for _, e := range endpoints {
+	return rs
+}
+
+// routes registers every endpoint, plus method-less twins that answer 405
+// and a catch-all 404, so that every error is JSON.
+func (s *Server) routes() *http.ServeMux {
+	mux := http.NewServeMux()
+	for _, e := range s.endpoints() {
 		mux.HandleFunc(e.method+" "+e.path, e.h)
 		allow := e.method
 		if allow == http.MethodGet {
