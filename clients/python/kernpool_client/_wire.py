@@ -30,6 +30,22 @@ Number = Union[int, float]
 Timeout = Union[Number, str, None]
 
 
+class Settings:
+    """What both clients take: the socket (default_socket() when None), the
+    timeout of every request but execute, the connect timeout, and the
+    bound on one answer or stream event."""
+
+    def __init__(self, socket: Optional[str] = None, *, timeout: float = 60.0,
+                 connect_timeout: float = 5.0, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
+        self.socket = socket or default_socket()
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self.max_line_bytes = max_line_bytes
+
+    def __repr__(self) -> str:
+        return "%s(socket=%r)" % (type(self).__name__, self.socket)
+
+
 def default_socket(env: Optional[Mapping[str, str]] = None) -> str:
     """The socket the CLI dials by default (cmd/kernpool/paths.go):
     $KERNPOOL_SOCKET, else /run/kernpool/kernpool.sock as root, else

@@ -115,7 +115,7 @@ class _Response:
         return out
 
 
-class AsyncClient:
+class AsyncClient(_wire.Settings):
     """The asyncio twin of Client: the same methods, as coroutines.
 
     Each request uses its own connection, so concurrent calls (cells of
@@ -123,16 +123,6 @@ class AsyncClient:
     ``asyncio.gather``. Callbacks may be plain functions or coroutine
     functions.
     """
-
-    def __init__(self, socket: Optional[str] = None, *, timeout: float = 60.0,
-                 connect_timeout: float = 5.0, max_line_bytes: int = _wire.DEFAULT_MAX_LINE_BYTES) -> None:
-        self.socket = socket or _wire.default_socket()
-        self.timeout = timeout
-        self.connect_timeout = connect_timeout
-        self.max_line_bytes = max_line_bytes
-
-    def __repr__(self) -> str:
-        return "AsyncClient(socket=%r)" % self.socket
 
     # -- transport ---------------------------------------------------------
 

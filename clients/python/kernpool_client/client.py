@@ -33,7 +33,7 @@ class _UnixConnection(http.client.HTTPConnection):
         self.sock = s
 
 
-class Client:
+class Client(_wire.Settings):
     """A client of the kernpool daemon on its Unix socket.
 
     ``socket`` defaults to the CLI's rule (``$KERNPOOL_SOCKET``, else
@@ -46,16 +46,6 @@ class Client:
     by its own timeout); ``max_line_bytes`` bounds one answer or stream
     event: a daemon that sends more gets a ProtocolError, not memory.
     """
-
-    def __init__(self, socket: Optional[str] = None, *, timeout: float = 60.0,
-                 connect_timeout: float = 5.0, max_line_bytes: int = _wire.DEFAULT_MAX_LINE_BYTES) -> None:
-        self.socket = socket or _wire.default_socket()
-        self.timeout = timeout
-        self.connect_timeout = connect_timeout
-        self.max_line_bytes = max_line_bytes
-
-    def __repr__(self) -> str:
-        return "Client(socket=%r)" % self.socket
 
     # -- transport ---------------------------------------------------------
 

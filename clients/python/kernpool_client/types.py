@@ -8,8 +8,8 @@ are not lost: each object keeps the decoded JSON in ``raw``.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from dataclasses import dataclass, field, fields
+from typing import Any, Callable, Dict, List, Optional
 
 from .errors import ProtocolError
 
@@ -25,35 +25,19 @@ __all__ = [
     "Health",
 ]
 
-_MISSING = object()
+def _typed(kind: Any, name: str) -> Callable[[Any, str], Any]:
+    def parse(v: Any, where: str) -> Any:
+        # bool is an int subclass: a boolean where a number belongs is refused.
+        if not isinstance(v, kind) or (isinstance(v, bool) and kind is not bool):
+            raise ProtocolError("%s: expected %s, got %s" % (where, name, type(v).__name__))
+        return float(v) if kind == (int, float) else v
+    return parse
 
 
-def _get(obj: Dict[str, Any], key: str, kinds: Any, default: Any, what: str) -> Any:
-    v = obj.get(key, _MISSING)
-    if v is _MISSING or v is None:
-        return default
-    # bool is an int subclass: a boolean where a number belongs is refused.
-    if isinstance(v, bool) and bool not in (kinds if isinstance(kinds, tuple) else (kinds,)):
-        raise ProtocolError("%s: field %r: expected %s, got a boolean" % (what, key, _kind_name(kinds)))
-    if not isinstance(v, kinds):
-        raise ProtocolError("%s: field %r: expected %s, got %s" % (what, key, _kind_name(kinds), type(v).__name__))
-    return v
-
-
-def _kind_name(kinds: Any) -> str:
-    if kinds is str:
-        return "a string"
-    if kinds is bool:
-        return "a boolean"
-    if kinds is int:
-        return "an integer"
-    if kinds == (int, float):
-        return "a number"
-    if kinds is list:
-        return "an array"
-    if kinds is dict:
-        return "an object"
-    return str(kinds)
+def _strs(v: Any, where: str) -> List[str]:
+    if not isinstance(v, list) or not all(isinstance(s, str) for s in v):
+        raise ProtocolError("%s: expected an array of strings" % where)
+    return list(v)
 
 
 def _obj(v: Any, what: str) -> Dict[str, Any]:
@@ -62,12 +46,53 @@ def _obj(v: Any, what: str) -> Dict[str, Any]:
     return v
 
 
-def _strs(obj: Dict[str, Any], key: str, what: str) -> List[str]:
-    out = _get(obj, key, list, [], what)
-    for s in out:
-        if not isinstance(s, str):
-            raise ProtocolError("%s: field %r: expected an array of strings" % (what, key))
-    return list(out)
+def _parsers() -> Dict[str, Callable[[Any, str], Any]]:
+    """The parser of each field annotation used below (annotations are
+    strings under ``from __future__ import annotations``)."""
+    def nested(cls: Any) -> Callable[[Any, str], Any]:
+        return lambda v, where: _parse(cls, v, where)
+
+    def nested_list(cls: Any) -> Callable[[Any, str], Any]:
+        def parse(v: Any, where: str) -> Any:
+            if not isinstance(v, list):
+                raise ProtocolError("%s: expected an array" % where)
+            return [_parse(cls, x, "%s[%d]" % (where, i)) for i, x in enumerate(v)]
+        return parse
+
+    return {
+        "str": _typed(str, "a string"),
+        "int": _typed(int, "an integer"),
+        "Optional[int]": _typed(int, "an integer"),
+        "bool": _typed(bool, "a boolean"),
+        "float": _typed((int, float), "a number"),
+        "List[str]": _strs,
+        "Dict[str, Any]": lambda v, where: dict(_obj(v, where)),
+        "Any": lambda v, where: v,
+        "Isolation": nested(Isolation),
+        "Optional[Isolation]": nested(Isolation),
+        "KernelResult": nested(KernelResult),
+        "List[Display]": nested_list(Display),
+        "List[Variable]": nested_list(Variable),
+    }
+
+
+_PARSERS: Dict[str, Callable[[Any, str], Any]] = {}
+
+
+def _parse(cls: Any, v: Any, what: str) -> Any:
+    """An instance of the dataclass cls from the JSON object v: each known
+    member type-checked (absent or null: the field's default), the whole
+    object kept in ``raw`` where the class has one."""
+    if not _PARSERS:
+        _PARSERS.update(_parsers())
+    o = _obj(v, what)
+    kw: Dict[str, Any] = {}
+    for f in fields(cls):
+        if f.name == "raw":
+            kw["raw"] = o
+        elif o.get(f.name) is not None:
+            kw[f.name] = _PARSERS[str(f.type)](o[f.name], "%s: field %r" % (what, f.name))
+    return cls(**kw)
 
 
 @dataclass
@@ -86,19 +111,7 @@ class Isolation:
 
     @classmethod
     def from_json(cls, v: Any) -> "Isolation":
-        o = _obj(v, "isolation")
-        w = "isolation"
-        return cls(
-            mode=_get(o, "mode", str, "", w),
-            uid=_get(o, "uid", int, 0, w),
-            namespaces=_strs(o, "namespaces", w),
-            seccomp=_get(o, "seccomp", bool, False, w),
-            memory_max=_get(o, "memory_max", int, 0, w),
-            pids_max=_get(o, "pids_max", int, 0, w),
-            cpu_max=float(_get(o, "cpu_max", (int, float), 0, w)),
-            network=_get(o, "network", bool, False, w),
-            raw=o,
-        )
+        return _parse(cls, v, "isolation")
 
 
 @dataclass
@@ -118,21 +131,7 @@ class KernelResult:
 
     @classmethod
     def from_json(cls, v: Any) -> "KernelResult":
-        o = _obj(v, "kernel")
-        w = "kernel"
-        iso = o.get("isolation")
-        return cls(
-            id=_get(o, "id", str, "", w),
-            mode=_get(o, "mode", str, "", w),
-            reused=_get(o, "reused", bool, False, w),
-            execution_count=_get(o, "execution_count", int, 0, w),
-            state_reset=_get(o, "state_reset", bool, False, w),
-            ended=_get(o, "ended", bool, False, w),
-            state_preserved=_get(o, "state_preserved", bool, False, w),
-            oom_killed=_get(o, "oom_killed", bool, False, w),
-            isolation=None if iso is None else Isolation.from_json(iso),
-            raw=o,
-        )
+        return _parse(cls, v, "kernel")
 
 
 @dataclass
@@ -144,9 +143,7 @@ class Display:
 
     @classmethod
     def from_json(cls, v: Any) -> "Display":
-        o = _obj(v, "display")
-        return cls(data=dict(_get(o, "data", dict, {}, "display")),
-                   metadata=dict(_get(o, "metadata", dict, {}, "display")))
+        return _parse(cls, v, "display")
 
 
 @dataclass
@@ -177,46 +174,23 @@ class Result:
 
     @classmethod
     def from_json(cls, v: Any) -> "Result":
-        o = _obj(v, "result")
-        w = "result"
-        displays = _get(o, "displays", list, [], w)
-        return cls(
-            status=_get(o, "status", str, "", w),
-            output=_get(o, "output", str, "", w),
-            exit_code=_get(o, "exit_code", int, 0, w),
-            error=_get(o, "error", str, "", w),
-            duration_seconds=float(_get(o, "duration_seconds", (int, float), 0, w)),
-            tool_calls_made=_get(o, "tool_calls_made", int, 0, w),
-            kernel=KernelResult.from_json(o.get("kernel") or {}),
-            stdout_truncated=_get(o, "stdout_truncated", bool, False, w),
-            stdout_bytes_total=_get(o, "stdout_bytes_total", int, 0, w),
-            stderr_truncated=_get(o, "stderr_truncated", bool, False, w),
-            stderr_bytes_total=_get(o, "stderr_bytes_total", int, 0, w),
-            stdout_spill_path=_get(o, "stdout_spill_path", str, "", w),
-            stdout_spill_name=_get(o, "stdout_spill_name", str, "", w),
-            warning=_get(o, "warning", str, "", w),
-            displays=[Display.from_json(d) for d in displays],
-            raw=o,
-        )
+        return _parse(cls, v, "result")
 
 
 @dataclass
 class ToolCall:
     """A tool call a cell made: ``args`` are its keyword arguments, decoded."""
 
-    id: str
-    tool: str
+    id: str = ""
+    tool: str = ""
     args: Any = None
 
     @classmethod
     def from_json(cls, v: Any) -> "ToolCall":
-        o = _obj(v, "call")
-        w = "call"
-        cid = _get(o, "id", str, "", w)
-        tool = _get(o, "tool", str, "", w)
-        if not cid or not tool:
+        call = _parse(cls, v, "call")
+        if not call.id or not call.tool:
             raise ProtocolError("tool_call event without an id or a tool name")
-        return cls(id=cid, tool=tool, args=o.get("args"))
+        return call
 
 
 @dataclass
@@ -245,30 +219,7 @@ class KernelInfo:
 
     @classmethod
     def from_json(cls, v: Any) -> "KernelInfo":
-        o = _obj(v, "kernel")
-        w = "kernel"
-        iso = o.get("isolation")
-        return cls(
-            id=_get(o, "id", str, "", w),
-            owner=_get(o, "owner", str, "", w),
-            mode=_get(o, "mode", str, "", w),
-            interpreter=_get(o, "interpreter", str, "", w),
-            cwd=_get(o, "cwd", str, "", w),
-            tools=_strs(o, "tools", w),
-            pid=_get(o, "pid", int, 0, w),
-            uid=_get(o, "uid", int, 0, w),
-            busy=_get(o, "busy", bool, False, w),
-            execution_count=_get(o, "execution_count", int, 0, w),
-            idle_seconds=float(_get(o, "idle_seconds", (int, float), 0, w)),
-            started_at=_get(o, "started_at", str, "", w),
-            isolation=None if iso is None else Isolation.from_json(iso),
-            memory_current_bytes=_get(o, "memory_current_bytes", int, 0, w),
-            memory_peak_bytes=_get(o, "memory_peak_bytes", int, 0, w),
-            pids=_get(o, "pids", int, 0, w),
-            cpu_seconds=float(_get(o, "cpu_seconds", (int, float), 0, w)),
-            dropped_output_bytes=_get(o, "dropped_output_bytes", int, 0, w),
-            raw=o,
-        )
+        return _parse(cls, v, "kernel")
 
 
 @dataclass
@@ -283,11 +234,7 @@ class Variable:
 
     @classmethod
     def from_json(cls, v: Any) -> "Variable":
-        o = _obj(v, "variable")
-        w = "variable"
-        return cls(name=_get(o, "name", str, "", w), type=_get(o, "type", str, "", w),
-                   repr=_get(o, "repr", str, "", w), len=_get(o, "len", int, None, w),
-                   bytes=_get(o, "bytes", int, None, w))
+        return _parse(cls, v, "variable")
 
 
 @dataclass
@@ -302,9 +249,7 @@ class Variables:
 
     @classmethod
     def from_json(cls, v: Any) -> "Variables":
-        o = _obj(v, "variables")
-        return cls(variables=[Variable.from_json(x) for x in _get(o, "variables", list, [], "variables")],
-                   total=_get(o, "total", int, 0, "variables"))
+        return _parse(cls, v, "variables")
 
 
 @dataclass
@@ -322,13 +267,7 @@ class Health:
 
     @classmethod
     def from_json(cls, v: Any) -> "Health":
-        o = _obj(v, "health")
-        w = "health"
-        return cls(status=_get(o, "status", str, "", w), version=_get(o, "version", str, "", w),
-                   kernels=_get(o, "kernels", int, 0, w), isolation=_get(o, "isolation", str, "", w),
-                   goroutines=_get(o, "goroutines", int, 0, w),
-                   pending_tool_calls=_get(o, "pending_tool_calls", int, 0, w),
-                   stats=dict(_get(o, "stats", dict, {}, w)), raw=o)
+        return _parse(cls, v, "health")
 
 
 def tool_result_text(value: Any) -> str:

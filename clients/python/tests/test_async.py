@@ -9,24 +9,10 @@ from typing import Any, Dict, List, Tuple
 
 import pytest
 
+from cells import ORDERED_CELL, ORDERED_TOOLS
 from kernpool_client import APIError, AsyncClient, ProtocolError, ToolCall
 
 WAIT = 30.0
-
-ORDERED_CELL = """
-import sys, kernpool_tools as t
-class H:
-    def _repr_html_(self):
-        return "<i>three</i>"
-print("one")
-t.barrier(n=1)
-sys.stderr.write("two\\n"); sys.stderr.flush()
-t.barrier(n=2)
-display(H())
-t.barrier(n=3)
-print("four", t.lookup(key="k"))
-"""
-
 
 async def scenario(c: AsyncClient, owner: str, log: List[Tuple[str, str]]) -> Dict[str, Any]:
     # A cell, and its state across calls.
@@ -54,12 +40,12 @@ async def scenario(c: AsyncClient, owner: str, log: List[Tuple[str, str]]) -> Di
             await asyncio.wait_for(changed.wait_for(lambda: len(events) >= call.args["n"]), WAIT)
         return "ok"
 
-    r = await c.execute(ORDERED_CELL, owner=owner, tools=["barrier", "lookup"],
+    r = await c.execute(ORDERED_CELL, owner=owner, tools=ORDERED_TOOLS,
                         on_stdout=lambda t: rec("stdout", t), on_stderr=lambda t: rec("stderr", t),
                         on_display=lambda d: rec("display", d.data.get("text/html")), on_tool_call=on_tool_call)
     assert r.status == "success", r
     assert r.tool_calls_made == 4
-    assert events == [("stdout", "one\n"), ("stderr", "two\n"), ("display", "<i>three</i>"),
+    assert events == [("stdout", "one\n"), ("stderr", "two\n"), ("display", "<b>three</b>"),
                       ("stdout", "four {'owner': '%s', 'key': 'k'}\n" % owner)]
     log.append((owner, "stream"))
 

@@ -8,6 +8,7 @@ from typing import Any, List, Tuple
 
 import pytest
 
+from cells import ORDERED_CELL, ORDERED_TOOLS
 from kernpool_client import (APIError, Client, DaemonUnavailable, Display, ProtocolError, ToolCall,
                              default_socket)
 
@@ -42,27 +43,10 @@ def test_state_across_calls(client: Client) -> None:
     assert reset.output == "False\n" and reset.kernel.state_reset
 
 
-# The cell makes a tool call after each write and waits for its answer; the
-# handler answers only once the write's event has reached the callbacks.
-# So the order is fixed by the cell, not by timing, and each event is
-# shown to arrive while the cell still runs.
-ORDERED_CELL = """
-import sys, kernpool_tools as t
-class H:
-    def _repr_html_(self):
-        return "<b>three</b>"
-print("one")
-t.barrier(n=1)
-sys.stderr.write("two\\n"); sys.stderr.flush()
-t.barrier(n=2)
-display(H())
-t.barrier(n=3)
-print("four")
-"""
-
-
 def _barrier(events: List[Tuple[str, Any]], cond: threading.Condition):
-    def on_tool_call(call: ToolCall) -> str:
+    def on_tool_call(call: ToolCall) -> Any:
+        if call.tool == "lookup":
+            return {"key": call.args["key"]}
         with cond:
             if not cond.wait_for(lambda: len(events) >= call.args["n"], WAIT):
                 raise RuntimeError("event %d never arrived (got %r)" % (call.args["n"], events))
@@ -81,13 +65,13 @@ def test_streaming_callbacks_in_order(client: Client) -> None:
                 cond.notify_all()
         return f
 
-    r = client.execute(ORDERED_CELL, owner="py-stream", tools=["barrier"],
+    r = client.execute(ORDERED_CELL, owner="py-stream", tools=ORDERED_TOOLS,
                        on_stdout=rec("stdout"), on_stderr=rec("stderr"), on_display=rec("display"),
                        on_tool_call=_barrier(events, cond))
     assert r.status == "success", r
-    assert r.tool_calls_made == 3
+    assert r.tool_calls_made == 4
     assert [k for k, _ in events] == ["stdout", "stderr", "display", "stdout"]
-    assert events[0][1] == "one\n" and events[1][1] == "two\n" and events[3][1] == "four\n"
+    assert events[0][1] == "one\n" and events[1][1] == "two\n" and events[3][1] == "four {'key': 'k'}\n"
     disp = events[2][1]
     assert isinstance(disp, Display) and disp.data["text/html"] == "<b>three</b>"
     assert len(r.displays) == 1 and r.displays[0].data["text/html"] == "<b>three</b>"

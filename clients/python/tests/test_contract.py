@@ -1,0 +1,80 @@
+"""The dataclasses against docs/openapi.json (no daemon needed): each has
+exactly its schema's fields, and every example the document gives parses.
+pool/api's Go test holds the same document to the server."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import Any, Dict, Iterator, Tuple
+
+import pytest
+
+from kernpool_client import (APIError, Display, Health, Isolation, KernelInfo, KernelResult, Result, ToolCall,
+                             Variable, Variables)
+from kernpool_client import _wire
+
+DOC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "docs", "openapi.json")
+
+CLASSES = {"Result": Result, "KernelResult": KernelResult, "Isolation": Isolation, "Display": Display,
+           "ToolCall": ToolCall, "KernelInfo": KernelInfo, "Variable": Variable, "Variables": Variables,
+           "Health": Health}
+
+
+@pytest.fixture(scope="module")
+def doc() -> Dict[str, Any]:
+    with open(DOC) as f:
+        return json.load(f)
+
+
+@pytest.mark.parametrize("name", sorted(CLASSES))
+def test_dataclass_has_the_schema_fields(doc: Dict[str, Any], name: str) -> None:
+    props = set(doc["components"]["schemas"][name]["properties"])
+    mine = {f.name for f in dataclasses.fields(CLASSES[name])} - {"raw"}
+    assert mine == props, "%s: missing %s, extra %s" % (name, sorted(props - mine), sorted(mine - props))
+
+
+def examples(doc: Dict[str, Any]) -> Iterator[Tuple[str, str, str, Any]]:
+    for path, ops in doc["paths"].items():
+        for method, op in ops.items():
+            for status, resp in op["responses"].items():
+                for mt, media in resp.get("content", {}).items():
+                    ref = media["schema"].get("$ref", "")
+                    for name, ex in media.get("examples", {}).items():
+                        yield "%s %s %s %s" % (method, path, status, name), mt, ref.rsplit("/", 1)[-1], ex["value"]
+
+
+def test_every_response_example_parses(doc: Dict[str, Any]) -> None:
+    n = 0
+    for where, mt, schema, value in examples(doc):
+        if mt == "application/x-ndjson":
+            st = _wire.StreamState(None, None, lambda d: None)
+            for line in value.splitlines():
+                ev = st.parse(line.encode())
+                st.output_callback(ev)
+                _wire.tool_call_of(ev)
+                try:
+                    _wire.final_of(ev)
+                except APIError as e:
+                    assert e.code in doc["components"]["schemas"]["ErrorCode"]["enum"]
+                n += 1
+        elif schema in CLASSES:
+            obj = CLASSES[schema].from_json(value)
+            assert dataclasses.is_dataclass(obj), where
+            n += 1
+        elif schema == "KernelList":
+            assert all(KernelInfo.from_json(k).id for k in value["kernels"]), where
+            n += 1
+    assert n >= 12
+
+
+def test_every_error_example_is_an_api_error(doc: Dict[str, Any]) -> None:
+    codes = set(doc["components"]["schemas"]["ErrorCode"]["enum"])
+    seen = set()
+    for name, resp in doc["components"]["responses"].items():
+        for ex in resp["content"]["application/json"]["examples"].values():
+            e = _wire.api_error(400, json.dumps(ex["value"]).encode(), "3")
+            assert e.code in codes and e.message == ex["value"]["error"] and e.retry_after == 3
+            seen.add(e.code)
+    assert seen == codes
