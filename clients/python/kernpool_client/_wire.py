@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 from urllib.parse import quote
 
 from .errors import APIError, ProtocolError
-from .types import Display, Result, ToolCall
+from .types import Display, Result, ToolCall, tool_result_text
 
 # Bounds on what the daemon may make this process hold. A result is under
 # 1 MiB of output plus at most 4 MiB of displays (docs/api.md "Caps"); one
@@ -204,7 +204,6 @@ def tool_call_of(ev: Dict[str, Any]) -> Optional[ToolCall]:
 def tool_answer(call: ToolCall, handler: Optional[Callable[[ToolCall], Any]], value: Any,
                 exc: Optional[BaseException]) -> Dict[str, str]:
     """The body of POST /v1/tool-calls/{id} for a handler's return value or exception."""
-    from .types import tool_result_text
     if handler is None:
         return {"error": "this client has no on_tool_call handler (tool %s)" % call.tool}
     if exc is not None:

@@ -95,8 +95,17 @@ def _parse(cls: Any, v: Any, what: str) -> Any:
     return cls(**kw)
 
 
+class _FromJSON:
+    """from_json for the dataclasses below."""
+
+    @classmethod
+    def from_json(cls: Any, v: Any) -> Any:
+        """Parse the JSON object v (ProtocolError when a member has the wrong type)."""
+        return _parse(cls, v, cls.__name__)
+
+
 @dataclass
-class Isolation:
+class Isolation(_FromJSON):
     """What was enforced for a kernel (docs/api.md "kernel.isolation")."""
 
     mode: str = ""
@@ -109,13 +118,10 @@ class Isolation:
     network: bool = False
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
-    @classmethod
-    def from_json(cls, v: Any) -> "Isolation":
-        return _parse(cls, v, "isolation")
 
 
 @dataclass
-class KernelResult:
+class KernelResult(_FromJSON):
     """The kernel block of a result."""
 
     id: str = ""
@@ -129,25 +135,19 @@ class KernelResult:
     isolation: Optional[Isolation] = None
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
-    @classmethod
-    def from_json(cls, v: Any) -> "KernelResult":
-        return _parse(cls, v, "kernel")
 
 
 @dataclass
-class Display:
+class Display(_FromJSON):
     """One rich display: mime type to value (binary types base64), and metadata."""
 
     data: Dict[str, Any] = field(default_factory=dict)
     metadata: Dict[str, Any] = field(default_factory=dict)
 
-    @classmethod
-    def from_json(cls, v: Any) -> "Display":
-        return _parse(cls, v, "display")
 
 
 @dataclass
-class Result:
+class Result(_FromJSON):
     """A settled cell. A failed cell is a Result too: check ``status``."""
 
     status: str = ""
@@ -172,13 +172,10 @@ class Result:
         """True when the cell ran to its end without an exception."""
         return self.status == "success"
 
-    @classmethod
-    def from_json(cls, v: Any) -> "Result":
-        return _parse(cls, v, "result")
 
 
 @dataclass
-class ToolCall:
+class ToolCall(_FromJSON):
     """A tool call a cell made: ``args`` are its keyword arguments, decoded."""
 
     id: str = ""
@@ -187,14 +184,14 @@ class ToolCall:
 
     @classmethod
     def from_json(cls, v: Any) -> "ToolCall":
-        call = _parse(cls, v, "call")
+        call = _parse(cls, v, "ToolCall")
         if not call.id or not call.tool:
             raise ProtocolError("tool_call event without an id or a tool name")
         return call
 
 
 @dataclass
-class KernelInfo:
+class KernelInfo(_FromJSON):
     """One live kernel, as ``ps`` lists it."""
 
     id: str = ""
@@ -217,13 +214,10 @@ class KernelInfo:
     dropped_output_bytes: int = 0
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
-    @classmethod
-    def from_json(cls, v: Any) -> "KernelInfo":
-        return _parse(cls, v, "kernel")
 
 
 @dataclass
-class Variable:
+class Variable(_FromJSON):
     """One user-defined name of a kernel's namespace."""
 
     name: str
@@ -232,13 +226,10 @@ class Variable:
     len: Optional[int] = None
     bytes: Optional[int] = None
 
-    @classmethod
-    def from_json(cls, v: Any) -> "Variable":
-        return _parse(cls, v, "variable")
 
 
 @dataclass
-class Variables:
+class Variables(_FromJSON):
     """A kernel's namespace listing: at most 1,000 names, sorted, of ``total``."""
 
     variables: List[Variable] = field(default_factory=list)
@@ -247,13 +238,10 @@ class Variables:
     def by_name(self) -> Dict[str, Variable]:
         return {v.name: v for v in self.variables}
 
-    @classmethod
-    def from_json(cls, v: Any) -> "Variables":
-        return _parse(cls, v, "variables")
 
 
 @dataclass
-class Health:
+class Health(_FromJSON):
     """The daemon's health report (GET /v1/health)."""
 
     status: str = ""
@@ -265,9 +253,6 @@ class Health:
     stats: Dict[str, Any] = field(default_factory=dict)
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
-    @classmethod
-    def from_json(cls, v: Any) -> "Health":
-        return _parse(cls, v, "health")
 
 
 def tool_result_text(value: Any) -> str:

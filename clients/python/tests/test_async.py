@@ -107,6 +107,18 @@ def test_async_errors_and_bounds(daemon: Any, tmp_path: Any) -> None:
             await small.execute("print('z' * 20000)", owner="py-async-bound")
         with pytest.raises(ProtocolError, match="over 100 bytes"):
             await AsyncClient(daemon.socket, max_line_bytes=100).health()
+        # Cancelling execute closes the connection: the daemon interrupts the cell.
+        await c.execute("kept = 1", owner="py-async-cancel")
+        started = asyncio.Event()
+        cell = asyncio.ensure_future(c.execute("print('x')\nimport time\ntime.sleep(120)\nkept = 2",
+                                               owner="py-async-cancel", on_stdout=lambda t: started.set()))
+        await asyncio.wait_for(started.wait(), WAIT)
+        cell.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await cell
+        r = await c.execute("print(kept)", owner="py-async-cancel", timeout=60)
+        assert r.output == "1\n" and r.kernel.reused, r
+        await c.shutdown("py-async-cancel")
         h = await c.health()
         assert h.status == "ok"
         r = await c.execute("print('y' * 60000)", owner="py-async-spill")

@@ -138,6 +138,21 @@ def test_interrupt(client: Client) -> None:
     assert ei.value.code == "idle" and ei.value.status == 409
 
 
+def test_callback_exception_interrupts_the_cell(client: Client) -> None:
+    owner = "py-callback"
+    client.execute("kept = 1", owner=owner)
+
+    def boom(text: str) -> None:
+        raise RuntimeError("stop here")
+
+    with pytest.raises(RuntimeError, match="stop here"):
+        client.execute("print('x')\nimport time\ntime.sleep(120)\nkept = 2", owner=owner, on_stdout=boom)
+    # The connection closed, so the daemon interrupted the cell: the next
+    # cell runs (it would wait 120 s otherwise) on the same state.
+    r = client.execute("print(kept)", owner=owner, timeout=60)
+    assert r.output == "1\n" and r.kernel.reused, r
+
+
 def test_api_errors_carry_their_code(client: Client) -> None:
     with pytest.raises(APIError) as ei:
         client.variables("k0000000000000000")
