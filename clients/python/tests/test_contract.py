@@ -78,3 +78,38 @@ def test_every_error_example_is_an_api_error(doc: Dict[str, Any]) -> None:
             assert e.code in codes and e.message == ex["value"]["error"] and e.retry_after == 3
             seen.add(e.code)
     assert seen == codes
+
+
+def test_examples_match_their_schemas(doc: Dict[str, Any]) -> None:
+    """Every example (request, response, each NDJSON line, each error)
+    validates against its schema (JSON Schema 2020-12, as OpenAPI 3.1 says)."""
+    jsonschema = pytest.importorskip("jsonschema", reason="python3-jsonschema is not installed (.ci/run installs it)")
+    for name, schema in doc["components"]["schemas"].items():
+        jsonschema.Draft202012Validator.check_schema(schema)
+    resolver = jsonschema.RefResolver.from_schema(doc)
+    n = 0
+
+    def check(schema: Dict[str, Any], value: Any, where: str) -> None:
+        nonlocal n
+        errors = list(jsonschema.Draft202012Validator(schema, resolver=resolver).iter_errors(value))
+        assert not errors, "%s: %s" % (where, [e.message for e in errors[:3]])
+        n += 1
+
+    for path, ops in doc["paths"].items():
+        for method, op in ops.items():
+            contents = [("request", op.get("requestBody", {}).get("content", {}))]
+            contents += [(status, r.get("content", {})) for status, r in op["responses"].items()]
+            for status, content in contents:
+                for mt, media in content.items():
+                    for name, ex in media.get("examples", {}).items():
+                        where = "%s %s %s %s %s" % (method, path, status, mt, name)
+                        if mt == "application/x-ndjson":
+                            for i, line in enumerate(ex["value"].splitlines()):
+                                check(media["schema"], json.loads(line), "%s line %d" % (where, i + 1))
+                        else:
+                            check(media["schema"], ex["value"], where)
+    for name, resp in doc["components"]["responses"].items():
+        for mt, media in resp["content"].items():
+            for ename, ex in media["examples"].items():
+                check(media["schema"], ex["value"], "response %s %s" % (name, ename))
+    assert n >= 50
