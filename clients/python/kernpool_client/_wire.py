@@ -21,6 +21,11 @@ DEFAULT_MAX_LINE_BYTES = 16 << 20
 MAX_ERROR_BYTES = 1 << 20
 # A spill file is at most output.spill_cap (5,000,000 bytes by default).
 DEFAULT_MAX_SPILL_BYTES = 64 << 20
+# Tool calls one execute runs at once (the daemon's budget is 50 per cell
+# by default); past it a call is refused, so a daemon cannot make this
+# process start unbounded threads or tasks.
+MAX_CONCURRENT_TOOL_CALLS = 64
+TOO_MANY_TOOL_CALLS = {"error": "the client runs %d tool calls at once; retry later" % MAX_CONCURRENT_TOOL_CALLS}
 # HTTP framing of the async client: one header line, the number of header
 # lines, and one chunk-size line.
 MAX_HEADER_LINE = 8 << 10

@@ -225,6 +225,9 @@ class AsyncClient(_wire.Settings):
                     continue
                 call = _wire.tool_call_of(ev)
                 if call is not None:
+                    if len(calls) >= _wire.MAX_CONCURRENT_TOOL_CALLS:
+                        await self._post_answer(call, _wire.TOO_MANY_TOOL_CALLS)
+                        continue
                     task = asyncio.ensure_future(self._answer(call, on_tool_call))
                     calls.add(task)
                     task.add_done_callback(calls.discard)
@@ -252,9 +255,11 @@ class AsyncClient(_wire.Settings):
                 raise
             except Exception as e:  # the cell gets it as ToolError
                 exc = e
+        await self._post_answer(call, _wire.tool_answer(call, handler, value, exc))
+
+    async def _post_answer(self, call: ToolCall, body: Dict[str, str]) -> None:
         try:
-            await self._json("POST", "/v1/tool-calls/" + _wire.seg(call.id),
-                             _wire.tool_answer(call, handler, value, exc))
+            await self._json("POST", "/v1/tool-calls/" + _wire.seg(call.id), body)  # type: ignore[arg-type]
         except (APIError, ProtocolError, DaemonUnavailable):
             pass  # the call timed out or its cell ended; the daemon answers the cell itself
 

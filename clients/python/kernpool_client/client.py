@@ -135,6 +135,7 @@ class Client(_wire.Settings):
     def _read_stream(self, resp: http.client.HTTPResponse, st: _wire.StreamState,
                      on_tool_call: Optional[Callable[[ToolCall], Any]]) -> Result:
         limit = self.max_line_bytes
+        slots = threading.BoundedSemaphore(_wire.MAX_CONCURRENT_TOOL_CALLS)
         while True:
             try:
                 line = resp.readline(limit + 1)
@@ -153,23 +154,33 @@ class Client(_wire.Settings):
                 continue
             call = _wire.tool_call_of(ev)
             if call is not None:
-                threading.Thread(target=self._answer, args=(call, on_tool_call),
-                                 name="kernpool-tool-" + call.tool, daemon=True).start()
+                if slots.acquire(blocking=False):
+                    threading.Thread(target=self._answer, args=(call, on_tool_call, slots),
+                                     name="kernpool-tool-" + call.tool, daemon=True).start()
+                else:
+                    self._post_answer(call, _wire.TOO_MANY_TOOL_CALLS)
                 continue
             res = _wire.final_of(ev)
             if res is not None:
                 return res
 
-    def _answer(self, call: ToolCall, handler: Optional[Callable[[ToolCall], Any]]) -> None:
-        value: Any = None
-        exc: Optional[BaseException] = None
-        if handler is not None:
-            try:
-                value = handler(call)
-            except Exception as e:  # the cell gets it as ToolError
-                exc = e
+    def _answer(self, call: ToolCall, handler: Optional[Callable[[ToolCall], Any]],
+                slots: threading.BoundedSemaphore) -> None:
         try:
-            self._json("POST", "/v1/tool-calls/" + _wire.seg(call.id), _wire.tool_answer(call, handler, value, exc))
+            value: Any = None
+            exc: Optional[BaseException] = None
+            if handler is not None:
+                try:
+                    value = handler(call)
+                except Exception as e:  # the cell gets it as ToolError
+                    exc = e
+            self._post_answer(call, _wire.tool_answer(call, handler, value, exc))
+        finally:
+            slots.release()
+
+    def _post_answer(self, call: ToolCall, body: Dict[str, str]) -> None:
+        try:
+            self._json("POST", "/v1/tool-calls/" + _wire.seg(call.id), body)  # type: ignore[arg-type]
         except (APIError, ProtocolError, DaemonUnavailable):
             pass  # the call timed out or its cell ended; the daemon answers the cell itself
 
