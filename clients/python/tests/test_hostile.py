@@ -73,7 +73,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.chunk({"event": "result", "result": {"status": "success", "output": "", "exit_code": 0,
                                                   "duration_seconds": 0, "tool_calls_made": CALLS,
                                                   "kernel": {"id": "k1", "mode": "default"}}})
-        self.wfile.write(b"0\r\n\r\n")
+        try:
+            self.wfile.write(b"0\r\n\r\n")
+        except OSError:
+            pass  # the client hung up (as it should, on the endless line)
 
     def chunk(self, ev: Dict[str, Any]) -> None:
         self.chunk_raw(json.dumps(ev).encode() + b"\n")
