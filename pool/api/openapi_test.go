@@ -170,8 +170,10 @@ func TestOpenAPIErrorCodesAndEvents(t *testing.T) {
 	// The event names: each Event* constant of the package is a stream
 	// event variant (values from the compiled constants, names from the
 	// source, so a new constant without its variant fails).
-	values := map[string]string{"EventStdout": EventStdout, "EventStderr": EventStderr, "EventDisplay": EventDisplay,
-		"EventToolCall": EventToolCall, "EventResult": EventResult, "EventError": EventError}
+	// (string(...): the constants may be typed.)
+	values := map[string]string{"EventStdout": string(EventStdout), "EventStderr": string(EventStderr),
+		"EventDisplay": string(EventDisplay), "EventToolCall": string(EventToolCall),
+		"EventResult": string(EventResult), "EventError": string(EventError)}
 	var events []string
 	for name := range consts {
 		if strings.HasPrefix(name, "Event") {
@@ -384,13 +386,13 @@ func checkResponseExample(t *testing.T, doc *openAPI, where, mediaType string, s
 	var live []string
 	c := NewClient(os.DevNull) // tool-call answers fail to dial; the reader goes on
 	h := pool.ToolHandlerFunc(func(context.Context, pool.ToolCall) (string, error) { return "", nil })
-	res, err := c.readStream(context.Background(), strings.NewReader(stream), h, func(ev Event) { live = append(live, ev.Event) })
+	res, err := c.readStream(context.Background(), strings.NewReader(stream), h, func(ev Event) { live = append(live, string(ev.Event)) })
 	var want []string
 	for _, line := range lines {
 		var ev Event
 		_ = json.Unmarshal([]byte(line), &ev)
 		if ev.Event == EventStdout || ev.Event == EventStderr || ev.Event == EventDisplay {
-			want = append(want, ev.Event)
+			want = append(want, string(ev.Event))
 		}
 	}
 	if !slices.Equal(live, want) {
