@@ -121,7 +121,8 @@ class AsyncClient(_wire.Settings):
     Each request uses its own connection, so concurrent calls (cells of
     several owners, an interrupt while a cell runs) need nothing more than
     ``asyncio.gather``. Callbacks may be plain functions or coroutine
-    functions.
+    functions; a plain one runs on the event loop, so a tool handler that
+    blocks should be a coroutine (e.g. around ``loop.run_in_executor``).
     """
 
     # -- transport ---------------------------------------------------------
