@@ -11,25 +11,27 @@ import (
 	"github.com/kernpool/kernpool/pool"
 	"github.com/kernpool/kernpool/pool/api"
 	"github.com/kernpool/kernpool/pool/daemon"
+	"github.com/spf13/pflag"
 )
 
-func runPs(ctx context.Context, e *env, args []string) int {
-	fs := newFlagSet(e, "ps", "[--socket PATH] [--json]")
-	socket := fs.String("socket", "", "daemon socket (default $KERNPOOL_SOCKET, else the default path)")
+func psFlags(fs *pflag.FlagSet) runFunc {
+	socket := new(string)
+	addSocketFlag(fs, socket)
 	asJSON := fs.Bool("json", false, `print {"kernels": [...]} as JSON`)
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
+	return func(ctx context.Context, e *env, args []string) int { return runPs(ctx, e, *socket, *asJSON, args) }
+}
+
+func runPs(ctx context.Context, e *env, socket string, asJSON bool, args []string) int {
+	if len(args) > 0 {
+		return usageError(e, "ps", "unexpected argument %q", args[0])
 	}
-	if fs.NArg() > 0 {
-		return usageError(e, fs, "unexpected argument %q", fs.Arg(0))
-	}
-	client := api.NewClient(socketPath(*socket, e.getenv))
+	client := api.NewClient(socketPath(socket, e.getenv))
 	defer client.CloseIdleConnections()
 	kernels, err := client.List(ctx)
 	if err != nil {
 		return connError(e, "ps", err)
 	}
-	if *asJSON {
+	if asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(api.KernelList{Kernels: kernels})
@@ -75,60 +77,67 @@ func printKernelTable(e *env, kernels []pool.KernelInfo) {
 	_ = tw.Flush()
 }
 
-func runShutdown(ctx context.Context, e *env, args []string) int {
-	fs := newFlagSet(e, "shutdown", "[--socket PATH] --owner O")
-	socket := fs.String("socket", "", "daemon socket (default $KERNPOOL_SOCKET, else the default path)")
+func shutdownFlags(fs *pflag.FlagSet) runFunc {
+	socket := new(string)
+	addSocketFlag(fs, socket)
 	owner := fs.String("owner", "", "owner whose kernels to kill (required)")
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
+	return func(ctx context.Context, e *env, args []string) int {
+		return runShutdown(ctx, e, *socket, *owner, args)
 	}
-	if *owner == "" {
-		return usageError(e, fs, "--owner is required")
+}
+
+func runShutdown(ctx context.Context, e *env, socket, owner string, args []string) int {
+	if owner == "" {
+		return usageError(e, "shutdown", "--owner is required")
 	}
-	if fs.NArg() > 0 {
-		return usageError(e, fs, "unexpected argument %q", fs.Arg(0))
+	if len(args) > 0 {
+		return usageError(e, "shutdown", "unexpected argument %q", args[0])
 	}
-	client := api.NewClient(socketPath(*socket, e.getenv))
+	client := api.NewClient(socketPath(socket, e.getenv))
 	defer client.CloseIdleConnections()
-	n, err := client.ShutdownOwner(ctx, *owner)
+	n, err := client.ShutdownOwner(ctx, owner)
 	if err != nil {
 		return connError(e, "shutdown", err)
 	}
-	fmt.Fprintf(e.stdout, "killed %d kernel(s) of owner %s\n", n, *owner)
+	fmt.Fprintf(e.stdout, "killed %d kernel(s) of owner %s\n", n, owner)
 	return exitOK
 }
 
-func runKill(ctx context.Context, e *env, args []string) int {
-	fs := newFlagSet(e, "kill", "[--socket PATH] KERNEL_ID")
-	socket := fs.String("socket", "", "daemon socket (default $KERNPOOL_SOCKET, else the default path)")
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
+func killFlags(fs *pflag.FlagSet) runFunc {
+	socket := new(string)
+	addSocketFlag(fs, socket)
+	return func(ctx context.Context, e *env, args []string) int { return runKill(ctx, e, *socket, args) }
+}
+
+func runKill(ctx context.Context, e *env, socket string, args []string) int {
+	if len(args) != 1 {
+		return usageError(e, "kill", "expected exactly one KERNEL_ID (see 'kernpool ps')")
 	}
-	if fs.NArg() != 1 {
-		return usageError(e, fs, "expected exactly one KERNEL_ID (see 'kernpool ps')")
-	}
-	client := api.NewClient(socketPath(*socket, e.getenv))
+	client := api.NewClient(socketPath(socket, e.getenv))
 	defer client.CloseIdleConnections()
-	if err := client.Kill(ctx, fs.Arg(0)); err != nil {
+	if err := client.Kill(ctx, args[0]); err != nil {
 		if errors.Is(err, pool.ErrNotFound) {
-			fmt.Fprintf(e.stderr, "kernpool kill: no live kernel %q\n", fs.Arg(0))
+			fmt.Fprintf(e.stderr, "kernpool kill: no live kernel %q\n", args[0])
 			return exitCellErr
 		}
 		return connError(e, "kill", err)
 	}
-	fmt.Fprintf(e.stdout, "killed %s\n", fs.Arg(0))
+	fmt.Fprintf(e.stdout, "killed %s\n", args[0])
 	return exitOK
 }
 
-func runDoctor(ctx context.Context, e *env, args []string) int {
-	fs := newFlagSet(e, "doctor", "[--config FILE] [--socket PATH] [--state-dir DIR] [serve flags]")
+func doctorFlags(fs *pflag.FlagSet) runFunc {
 	sf := addServeFlags(fs)
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
+	return func(ctx context.Context, e *env, args []string) int { return runDoctor(ctx, e, sf, args) }
+}
+
+func runDoctor(ctx context.Context, e *env, sf *serveFlags, args []string) int {
+	if len(args) > 0 {
+		return usageError(e, "doctor", "unexpected argument %q", args[0])
 	}
-	cfg, err := loadServeConfig(fs, sf, e.getenv)
+	cfg, err := loadServeConfig(sf, e.getenv)
 	if err != nil {
-		return usageError(e, fs, "%v", err)
+		return usageError(e, "doctor", "%v", err)
 	}
 	report, isolationOK := daemon.Doctor(ctx, cfg, buildVersion().Version)
 	fmt.Fprint(e.stdout, report)

@@ -7,23 +7,31 @@ import (
 	"fmt"
 	"text/tabwriter"
 
+	"github.com/spf13/pflag"
+
 	"github.com/kernpool/kernpool/pool"
 	"github.com/kernpool/kernpool/pool/api"
 )
 
-func runInterrupt(ctx context.Context, e *env, args []string) int {
-	fs := newFlagSet(e, "interrupt", "[--socket PATH] (KERNEL_ID | --owner O [--mode M])")
-	socket := fs.String("socket", "", "daemon socket (default $KERNPOOL_SOCKET, else the default path)")
-	owner := fs.String("owner", "", "interrupt the running cells of this owner's kernels")
-	mode := fs.String("mode", "", "with --owner: only the kernels of this mode")
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
-	}
-	if (*owner == "") == (fs.NArg() != 1) || fs.NArg() > 1 {
-		return usageError(e, fs, "expected exactly one KERNEL_ID (see 'kernpool ps') or --owner")
+// kernelSelector is the flags of a command that takes a KERNEL_ID or
+// --owner [--mode].
+type kernelSelector struct{ socket, owner, mode string }
+
+func interruptFlags(fs *pflag.FlagSet) runFunc {
+	var k kernelSelector
+	addSocketFlag(fs, &k.socket)
+	fs.StringVar(&k.owner, "owner", "", "interrupt the running cells of this owner's kernels")
+	fs.StringVar(&k.mode, "mode", "", "with --owner: only the kernels of this mode")
+	return func(ctx context.Context, e *env, args []string) int { return runInterrupt(ctx, e, k, args) }
+}
+
+func runInterrupt(ctx context.Context, e *env, k kernelSelector, args []string) int {
+	socket, owner, mode := &k.socket, &k.owner, &k.mode
+	if (*owner == "") == (len(args) != 1) || len(args) > 1 {
+		return usageError(e, "interrupt", "expected exactly one KERNEL_ID (see 'kernpool ps') or --owner")
 	}
 	if *mode != "" && *owner == "" {
-		return usageError(e, fs, "--mode needs --owner")
+		return usageError(e, "interrupt", "--mode needs --owner")
 	}
 	client := api.NewClient(socketPath(*socket, e.getenv))
 	defer client.CloseIdleConnections()
@@ -41,7 +49,10 @@ func runInterrupt(ctx context.Context, e *env, args []string) int {
 		}
 		return exitOK
 	}
-	id := fs.Arg(0)
+	id := ""
+	if len(args) == 1 {
+		id = args[0]
+	}
 	switch err := client.Interrupt(ctx, id); {
 	case errors.Is(err, pool.ErrNotFound):
 		fmt.Fprintf(e.stderr, "kernpool interrupt: no live kernel %q\n", id)
@@ -56,21 +67,26 @@ func runInterrupt(ctx context.Context, e *env, args []string) int {
 	return exitOK
 }
 
-func runVars(ctx context.Context, e *env, args []string) int {
-	fs := newFlagSet(e, "vars", "[--socket PATH] [--json] (KERNEL_ID | --owner O [--mode M])")
-	socket := fs.String("socket", "", "daemon socket (default $KERNPOOL_SOCKET, else the default path)")
-	owner := fs.String("owner", "", "list the variables of this owner's kernel")
-	mode := fs.String("mode", "", "with --owner: the kernel of this mode (default \"default\")")
+func varsFlags(fs *pflag.FlagSet) runFunc {
+	var k kernelSelector
+	addSocketFlag(fs, &k.socket)
+	fs.StringVar(&k.owner, "owner", "", "list the variables of this owner's kernel")
+	fs.StringVar(&k.mode, "mode", "", "with --owner: the kernel of this mode (default \"default\")")
 	asJSON := fs.Bool("json", false, `print {"variables": [...], "total": N} as JSON`)
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
-	}
-	if (*owner == "") == (fs.NArg() != 1) || fs.NArg() > 1 {
-		return usageError(e, fs, "expected exactly one KERNEL_ID (see 'kernpool ps') or --owner")
+	return func(ctx context.Context, e *env, args []string) int { return runVars(ctx, e, k, *asJSON, args) }
+}
+
+func runVars(ctx context.Context, e *env, k kernelSelector, asJSON bool, args []string) int {
+	socket, owner, mode := &k.socket, &k.owner, &k.mode
+	if (*owner == "") == (len(args) != 1) || len(args) > 1 {
+		return usageError(e, "vars", "expected exactly one KERNEL_ID (see 'kernpool ps') or --owner")
 	}
 	client := api.NewClient(socketPath(*socket, e.getenv))
 	defer client.CloseIdleConnections()
-	id := fs.Arg(0)
+	id := ""
+	if len(args) == 1 {
+		id = args[0]
+	}
 	if *owner != "" {
 		var err error
 		if id, err = kernelOf(ctx, client, *owner, *mode); err != nil {
@@ -92,7 +108,7 @@ func runVars(ctx context.Context, e *env, args []string) int {
 	case err != nil:
 		return connError(e, "vars", err)
 	}
-	if *asJSON {
+	if asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(v)

@@ -58,8 +58,8 @@ func TestExecExitCodes(t *testing.T) {
 		{"negative timeout", []string{"exec", "--socket", d.socket, "--timeout", "-1s", "1"}, 2, "", "negative"},
 		{"killed kernel", []string{"exec", "--socket", d.socket, "--owner", "doomed", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"}, 3, "", ""},
 		{"unknown command", []string{"frob"}, 2, "", "unknown command"},
-		{"no command", []string{}, 2, "", "usage"},
-		{"help", []string{"exec", "-h"}, 0, "", "usage: kernpool exec"},
+		{"no command", []string{}, 2, "", "missing command"},
+		{"help", []string{"exec", "-h"}, 0, "kernpool exec [CODE | -] [flags]", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

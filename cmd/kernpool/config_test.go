@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"io"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/kernpool/kernpool/kernel"
 	"github.com/kernpool/kernpool/pool/daemon"
+	"github.com/spf13/pflag"
 )
 
 func TestFlagsOverrideConfigFile(t *testing.T) {
@@ -20,7 +20,7 @@ func TestFlagsOverrideConfigFile(t *testing.T) {
 	if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	sf := addServeFlags(fs)
 	args := []string{"--config", file, "--socket", filepath.Join(dir, "flag.sock"), "--memory-max", "64MiB",
@@ -28,7 +28,7 @@ func TestFlagsOverrideConfigFile(t *testing.T) {
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := loadServeConfig(fs, sf, func(string) string { return "" })
+	cfg, err := loadServeConfig(sf, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,13 +50,13 @@ func TestCgroupParentAndIsolationFlags(t *testing.T) {
 	dir := t.TempDir()
 	parse := func(args ...string) *daemon.Config {
 		t.Helper()
-		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
 		fs.SetOutput(io.Discard)
 		sf := addServeFlags(fs)
 		if err := fs.Parse(args); err != nil {
 			t.Fatal(err)
 		}
-		cfg, err := loadServeConfig(fs, sf, func(string) string { return "" })
+		cfg, err := loadServeConfig(sf, func(string) string { return "" })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,13 +77,16 @@ func TestBadServeFlagValues(t *testing.T) {
 		{"--memory-max", "lots"}, {"--pids-max", "x"}, {"--cpu-max", "fast"}, {"--idle-timeout", "soon"},
 		{"--log-level", "loud"}, {"--max-kernels", "0"}, {"--isolation", "vm"},
 	} {
-		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
 		fs.SetOutput(io.Discard)
 		sf := addServeFlags(fs)
-		if err := fs.Parse(args); err != nil {
-			t.Fatal(err)
+		// A typed flag refuses a bad value as it parses; the config checks
+		// the rest.
+		err := fs.Parse(args)
+		if err == nil {
+			_, err = loadServeConfig(sf, func(string) string { return "" })
 		}
-		if _, err := loadServeConfig(fs, sf, func(string) string { return "" }); err == nil {
+		if err == nil {
 			t.Errorf("%q accepted", args)
 		} else if !strings.Contains(err.Error(), strings.TrimPrefix(args[0], "--")) && args[0] != "--max-kernels" && args[0] != "--log-level" {
 			t.Errorf("%q: error %q does not name the flag", args, err)

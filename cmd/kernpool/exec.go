@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/kernpool/kernpool/pool"
 	"github.com/kernpool/kernpool/pool/api"
 	"github.com/kernpool/kernpool/pool/daemon"
@@ -17,8 +19,6 @@ import (
 // maxStdinCode bounds code read from stdin (the API refuses bodies over 16 MiB).
 const maxStdinCode = 16 << 20
 
-const execSynopsis = "[--socket PATH] [--owner O] [--mode M] [--interpreter PATH] [--cwd DIR] [--tools a,b] [--reset] [--timeout 30s] [--json] [--stream] [--outputs DIR] [--tool-handler CMD] [CODE | -]"
-
 type execFlags struct {
 	socket, owner, mode, interpreter, cwd, tools, toolHandler string
 	passthrough, outputs                                      string
@@ -26,10 +26,18 @@ type execFlags struct {
 	timeout                                                   time.Duration
 }
 
-func runExec(ctx context.Context, e *env, args []string) int {
-	fs := newFlagSet(e, "exec", execSynopsis)
+func execCommand() command {
+	return command{name: "exec", args: "[CODE | -]", summary: "run one cell in an owner's kernel", setup: execSetup,
+		long: "Exec runs CODE (or stdin, for - or no CODE) as one cell in the owner's kernel,\n" +
+			"started on first use and kept, with its variables, for the next cell. Flags may\n" +
+			"come before or after CODE; put CODE after -- when it starts with a dash.\n\n" +
+			"Exit codes: 0 ok, 1 the cell raised, 2 usage or the daemon is not reachable,\n" +
+			"3 timeout, interrupt or a killed kernel, 4 refused for capacity or quota (retry)."}
+}
+
+func execSetup(fs *pflag.FlagSet) runFunc {
 	var f execFlags
-	fs.StringVar(&f.socket, "socket", "", "daemon socket (default $KERNPOOL_SOCKET, else the default path)")
+	addSocketFlag(fs, &f.socket)
 	fs.StringVar(&f.owner, "owner", "default", "owner (tenant) whose kernel runs the cell")
 	fs.StringVar(&f.mode, "mode", "", "mode: selects the kernel's profile (default \"default\")")
 	fs.StringVar(&f.interpreter, "interpreter", "", "absolute `path` of python3 (default: the daemon's)")
@@ -37,24 +45,25 @@ func runExec(ctx context.Context, e *env, args []string) int {
 	fs.StringVar(&f.tools, "tools", "", "the kernel's tool set, `a,b` (part of the kernel's key)")
 	fs.StringVar(&f.passthrough, "passthrough", "", "extra environment `NAME[,NAME...]` for a new kernel")
 	fs.BoolVar(&f.reset, "reset", false, "discard the kernel's state before the cell")
-	fs.Func("timeout", "cell timeout, e.g. 30s, 2m or 45 (seconds) (default: the daemon's)", func(s string) error {
-		d, err := daemon.ParseDuration(s)
-		f.timeout = d
-		return err
-	})
+	newDuration(fs, &f.timeout, "timeout", 0, "cell timeout, e.g. 30s, 2m or 45 (seconds) (default: the daemon's)")
 	fs.BoolVar(&f.asJSON, "json", false, "print the whole result object as JSON")
 	fs.BoolVar(&f.stream, "stream", false, "print output as the cell writes it (the default on a terminal, never with --json)")
 	fs.StringVar(&f.outputs, "outputs", "", "write each display (image, HTML, ...) to a file in `DIR` and print its path")
 	fs.StringVar(&f.toolHandler, "tool-handler", "", "run `CMD` via sh -c per tool call: call JSON on stdin, result on stdout")
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
+	return func(ctx context.Context, e *env, args []string) int { return runExec(ctx, e, &f, args) }
+}
+
+func runExec(ctx context.Context, e *env, f *execFlags, args []string) int {
+	if len(args) > 1 {
+		return usageError(e, "exec", "expected one CODE argument (or - for stdin), got %d arguments; quote the code as one argument", len(args))
 	}
-	if fs.NArg() > 1 {
-		return usageError(e, fs, "expected one CODE argument (or - for stdin), got %d arguments; flags go before CODE", fs.NArg())
+	arg := ""
+	if len(args) == 1 {
+		arg = args[0]
 	}
-	code, err := readCode(e, fs.Arg(0))
+	code, err := readCode(e, arg)
 	if err != nil {
-		return usageError(e, fs, "%v", err)
+		return usageError(e, "exec", "%v", err)
 	}
 	req := pool.Request{
 		Owner: f.owner, Mode: f.mode, Interpreter: f.interpreter, Cwd: f.cwd,

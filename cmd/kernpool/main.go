@@ -2,13 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kernpool/kernpool/isolate/kinit"
 )
@@ -21,7 +22,7 @@ const devVersion = "0.1.0-dev"
 // the build info is used (buildVersion).
 var version = devVersion
 
-// Exit codes shared by every subcommand (docs/api.md lists them).
+// Exit codes shared by every subcommand (exitCodesHelp, docs/api.md).
 const (
 	exitOK      = 0
 	exitCellErr = 1
@@ -33,6 +34,18 @@ const (
 	exitNoDaemon = 2
 )
 
+// exitCodesHelp ends `kernpool --help`; docs/api.md repeats it.
+const exitCodesHelp = `Exit codes:
+  0  ok
+  1  the cell raised (or called sys.exit with a non-zero code); kill,
+     interrupt, vars, spill: no such kernel, cell or file; serve: the
+     daemon stopped with an error
+  2  usage error, or the daemon is not reachable
+  3  the cell timed out, was interrupted, or its kernel was killed
+     (also by the OOM killer)
+  4  refused for capacity or a per-owner quota: retry later
+doctor: 1 the configured isolation is not available here, 2 no daemon.`
+
 // env is what a subcommand runs with; tests substitute streams.
 type env struct {
 	stdin          io.Reader
@@ -40,24 +53,31 @@ type env struct {
 	getenv         func(string) string
 }
 
-// command is one subcommand: its name, one-line summary and body.
+// runFunc is a subcommand's body: its positional arguments in, its exit
+// code out (its flags are bound by its setup).
+type runFunc func(ctx context.Context, e *env, args []string) int
+
+// command is one subcommand: its name, the synopsis of its positional
+// arguments, a one-line summary, optional details, and setup, which
+// defines its flags and returns its body.
 type command struct {
-	name, summary string
-	run           func(ctx context.Context, e *env, args []string) int
+	name, args, summary, long string
+	setup                     func(fs *pflag.FlagSet) runFunc
 }
 
 func commands() []command {
 	return []command{
-		{"serve", "run the daemon on a Unix socket", runServe},
-		{"exec", "run one cell in an owner's kernel", runExec},
-		{"ps", "list live kernels", runPs},
-		{"shutdown", "kill every kernel of an owner", runShutdown},
-		{"kill", "kill one kernel by id", runKill},
-		{"interrupt", "interrupt a running cell (its kernel keeps its state)", runInterrupt},
-		{"vars", "list the variables of a kernel", runVars},
-		{"spill", "print a cell's full spilled stdout", runSpill},
-		{"doctor", "report configuration and host capabilities", runDoctor},
-		{"version", "print the version", runVersion},
+		serveCommand(),
+		execCommand(),
+		{name: "ps", summary: "list live kernels", setup: psFlags},
+		{name: "shutdown", summary: "kill every kernel of an owner", setup: shutdownFlags},
+		{name: "kill", args: "KERNEL_ID", summary: "kill one kernel by id", setup: killFlags},
+		{name: "interrupt", args: "(KERNEL_ID | --owner O [--mode M])", summary: "interrupt a running cell (its kernel keeps its state)", setup: interruptFlags},
+		{name: "vars", args: "(KERNEL_ID | --owner O [--mode M])", summary: "list the variables of a kernel", setup: varsFlags},
+		{name: "spill", args: "KERNEL_ID NAME", summary: "print a cell's full spilled stdout", setup: spillFlags},
+		{name: "doctor", summary: "report configuration and host capabilities", setup: doctorFlags,
+			long: "Doctor prints the effective configuration (the serve flags and the config file),\nthe isolation this host gives kernels, and what a running daemon reports."},
+		{name: "version", summary: "print the version", setup: func(*pflag.FlagSet) runFunc { return runVersion }},
 	}
 }
 
@@ -79,63 +99,71 @@ func main() {
 	os.Exit(code)
 }
 
+// dispatch runs the command line args and returns the exit code.
 func dispatch(ctx context.Context, e *env, args []string) int {
-	if len(args) == 0 {
-		usage(e.stderr)
+	code := exitOK
+	root := newRoot(e, &code)
+	root.SetArgs(normalizeArgs(root, args))
+	if err := root.ExecuteContext(ctx); err != nil {
+		cmd, _, ferr := root.Find(args)
+		name := "kernpool"
+		if ferr == nil && cmd != root {
+			name = cmd.CommandPath()
+		}
+		fmt.Fprintf(e.stderr, "%s: %v\nRun '%s --help' for usage.\n", name, err, name)
 		return exitUsage
 	}
-	name := args[0]
-	if name == "-h" || name == "--help" || name == "help" {
-		usage(e.stdout)
-		return exitOK
+	return code
+}
+
+// newRoot builds the command tree; a subcommand's exit code lands in code.
+func newRoot(e *env, code *int) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "kernpool",
+		Short: "a sandboxed pool of session-persistent Python kernels",
+		Long: "kernpool runs a sandboxed pool of session-persistent Python kernels (serve)\n" +
+			"and drives a running daemon over its Unix socket (the other commands).\n\n" + exitCodesHelp,
+		Args: cobra.NoArgs,
+		// No command: the usage, on stderr, as a usage error.
+		Run: func(cmd *cobra.Command, _ []string) {
+			fmt.Fprintln(e.stderr, "kernpool: missing command")
+			cmd.SetOut(e.stderr)
+			_ = cmd.Usage()
+			*code = exitUsage
+		},
+		SilenceErrors: true,
+		SilenceUsage:  true,
 	}
+	root.SetIn(e.stdin)
+	root.SetOut(e.stdout)
+	root.SetErr(e.stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
 	for _, c := range commands() {
-		if c.name == name {
-			return c.run(ctx, e, args[1:])
+		use := c.name
+		if c.args != "" {
+			use += " " + c.args
 		}
-	}
-	fmt.Fprintf(e.stderr, "kernpool: unknown command %q\n\n", name)
-	usage(e.stderr)
-	return exitUsage
-}
-
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: kernpool COMMAND [flags] [args]\n\ncommands:")
-	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
-	}
-	fmt.Fprintln(w, "\nRun 'kernpool COMMAND -h' for a command's flags.")
-	fmt.Fprintln(w, "Exit codes: 0 ok, 1 cell error, 2 usage or connection error, 3 timeout or killed,")
-	fmt.Fprintln(w, "4 refused for capacity or quota (retry later). doctor: 1 isolation unavailable, 2 no daemon.")
-}
-
-// newFlagSet returns a FlagSet that reports errors instead of exiting.
-func newFlagSet(e *env, name, synopsis string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: kernpool %s %s\n\nflags:\n", name, synopsis)
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-// parseFlags parses args; it returns (exit code, false) when the command
-// must stop: 0 after -h, 2 after a bad flag (the flag package printed why).
-func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK, false
+		sub := &cobra.Command{
+			Use:   use,
+			Short: c.summary,
+			Long:  c.summary + ".",
+			Args:  cobra.ArbitraryArgs, // each body checks its own, with its own message
 		}
-		return exitUsage, false
+		if c.long != "" {
+			sub.Long = c.long
+		}
+		run := c.setup(sub.Flags())
+		sub.Run = func(cmd *cobra.Command, args []string) { *code = run(cmd.Context(), e, args) }
+		registerCompletions(sub)
+		root.AddCommand(sub)
 	}
-	return 0, true
+	return root
 }
 
 // usageError prints a usage problem and returns the usage exit code.
-func usageError(e *env, fs *flag.FlagSet, format string, a ...any) int {
-	fmt.Fprintf(e.stderr, "kernpool %s: %s\n", fs.Name(), fmt.Sprintf(format, a...))
-	fmt.Fprintf(e.stderr, "Run 'kernpool %s -h' for usage.\n", fs.Name())
+func usageError(e *env, name, format string, a ...any) int {
+	fmt.Fprintf(e.stderr, "kernpool %s: %s\n", name, fmt.Sprintf(format, a...))
+	fmt.Fprintf(e.stderr, "Run 'kernpool %s --help' for usage.\n", name)
 	return exitUsage
 }
 

@@ -104,7 +104,7 @@ next:
 }
 
 type sessionCell struct {
-	owner, cwd, code string
+	owner, code string
 	timeout          api.Duration
 	status           pool.Status
 }

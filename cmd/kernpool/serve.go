@@ -9,36 +9,42 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/pflag"
 
 	"github.com/kernpool/kernpool/pool/daemon"
 )
 
-const serveSynopsis = "[--socket PATH] [--config FILE] [--state-dir DIR] [--isolation sandbox|process] [--cgroup-parent NAME] [--memory-max SIZE] [--pids-max N] [--cpu-max CORES] [--passthrough NAME,...] [flags]"
+func serveCommand() command {
+	return command{name: "serve", summary: "run the daemon on a Unix socket", setup: serveSetup,
+		long: "Serve runs the daemon: a sandboxed pool of kernels behind the HTTP API on a Unix\n" +
+			"socket. Settings come from the built-in defaults (shown below), then the config\n" +
+			"file (docs/config.md), then the flags given. SIGTERM or SIGINT drains it (a second\n" +
+			"signal ends the grace), SIGHUP reloads limits and quotas. Exit 1: it stopped with\n" +
+			"an error (e.g. the configured isolation is not available here); 2: usage."}
+}
 
-func runServe(ctx context.Context, e *env, args []string) int {
-	fs := newFlagSet(e, "serve", serveSynopsis)
+func serveSetup(fs *pflag.FlagSet) runFunc {
 	sf := addServeFlags(fs)
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
+	return func(ctx context.Context, e *env, args []string) int {
+		if len(args) > 0 {
+			return usageError(e, "serve", "unexpected argument %q", args[0])
+		}
+		reload := func() (*daemon.Config, error) { return loadServeConfig(sf, e.getenv) }
+		cfg, err := reload()
+		if err != nil {
+			return usageError(e, "serve", "%v", err)
+		}
+		log := newLogger(cfg, e)
+		if cfg.File != "" {
+			log.Info("configuration read", "file", cfg.File)
+		}
+		if err := serve(ctx, cfg, log, daemonHooks{reload: reload, getenv: e.getenv}); err != nil {
+			log.Error("kernpool stopped with an error", "error", err)
+			fmt.Fprintf(e.stderr, "kernpool serve: %v\n", err)
+			return exitCellErr
+		}
+		return exitOK
 	}
-	if fs.NArg() > 0 {
-		return usageError(e, fs, "unexpected argument %q", fs.Arg(0))
-	}
-	reload := func() (*daemon.Config, error) { return loadServeConfig(fs, sf, e.getenv) }
-	cfg, err := reload()
-	if err != nil {
-		return usageError(e, fs, "%v", err)
-	}
-	log := newLogger(cfg, e)
-	if cfg.File != "" {
-		log.Info("configuration read", "file", cfg.File)
-	}
-	if err := serve(ctx, cfg, log, daemonHooks{reload: reload, getenv: e.getenv}); err != nil {
-		log.Error("kernpool stopped with an error", "error", err)
-		fmt.Fprintf(e.stderr, "kernpool serve: %v\n", err)
-		return exitCellErr
-	}
-	return exitOK
 }
 
 func newLogger(cfg *daemon.Config, e *env) hclog.Logger {

@@ -1,61 +1,68 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"runtime"
-	"strconv"
 	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/kernpool/kernpool/kernel"
 	"github.com/kernpool/kernpool/pool/daemon"
 )
 
-// serveFlags are serve's flags as typed; only the ones given on the
-// command line override the config file (found with FlagSet.Visit).
+// serveFlags are serve's (and doctor's) flags, typed. Their defaults,
+// shown in --help, are daemon.DefaultConfig's (one definition; a test
+// checks docs/config.md against them); only the flags given on the
+// command line override the config file (pflag's Changed).
 type serveFlags struct {
-	socket, config, stateDir, logLevel, interpreter     string
-	isolation, cgroupParent                             string
-	memoryMax, pidsMax, cpuMax, passthrough             string
-	idleTimeout, cellTimeout, maxCellTimeout            string
-	toolCallTimeout, drainGrace, maxKernels, maxToolCls string
-	metricsListen, socketGroup                          string
-	timeoutAction, interruptGrace                       string
-	logJSON                                             bool
+	fs                                         *pflag.FlagSet
+	socket, config, stateDir, logLevel, interp string
+	isolation, cgroupParent, passthrough       string
+	metricsListen, socketGroup, timeoutAction  string
+	memoryMax, pidsMax                         int64
+	cpuMax                                     float64
+	maxKernels, maxToolCalls                   int
+	idleTimeout, cellTimeout, maxCellTimeout   time.Duration
+	toolCallTimeout, drainGrace, interruptGr   time.Duration
+	logJSON                                    bool
 }
 
-func addServeFlags(fs *flag.FlagSet) *serveFlags {
-	f := &serveFlags{}
+func addServeFlags(fs *pflag.FlagSet) *serveFlags {
+	def := daemon.DefaultConfig()
+	p := def.Profiles[daemon.DefaultProfile]
+	f := &serveFlags{fs: fs}
 	fs.StringVar(&f.socket, "socket", "", "Unix socket to serve on (default $KERNPOOL_SOCKET, else a per-user or system path)")
-	fs.StringVar(&f.config, "config", "", "HCL config `file` (flags override it)")
-	fs.StringVar(&f.stateDir, "state-dir", "", "state `dir` for kernel staging dirs")
-	fs.StringVar(&f.isolation, "isolation", "", "`mode`: sandbox (default: refuse to start without every configured protection) or process (kernels may share the daemon's uid)")
+	fs.StringVar(&f.config, "config", "", "HCL config `file` (flags override it; default "+daemon.DefaultConfigFile+" when it exists)")
+	fs.StringVar(&f.stateDir, "state-dir", "", "state `dir` for kernel staging dirs (default beside the socket)")
+	fs.StringVar(&f.isolation, "isolation", string(def.Isolation), "`mode`: sandbox (refuse to start without every configured protection) or process (kernels may share the daemon's uid)")
 	fs.StringVar(&f.cgroupParent, "cgroup-parent", "", "pool parent cgroup `name` (default kernpool-<hash of the state dir>)")
-	fs.StringVar(&f.memoryMax, "memory-max", "", "default profile memory limit, e.g. 64MiB (0: unlimited)")
-	fs.StringVar(&f.pidsMax, "pids-max", "", "default profile task limit (0: unlimited)")
-	fs.StringVar(&f.cpuMax, "cpu-max", "", "default profile CPU quota in `cores`, e.g. 0.5 (0: unlimited)")
+	newSize(fs, &f.memoryMax, "memory-max", p.MemoryMax, "default profile memory limit (0: unlimited)")
+	fs.Int64Var(&f.pidsMax, "pids-max", p.PidsMax, "default profile task limit (0: unlimited)")
+	fs.Float64Var(&f.cpuMax, "cpu-max", p.CPUMax, "default profile CPU quota in `cores`, e.g. 0.5 (0: unlimited)")
 	fs.StringVar(&f.passthrough, "passthrough", "", "extra environment `NAME[,NAME...]` every kernel keeps")
-	fs.StringVar(&f.logLevel, "log-level", "", "log level: trace, debug, info, warn, error (default info)")
-	fs.BoolVar(&f.logJSON, "log-json", false, "log one JSON object per line")
-	fs.StringVar(&f.interpreter, "interpreter", "", "default python3 `path` (default: python3 on PATH, shims resolved)")
-	fs.StringVar(&f.maxKernels, "max-kernels", "", "cap on live kernels across owners (default 64)")
-	fs.StringVar(&f.maxToolCls, "max-tool-calls", "", "tool-call budget per cell (default 50)")
-	fs.StringVar(&f.idleTimeout, "idle-timeout", "", "reap kernels idle this long (default 30m)")
-	fs.StringVar(&f.cellTimeout, "cell-timeout", "", "default cell timeout (default 5m)")
-	fs.StringVar(&f.maxCellTimeout, "max-cell-timeout", "", "largest cell timeout a request may ask for (default 1h)")
-	fs.StringVar(&f.toolCallTimeout, "tool-call-timeout", "", "how long a streamed tool call waits for its answer (default 2m)")
-	fs.StringVar(&f.drainGrace, "drain-grace", "", "how long running cells may finish on SIGTERM (default 10s)")
+	fs.StringVar(&f.logLevel, "log-level", def.LogLevel, "log `level`: trace, debug, info, warn, error")
+	fs.BoolVar(&f.logJSON, "log-json", def.LogJSON, "log one JSON object per line")
+	fs.StringVar(&f.interp, "interpreter", "", "default python3 `path` (default: python3 on PATH, shims resolved)")
+	fs.IntVar(&f.maxKernels, "max-kernels", def.MaxKernels, "cap on live kernels across owners")
+	fs.IntVar(&f.maxToolCalls, "max-tool-calls", def.MaxToolCalls, "tool-call budget per cell")
+	newDuration(fs, &f.idleTimeout, "idle-timeout", def.IdleTimeout, "reap kernels idle this long")
+	newDuration(fs, &f.cellTimeout, "cell-timeout", def.CellTimeout, "default cell timeout")
+	newDuration(fs, &f.maxCellTimeout, "max-cell-timeout", def.MaxCellTimeout, "largest cell timeout a request may ask for")
+	newDuration(fs, &f.toolCallTimeout, "tool-call-timeout", def.ToolCallTimeout, "how long a streamed tool call waits for its answer")
+	newDuration(fs, &f.drainGrace, "drain-grace", def.DrainGrace, "how long running cells may finish on SIGTERM")
 	fs.StringVar(&f.metricsListen, "metrics-listen", "", "also serve GET /metrics on this TCP `addr`, e.g. 127.0.0.1:9464 (default: off; /metrics is always on the API socket)")
 	fs.StringVar(&f.socketGroup, "socket-group", "", "chgrp the API socket to this `group` (name or gid), mode 0660")
-	fs.StringVar(&f.timeoutAction, "timeout-action", "", "default profile: what a cell timeout does, interrupt (keeps the kernel's state) or kill (default interrupt)")
-	fs.StringVar(&f.interruptGrace, "interrupt-grace", "", "default profile: how long an interrupted cell may take to stop before its kernel is killed (default 2s)")
+	fs.StringVar(&f.timeoutAction, "timeout-action", p.TimeoutAction, "default profile: what a cell timeout does (`action`): interrupt (keeps the kernel's state) or kill")
+	newDuration(fs, &f.interruptGr, "interrupt-grace", p.InterruptGrace, "default profile: how long an interrupted cell may take to stop before its kernel is killed")
 	return f
 }
 
 // loadServeConfig builds the config: defaults, the file, the set flags,
-// then the default paths for what is still empty.
-func loadServeConfig(fs *flag.FlagSet, f *serveFlags, getenv func(string) string) (*daemon.Config, error) {
+// then the default paths for what is still empty (Config.Complete).
+func loadServeConfig(f *serveFlags, getenv func(string) string) (*daemon.Config, error) {
 	cfg := daemon.DefaultConfig()
 	file := f.config
 	if file == "" && runtime.GOOS != "windows" {
@@ -70,14 +77,8 @@ func loadServeConfig(fs *flag.FlagSet, f *serveFlags, getenv func(string) string
 		}
 		cfg.File = file
 	}
-	var errs []string
-	fs.Visit(func(fl *flag.Flag) {
-		if err := f.apply(cfg, fl.Name); err != nil {
-			errs = append(errs, fmt.Sprintf("--%s: %v", fl.Name, err))
-		}
-	})
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("%w: %s", daemon.ErrConfig, strings.Join(errs, "; "))
+	if err := f.apply(cfg); err != nil {
+		return nil, err
 	}
 	if err := cfg.Complete(getenv); err != nil {
 		return nil, err
@@ -85,58 +86,43 @@ func loadServeConfig(fs *flag.FlagSet, f *serveFlags, getenv func(string) string
 	return cfg, nil
 }
 
-// apply sets the config field of one flag that was given.
-func (f *serveFlags) apply(cfg *daemon.Config, name string) error {
+// apply sets the config fields of the flags that were given.
+func (f *serveFlags) apply(cfg *daemon.Config) error {
 	def := cfg.Profiles[daemon.DefaultProfile]
-	defer func() { cfg.Profiles[daemon.DefaultProfile] = def }()
+	set := f.fs.Changed
 	var err error
-	switch name {
-	case "socket":
-		cfg.Socket = f.socket
-	case "state-dir":
-		cfg.StateDir = f.stateDir
-	case "isolation":
-		cfg.Isolation, err = kernel.ParseIsolationMode(f.isolation)
-	case "cgroup-parent":
-		cfg.Cgroup.Parent = f.cgroupParent
-	case "log-level":
-		cfg.LogLevel = f.logLevel
-	case "log-json":
-		cfg.LogJSON = f.logJSON
-	case "interpreter":
-		cfg.Interpreter = f.interpreter
-	case "passthrough":
-		cfg.Env.Passthrough = append(cfg.Env.Passthrough, splitList(f.passthrough)...)
-	case "memory-max":
-		def.MemoryMax, err = daemon.ParseSize(f.memoryMax)
-	case "pids-max":
-		def.PidsMax, err = strconv.ParseInt(f.pidsMax, 10, 64)
-	case "cpu-max":
-		def.CPUMax, err = strconv.ParseFloat(f.cpuMax, 64)
-	case "max-kernels":
-		cfg.MaxKernels, err = strconv.Atoi(f.maxKernels)
-	case "max-tool-calls":
-		cfg.MaxToolCalls, err = strconv.Atoi(f.maxToolCls)
-	case "idle-timeout":
-		cfg.IdleTimeout, err = daemon.ParseDuration(f.idleTimeout)
-	case "cell-timeout":
-		cfg.CellTimeout, err = daemon.ParseDuration(f.cellTimeout)
-	case "max-cell-timeout":
-		cfg.MaxCellTimeout, err = daemon.ParseDuration(f.maxCellTimeout)
-	case "tool-call-timeout":
-		cfg.ToolCallTimeout, err = daemon.ParseDuration(f.toolCallTimeout)
-	case "metrics-listen":
-		cfg.MetricsListen = f.metricsListen
-	case "socket-group":
-		cfg.SocketGroup = f.socketGroup
-	case "drain-grace":
-		cfg.DrainGrace, err = daemon.ParseDuration(f.drainGrace)
-	case "timeout-action":
-		def.TimeoutAction = f.timeoutAction
-	case "interrupt-grace":
-		def.InterruptGrace, err = daemon.ParseDuration(f.interruptGrace)
+	setIf := func(name string, apply func()) {
+		if set(name) {
+			apply()
+		}
 	}
-	return err
+	setIf("socket", func() { cfg.Socket = f.socket })
+	setIf("state-dir", func() { cfg.StateDir = f.stateDir })
+	setIf("isolation", func() { cfg.Isolation, err = kernel.ParseIsolationMode(f.isolation) })
+	setIf("cgroup-parent", func() { cfg.Cgroup.Parent = f.cgroupParent })
+	setIf("log-level", func() { cfg.LogLevel = f.logLevel })
+	setIf("log-json", func() { cfg.LogJSON = f.logJSON })
+	setIf("interpreter", func() { cfg.Interpreter = f.interp })
+	setIf("passthrough", func() { cfg.Env.Passthrough = append(cfg.Env.Passthrough, splitList(f.passthrough)...) })
+	setIf("memory-max", func() { def.MemoryMax = f.memoryMax })
+	setIf("pids-max", func() { def.PidsMax = f.pidsMax })
+	setIf("cpu-max", func() { def.CPUMax = f.cpuMax })
+	setIf("max-kernels", func() { cfg.MaxKernels = f.maxKernels })
+	setIf("max-tool-calls", func() { cfg.MaxToolCalls = f.maxToolCalls })
+	setIf("idle-timeout", func() { cfg.IdleTimeout = f.idleTimeout })
+	setIf("cell-timeout", func() { cfg.CellTimeout = f.cellTimeout })
+	setIf("max-cell-timeout", func() { cfg.MaxCellTimeout = f.maxCellTimeout })
+	setIf("tool-call-timeout", func() { cfg.ToolCallTimeout = f.toolCallTimeout })
+	setIf("drain-grace", func() { cfg.DrainGrace = f.drainGrace })
+	setIf("metrics-listen", func() { cfg.MetricsListen = f.metricsListen })
+	setIf("socket-group", func() { cfg.SocketGroup = f.socketGroup })
+	setIf("timeout-action", func() { def.TimeoutAction = f.timeoutAction })
+	setIf("interrupt-grace", func() { def.InterruptGrace = f.interruptGr })
+	cfg.Profiles[daemon.DefaultProfile] = def
+	if err != nil {
+		return fmt.Errorf("%w: --isolation: %v", daemon.ErrConfig, err)
+	}
+	return nil
 }
 
 // splitList splits "a,b, c" into its non-empty trimmed names.

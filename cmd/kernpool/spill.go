@@ -5,30 +5,33 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/spf13/pflag"
+
 	"github.com/kernpool/kernpool/pool"
 	"github.com/kernpool/kernpool/pool/api"
 )
 
 // runSpill prints the spill file NAME of kernel ID (a result names both:
 // kernel.id and stdout_spill_name) on stdout.
-func runSpill(ctx context.Context, e *env, args []string) int {
-	fs := newFlagSet(e, "spill", "[--socket PATH] KERNEL_ID NAME")
-	socket := fs.String("socket", "", "daemon socket (default $KERNPOOL_SOCKET, else the default path)")
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
+func spillFlags(fs *pflag.FlagSet) runFunc {
+	socket := new(string)
+	addSocketFlag(fs, socket)
+	return func(ctx context.Context, e *env, args []string) int { return runSpill(ctx, e, *socket, args) }
+}
+
+func runSpill(ctx context.Context, e *env, socket string, args []string) int {
+	if len(args) != 2 {
+		return usageError(e, "spill", "expected KERNEL_ID and NAME (a result's kernel.id and stdout_spill_name)")
 	}
-	if fs.NArg() != 2 {
-		return usageError(e, fs, "expected KERNEL_ID and NAME (a result's kernel.id and stdout_spill_name)")
-	}
-	client := api.NewClient(socketPath(*socket, e.getenv))
+	client := api.NewClient(socketPath(socket, e.getenv))
 	defer client.CloseIdleConnections()
-	if _, err := client.Spill(ctx, fs.Arg(0), fs.Arg(1), e.stdout); err != nil {
+	if _, err := client.Spill(ctx, args[0], args[1], e.stdout); err != nil {
 		switch {
 		case errors.Is(err, pool.ErrNotFound):
-			fmt.Fprintf(e.stderr, "kernpool spill: no spill %q of a live kernel %q\n", fs.Arg(1), fs.Arg(0))
+			fmt.Fprintf(e.stderr, "kernpool spill: no spill %q of a live kernel %q\n", args[1], args[0])
 			return exitCellErr
 		case errors.Is(err, pool.ErrBadRequest):
-			return usageError(e, fs, "%v", err)
+			return usageError(e, "spill", "%v", err)
 		}
 		return connError(e, "spill", err)
 	}
