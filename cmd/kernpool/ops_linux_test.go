@@ -105,8 +105,8 @@ next:
 
 type sessionCell struct {
 	owner, code string
-	timeout          api.Duration
-	status           pool.Status
+	timeout     api.Duration
+	status      pool.Status
 }
 
 // TestOpsSession runs a scripted session against a real daemon with real

@@ -20,12 +20,16 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kernpool/kernpool/internal/testenv"
+	"github.com/kernpool/kernpool/isolate/kinit"
 	"github.com/kernpool/kernpool/pool"
 	"github.com/kernpool/kernpool/pool/api"
 	"github.com/kernpool/kernpool/rpcsock"
 )
 
+// TestMain doubles as the kernel init step (isolate/kinit), which the
+// examples' sandboxed daemon (example_test.go) starts its kernels through.
 func TestMain(m *testing.M) {
+	kinit.Main()
 	goleak.VerifyTestMain(m)
 }
 
