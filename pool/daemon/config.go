@@ -318,14 +318,6 @@ func (c *Config) Policies() map[string]pool.CellPolicy {
 	return out
 }
 
-// ProfileFor returns the profile a mode selects: its own, else "default".
-func (c *Config) ProfileFor(mode string) Profile {
-	if p, ok := c.Profiles[mode]; ok {
-		return p
-	}
-	return c.Profiles[DefaultProfile]
-}
-
 // Complete fills what is still empty with its default (Socket and
 // StateDir: DefaultSocket and DefaultStateDir under getenv; the cgroup
 // parent: derived from the state dir), makes the paths absolute and

@@ -68,11 +68,8 @@ ceiling { memory_max = "8GiB" }
 			if c.Profiles["default"].MemoryMax != 64<<20 || c.Profiles["default"].PidsMax != 256 {
 				t.Errorf("default profile: %+v", c.Profiles["default"])
 			}
-			if g := c.ProfileFor("gpu"); g.MemoryMax != 1<<30 || g.CPUMax != 2 {
+			if g := c.Profiles["gpu"]; g.MemoryMax != 1<<30 || g.CPUMax != 2 {
 				t.Errorf("gpu profile: %+v", g)
-			}
-			if !reflect.DeepEqual(c.ProfileFor("unknown"), c.Profiles["default"]) {
-				t.Errorf("an unknown mode does not select the default profile")
 			}
 			if c.Ceiling.MemoryMax != 8<<30 || c.Ceiling.PidsMax != 4096 {
 				t.Errorf("ceiling: %+v", c.Ceiling)

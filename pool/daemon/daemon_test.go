@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/kernpool/kernpool/internal/testenv"
@@ -107,5 +110,58 @@ func TestNewFailsClosed(t *testing.T) {
 	cfg.MaxKernels = 0
 	if _, err := daemon.New(context.Background(), cfg); !errors.Is(err, daemon.ErrConfig) {
 		t.Fatalf("max_kernels 0: %v, want ErrConfig", err)
+	}
+}
+
+// Reload applies new profile limits to kernels started from then on and
+// refuses a configuration it cannot apply, keeping the running one;
+// Handler serves the same API on a listener the embedder owns.
+func TestReloadAndHandler(t *testing.T) {
+	cfg := testConfig(t)
+	ctx := context.Background()
+	d, err := daemon.New(ctx, cfg, daemon.WithLogger(testenv.Logger(t, hclog.Debug)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = d.Shutdown(ctx) }()
+	ln, err := net.Listen("unix", filepath.Join(filepath.Dir(cfg.StateDir), "own.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	c := api.NewClient(ln.Addr().String())
+	defer c.CloseIdleConnections()
+
+	next := *cfg
+	next.Profiles = map[string]daemon.Profile{daemon.DefaultProfile: cfg.Profiles[daemon.DefaultProfile]}
+	p := next.Profiles[daemon.DefaultProfile]
+	p.MemoryMax = 96 << 20
+	next.Profiles[daemon.DefaultProfile] = p
+	next.MaxKernelsPerOwner = 1
+	if err := d.Reload(&next); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.Config(); got.Profiles[daemon.DefaultProfile].MemoryMax != 96<<20 || got.MaxKernelsPerOwner != 1 {
+		t.Fatalf("after Reload: memory %d, per-owner cap %d", got.Profiles[daemon.DefaultProfile].MemoryMax, got.MaxKernelsPerOwner)
+	}
+	res, err := c.Execute(ctx, pool.Request{Owner: "carol", Code: "print(1)"})
+	if err != nil || res.Output != "1\n" {
+		t.Fatalf("execute through Handler: %+v, %v", res, err)
+	}
+	if iso := res.Kernel.Isolation; os.Geteuid() == 0 && (iso == nil || iso.MemoryMax != 96<<20) {
+		t.Errorf("a kernel started after Reload has %+v, want memory_max 96MiB", iso)
+	}
+	if _, err := c.Execute(ctx, pool.Request{Owner: "carol", Tools: []string{"t"}, Code: "1"}); !errors.Is(err, pool.ErrQuota) {
+		t.Errorf("a second kernel of carol under the reloaded per-owner cap of 1: %v, want ErrQuota", err)
+	}
+	bad := next
+	bad.MaxKernels = 0
+	if err := d.Reload(&bad); !errors.Is(err, daemon.ErrConfig) {
+		t.Fatalf("Reload with max_kernels 0: %v, want ErrConfig", err)
+	}
+	if got := d.Config(); got.MaxKernels != cfg.MaxKernels || got.Profiles[daemon.DefaultProfile].MemoryMax != 96<<20 {
+		t.Errorf("a refused Reload changed the running config: max_kernels %d", got.MaxKernels)
 	}
 }
