@@ -79,6 +79,17 @@ func TestNewServeShutdown(t *testing.T) {
 	if _, err := daemon.New(ctx, cfg, daemon.WithLogger(hclog.NewNullLogger())); !errors.Is(err, daemon.ErrAlreadyServing) {
 		t.Errorf("second daemon on the state dir: %v, want ErrAlreadyServing", err)
 	}
+	other := *cfg
+	other.StateDir += "2"
+	other.Cgroup.Parent += "-2"
+	if d3, err := daemon.New(ctx, &other, daemon.WithLogger(hclog.NewNullLogger())); err != nil {
+		t.Errorf("a daemon on another state dir: %v", err)
+	} else {
+		if _, err := d3.Listen(); !errors.Is(err, daemon.ErrAlreadyServing) {
+			t.Errorf("second daemon on the socket: %v, want ErrAlreadyServing", err)
+		}
+		_ = d3.Shutdown(ctx)
+	}
 	if err := d.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}

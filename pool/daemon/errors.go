@@ -1,11 +1,16 @@
 package daemon
 
-import "errors"
+import (
+	"errors"
 
-// Sentinel errors of the CLI. Wrapped with an operation prefix and %w.
+	"github.com/kernpool/kernpool/pool/api"
+)
+
+// Sentinel errors of the daemon. Wrapped with an operation prefix and %w.
 var (
 	// ErrConfig: the config file or a flag value is invalid.
 	ErrConfig = errors.New("invalid configuration")
-	// ErrAlreadyServing: another daemon holds the state dir.
-	ErrAlreadyServing = errors.New("another kernpool is serving")
+	// ErrAlreadyServing: another daemon holds the state dir or answers on
+	// the socket (one sentinel: api.Listen returns it for the socket).
+	ErrAlreadyServing = api.ErrAlreadyServing
 )

@@ -23,7 +23,7 @@ func lockStateDir(stateDir string) (unlock func(), err error) {
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		_ = f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w: another kernpool daemon uses the state dir %s", ErrAlreadyServing, stateDir)
+			return nil, fmt.Errorf("%w on the state dir %s", ErrAlreadyServing, stateDir)
 		}
 		return nil, fmt.Errorf("lock state dir: %w", err)
 	}
