@@ -103,12 +103,6 @@ func runShutdown(ctx context.Context, e *env, socket, owner string, args []strin
 	return exitOK
 }
 
-func killFlags(fs *pflag.FlagSet) runFunc {
-	socket := new(string)
-	addSocketFlag(fs, socket)
-	return func(ctx context.Context, e *env, args []string) int { return runKill(ctx, e, *socket, args) }
-}
-
 func runKill(ctx context.Context, e *env, socket string, args []string) int {
 	if len(args) != 1 {
 		return usageError(e, "kill", "expected exactly one KERNEL_ID (see 'kernpool ps')")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"time"
@@ -163,4 +164,13 @@ func isolationModeNames() []string {
 // addSocketFlag defines --socket, the daemon's socket, for a client command.
 func addSocketFlag(fs *pflag.FlagSet, p *string) {
 	fs.StringVar(p, "socket", "", "daemon socket `path` (default $KERNPOOL_SOCKET, else the default path)")
+}
+
+// socketOnly is the setup of a command whose only flag is --socket.
+func socketOnly(run func(ctx context.Context, e *env, socket string, args []string) int) func(*pflag.FlagSet) runFunc {
+	return func(fs *pflag.FlagSet) runFunc {
+		socket := new(string)
+		addSocketFlag(fs, socket)
+		return func(ctx context.Context, e *env, args []string) int { return run(ctx, e, *socket, args) }
+	}
 }

@@ -5,20 +5,12 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/spf13/pflag"
-
 	"github.com/kernpool/kernpool/pool"
 	"github.com/kernpool/kernpool/pool/api"
 )
 
 // runSpill prints the spill file NAME of kernel ID (a result names both:
 // kernel.id and stdout_spill_name) on stdout.
-func spillFlags(fs *pflag.FlagSet) runFunc {
-	socket := new(string)
-	addSocketFlag(fs, socket)
-	return func(ctx context.Context, e *env, args []string) int { return runSpill(ctx, e, *socket, args) }
-}
-
 func runSpill(ctx context.Context, e *env, socket string, args []string) int {
 	if len(args) != 2 {
 		return usageError(e, "spill", "expected KERNEL_ID and NAME (a result's kernel.id and stdout_spill_name)")
