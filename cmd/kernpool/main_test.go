@@ -19,29 +19,38 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kernpool/kernpool/internal/testenv"
+	"github.com/kernpool/kernpool/isolate/kinit"
 	"github.com/kernpool/kernpool/pool/api"
 )
 
-// binPath is the kernpool binary TestMain builds once for the CLI tests.
-// Set before any test runs and never written again.
+// binPath is the kernpool binary the CLI tests run: this test binary
+// itself, which runs main() when cliEnv is set (the helper-process
+// trick). So the CLI under test is compiled with the tests' own build
+// flags: -race, -cover and the mutation check's -overlay reach it, which
+// a separately built binary would miss. Set before any test runs.
 var binPath string
 
+// cliEnv makes this test binary run main() instead of the tests. Kernels
+// never see it (envscrub reserves the KERNPOOL_ prefix).
+const cliEnv = "KERNPOOL_TEST_RUN_MAIN"
+
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "kpcli")
+	if os.Getenv(cliEnv) == "1" {
+		main() // exits; its first call is kinit.Main, for a kernel's init step
+	}
+	kinit.Main()
+	exe, err := os.Executable()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	binPath = filepath.Join(dir, "kernpool")
-	// The go command on PATH, as `go test` found it (integration does the same).
-	build := exec.Command("go", "build", "-o", binPath, ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building kernpool:", err)
-		_ = os.RemoveAll(dir)
+	binPath = exe
+	// Every child (cli, startServe, exec.Command(binPath, ...)) inherits it.
+	if err := os.Setenv(cliEnv, "1"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { _ = os.RemoveAll(dir) }))
+	goleak.VerifyTestMain(m)
 }
 
 // testDaemon is a real `kernpool serve` child process.
