@@ -46,6 +46,9 @@ func TestHelp(t *testing.T) {
 			}
 		}
 	}
+	if r := cli(t, "", "help", "frob"); r.code != 2 || !strings.Contains(r.stderr, `unknown command "frob"`) {
+		t.Errorf("help for an unknown command: %+v, want exit 2", r)
+	}
 	r := cli(t, "", "help", "serve")
 	for _, want := range []string{"--memory-max size", "(default 512MiB)", "--idle-timeout duration", "(default 30m)",
 		"--cell-timeout duration        default cell timeout (default 5m)", "--max-kernels int", "(default 64)"} {

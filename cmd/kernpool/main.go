@@ -103,6 +103,13 @@ func main() {
 func dispatch(ctx context.Context, e *env, args []string) int {
 	code := exitOK
 	root := newRoot(e, &code)
+	if len(args) > 1 && args[0] == "help" {
+		// cobra prints the top-level help for an unknown topic and succeeds.
+		if cmd, _, err := root.Find(args[1:]); err != nil || cmd == root {
+			fmt.Fprintf(e.stderr, "kernpool help: unknown command %q\nRun 'kernpool --help' for usage.\n", args[1])
+			return exitUsage
+		}
+	}
 	root.SetArgs(normalizeArgs(root, args))
 	if err := root.ExecuteContext(ctx); err != nil {
 		cmd, _, ferr := root.Find(args)
