@@ -243,9 +243,6 @@ func (m *Manager) Close() error {
 // kernelName is the shape of kernel ids, the only children a sweep touches.
 var kernelName = regexp.MustCompile(`^k[0-9a-f]{16}$`)
 
-// IsKernelName reports whether name has the shape of a kernel id.
-func IsKernelName(name string) bool { return kernelName.MatchString(name) }
-
 func normParent(p string) string {
 	if p == "" {
 		p = DefaultParent

@@ -1,11 +1,8 @@
 package envscrub
 
-import (
-	"strings"
-	"unicode/utf8"
-)
+import "strings"
 
-// StripANSI removes terminal escape sequences (parity §2), matching on code
+// stripANSI removes terminal escape sequences (parity §2), matching on code
 // points, not bytes: CSI ESC [ [0x30-0x3f]* [0x20-0x2f]* [0x40-0x7e]; OSC
 // ESC ] ... (BEL | ESC \); DCS/SOS/PM/APC ESC [PX^_] ... ESC \; nF
 // ESC [0x20-0x2f]+ [0x30-0x7e]; two-character ESC [0x30-0x7e]; 8-bit CSI
@@ -17,18 +14,12 @@ import (
 // its own, where the reference keeps it. The reference's output can hold an
 // ESC that a second pass then joins with the next character (ESC ESC X),
 // so it is not idempotent; here the output never holds ESC or a C1
-// control, which makes StripANSI(StripANSI(s)) == StripANSI(s).
-// Invalid UTF-8 becomes U+FFFD first (bytes are not code points, and
-// removing a sequence must not join stray bytes into a C1 control); valid
-// text without ESC or a C1 code point is returned as is, without copying.
-func StripANSI(s string) string {
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
-	}
-	return stripANSI(nil, s)
-}
-
-// stripANSI is StripANSI on text already known to be valid UTF-8.
+// control, so stripping twice changes nothing.
+//
+// s must be valid UTF-8: the pipeline turns invalid bytes into U+FFFD
+// first (bytes are not code points, and removing a sequence must not join
+// stray bytes into a C1 control). Text without ESC or a C1 code point is
+// returned as is, without copying; rw (nil for none) supplies the buffer.
 func stripANSI(rw *rewriter, s string) string {
 	st := ansiState{s: s}
 	i := st.nextEscape(0)

@@ -34,7 +34,7 @@
 //
 // A Pipeline makes one Filter per kernel (ForKernel, knowing that kernel's
 // secrets). Filter.Clean applies, in order: invalid UTF-8 to U+FFFD, ANSI
-// strip (StripANSI), exact-value masking, and (unless disabled) pattern
+// strip, exact-value masking, and (unless disabled) pattern
 // redaction: provider token prefixes, NAME=value assignments whose name is
 // secret, Authorization and API-key headers, quoted secret keys in JSON or
 // Python dict dumps, Telegram bot tokens, PEM private keys, database DSN

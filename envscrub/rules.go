@@ -3,11 +3,20 @@ package envscrub
 import "strings"
 
 // secretSubstrings are parity §1 rule 2, matched against the upper-cased
-// name. PASS alone is deliberately absent: it would drop BYPASS_CACHE and
-// COMPASS_DIR, while PASSWORD and PASSWD cover the credentials.
-var secretSubstrings = [...]string{
-	"KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "PASSWD",
-	"AUTH", "DSN", "WEBHOOK", "CREDS", "BEARER", "APIKEY",
+// name and indexed by their first byte, so that secretSubstring dispatches
+// on one byte (it runs for every key of the output). PASS alone is
+// deliberately absent: it would drop BYPASS_CACHE and COMPASS_DIR, while
+// PASSWORD and PASSWD cover the credentials.
+var secretSubstrings = [256][]string{
+	'K': {"KEY"},
+	'T': {"TOKEN"},
+	'S': {"SECRET"},
+	'P': {"PASSWORD", "PASSWD"},
+	'C': {"CREDENTIAL", "CREDS"},
+	'A': {"AUTH", "APIKEY"},
+	'D': {"DSN"},
+	'W': {"WEBHOOK"},
+	'B': {"BEARER"},
 }
 
 // safePrefixes are parity §1 rule 3 (case-sensitive startswith).
@@ -43,30 +52,7 @@ func IsSecretName(name string) bool {
 // pass dispatching on the byte, since it runs for every key of the output.
 func secretSubstring(upper string) string {
 	for i := 0; i < len(upper); i++ {
-		var cands []string
-		switch upper[i] {
-		case 'K':
-			cands = subsK
-		case 'T':
-			cands = subsT
-		case 'S':
-			cands = subsS
-		case 'P':
-			cands = subsP
-		case 'C':
-			cands = subsC
-		case 'A':
-			cands = subsA
-		case 'D':
-			cands = subsD
-		case 'W':
-			cands = subsW
-		case 'B':
-			cands = subsB
-		default:
-			continue
-		}
-		for _, c := range cands {
+		for _, c := range secretSubstrings[upper[i]] {
 			if strings.HasPrefix(upper[i:], c) {
 				return c
 			}
@@ -74,19 +60,6 @@ func secretSubstring(upper string) string {
 	}
 	return ""
 }
-
-// The secret substrings by first letter (secretSubstrings, regrouped).
-var (
-	subsK = []string{"KEY"}
-	subsT = []string{"TOKEN"}
-	subsS = []string{"SECRET"}
-	subsP = []string{"PASSWORD", "PASSWD"}
-	subsC = []string{"CREDENTIAL", "CREDS"}
-	subsA = []string{"AUTH", "APIKEY"}
-	subsD = []string{"DSN"}
-	subsW = []string{"WEBHOOK"}
-	subsB = []string{"BEARER"}
-)
 
 // hasSafePrefix is rule 3. On Windows, where variable names are
 // case-insensitive, the upper-cased name is compared as well: the reference

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"sync"
 	"time"
@@ -240,6 +239,3 @@ func (p *Pool) Stats() PoolStats {
 	}
 	return st
 }
-
-// daemonUID is the uid reported for kernels without a uid of their own.
-func daemonUID() int { return os.Getuid() }

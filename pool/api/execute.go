@@ -183,6 +183,7 @@ func (st *stream) handleTool(ctx context.Context, call pool.ToolCall) (string, e
 		return *a.Result, nil
 	case <-timer.C:
 		st.srv.log.Warn("tool call timed out", "id", id, "tool", call.Tool, "timeout", timeout.String())
+		//lint:ignore ST1005 the cell reads this as the tool's answer, in the capitalized style of the other refusals it gets (rpcsock/protocol.go)
 		return "", fmt.Errorf("Tool call %s timed out after %ss", call.Tool,
 			strconv.FormatFloat(timeout.Seconds(), 'f', -1, 64))
 	case <-ctx.Done():
