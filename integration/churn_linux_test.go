@@ -162,7 +162,7 @@ func churnKinds(t *testing.T, all []teardown) []teardown {
 // by id, LRU eviction under a cap of 4, idle reaping, OOM, escaped
 // grandchild), 4 at a time; afterwards nothing of any kernel is left.
 func TestChurn(t *testing.T) {
-	requireRoot(t)
+	requireDaemon(t)
 	n := envInt("KERNPOOL_CHURN", 1000)
 	tds := churnKinds(t, teardowns())
 	o := capped()

@@ -33,7 +33,7 @@ func secretEnv() []string {
 // TestEnvScrubEndToEnd: the cell sees exactly the safe variables, the
 // passthrough, and none of the secrets or runner-only variables.
 func TestEnvScrubEndToEnd(t *testing.T) {
-	requireRoot(t)
+	requireDaemon(t)
 	o := capped()
 	o.Env, o.Passthrough = secretEnv(), []string{"ITEST_PASSTHRU"}
 	d := StartDaemon(t, o)
@@ -65,7 +65,7 @@ func TestEnvScrubEndToEnd(t *testing.T) {
 // does not erase them from /proc/self/environ, which any cell can read; the
 // RPC token and the frame sentinel must not be recoverable there.
 func TestRunnerSecretsNotInProcEnviron(t *testing.T) {
-	requireRoot(t)
+	requireDaemon(t)
 	d := StartDaemon(t, capped())
 	res := d.RunReq(t, ExecReq{Owner: "peek", Tools: []string{"echo"}, Timeout: "30s", Code: `
 env = open('/proc/self/environ', 'rb').read().split(b'\0')
@@ -86,7 +86,7 @@ print(sorted(e.split(b'=', 1)[0].decode() for e in env if e.startswith(b'KERNPOO
 // literally, pattern tokens, headers, DSNs, PEM blocks) are masked in the
 // output and in tracebacks.
 func TestRedactionEndToEnd(t *testing.T) {
-	requireRoot(t)
+	requireDaemon(t)
 	o := capped()
 	o.Env = secretEnv()
 	d := StartDaemon(t, o)
@@ -123,7 +123,7 @@ print("-----BEGIN " + "PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----
 // TestRefusedPassthrough: a request asking for a provider credential is
 // refused with a clear error and the credential never reaches a cell.
 func TestRefusedPassthrough(t *testing.T) {
-	requireRoot(t)
+	requireDaemon(t)
 	o := capped()
 	o.Env = secretEnv()
 	d := StartDaemon(t, o)

@@ -150,7 +150,7 @@ else:
 
 // TestEscapes runs every hostile cell in its own capped daemon.
 func TestEscapes(t *testing.T) {
-	requireRoot(t)
+	requireDaemon(t)
 	for _, tc := range escapeCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.vmOnly {
@@ -276,7 +276,7 @@ func checkNotRoot(t *testing.T, d *Daemon, res Result) {
 // TestStopsReadingStdin: a kernel that stops reading its stdin must not
 // wedge the daemon: the next (large) cell times out and the kernel dies.
 func TestStopsReadingStdin(t *testing.T) {
-	requireRoot(t)
+	requireDaemon(t)
 	d := StartDaemon(t, capped())
 	res := d.Run(t, "mute", muteStdin)
 	if res.Status != "success" || !strings.HasPrefix(res.Output, "muted") || strings.HasPrefix(res.Output, "muted 0") {

@@ -79,7 +79,7 @@ func daemonPeakGrowth(t *testing.T, d *Daemon, attack func()) int64 {
 // daemon refuses it from the header, kills the kernel, says so, stays
 // small, and serves other owners throughout.
 func TestHostileForgedFrameDaemon(t *testing.T) {
-	requireRoot(t)
+	requireDaemon(t)
 	d := StartDaemon(t, capped())
 	var res Result
 	daemonPeakGrowth(t, d, func() {
@@ -103,7 +103,7 @@ for _ in range(60):
 // uid, the spill dir's group) but cannot write or replace it; kernpool
 // spill serves it; it goes with its kernel.
 func TestHostileSpillDaemon(t *testing.T) {
-	requireRoot(t)
+	requireDaemon(t)
 	d := StartDaemon(t, capped())
 	first := d.Run(t, "s", "print('a' * 60000)")
 	if first.StdoutSpillPath == "" || !strings.HasPrefix(first.StdoutSpillPath, filepath.Join(d.State, "spill", first.Kernel.ID)+"/") {

@@ -59,7 +59,7 @@ func settle(t *testing.T, d *Daemon, base daemonFigures) daemonFigures {
 // (success, or an error that says why), and the daemon's fds, goroutines
 // and RSS are flat before and after.
 func TestLoad(t *testing.T) {
-	requireRoot(t)
+	requireDaemon(t)
 	owners, cells := envInt("KERNPOOL_LOAD_OWNERS", 200), envInt("KERNPOOL_LOAD_CELLS", 20)
 	o := capped()
 	o.MaxKernels = 32

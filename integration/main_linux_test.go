@@ -50,12 +50,11 @@ func run(m *testing.M) int {
 	return code
 }
 
-// requireRoot skips unless the suite runs as root with the binary and python.
-func requireRoot(t *testing.T) {
+// requireDaemon skips unless the suite can run a real daemon: root
+// (kernpool creates cgroups and per-kernel users), the binary and python.
+func requireDaemon(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("integration tests run as root: kernpool creates cgroups and per-kernel users")
-	}
+	testenv.RequireRoot(t)
 	if kernpoolBin == "" {
 		t.Skip("no kernpool binary (set KERNPOOL_BIN or run as root with go on PATH)")
 	}

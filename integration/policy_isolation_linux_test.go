@@ -33,7 +33,7 @@ func cgroupFile(id string, names ...string) string {
 // runs as, the limits its cgroup really has, its network; ps (table and
 // JSON) shows the same.
 func TestIsolationReportIsTrue(t *testing.T) {
-	requireRoot(t)
+	requireDaemon(t)
 	d := StartDaemon(t, Opts{MemoryMax: "64MiB", PidsMax: 64, CPUMax: "0.5",
 		Config: "profile \"open\" {\n  network = true\n}\n"})
 	r := d.Run(t, "alice", "import os\nprint(os.getuid())")
@@ -87,7 +87,7 @@ func TestIsolationReportIsTrue(t *testing.T) {
 // After a restart the first kernel does not get the uid the last kernel
 // before the restart had: the least recently used order is persisted.
 func TestUIDOrderSurvivesRestart(t *testing.T) {
-	requireRoot(t)
+	requireDaemon(t)
 	d := StartDaemon(t, Opts{})
 	first := d.Run(t, "alice", "1").Kernel.Isolation
 	d.Stop()
@@ -114,7 +114,7 @@ print(libc.shmget(0, 4096, 0o1000 | 0o600))
 // A tenant given a recycled uid finds nothing the previous tenant of that
 // uid left: files in the host's world-writable dirs, SysV IPC.
 func TestRecycledUIDFindsNothingOfThePreviousTenant(t *testing.T) {
-	requireRoot(t)
+	requireDaemon(t)
 	const uid = 61990 // a one-uid range: the second kernel must get it again
 	d := StartDaemon(t, Opts{Config: fmt.Sprintf("users {\n  uid_range = \"%d-%d\"\n}\n", uid, uid)})
 	b := make([]byte, 6)
@@ -176,7 +176,7 @@ func hasUID(table string, uid int) bool {
 // docs/kernpool.example.hcl starts as shipped, and runs a cell in each of
 // its modes with the isolation it promises.
 func TestExampleConfigStarts(t *testing.T) {
-	requireRoot(t)
+	requireDaemon(t)
 	example, err := filepath.Abs("../docs/kernpool.example.hcl")
 	if err != nil {
 		t.Fatal(err)

@@ -105,7 +105,7 @@ func (b bareDirs) refused(t *testing.T, cred *syscall.Credential, wants []string
 // It must refuse, naming that daemon's state dir and the fix, and leave the
 // first daemon's kernels alone.
 func TestTakenParentRefusesStart(t *testing.T) {
-	requireRoot(t)
+	requireDaemon(t)
 	a := StartDaemon(t, Opts{})
 	a.Run(t, "alice", "x = 1")
 	parent := "kernpool-it-" + filepath.Base(a.Base)
@@ -120,7 +120,7 @@ func TestTakenParentRefusesStart(t *testing.T) {
 // A configured limit that cannot be applied (here: cgroups disabled while
 // the default profile caps memory) refuses the start, naming the limits.
 func TestUnapplicableLimitRefusesStart(t *testing.T) {
-	requireRoot(t)
+	requireDaemon(t)
 	b := newBareDirs(t, 0)
 	cfg := filepath.Join(b.base, "nocg.hcl")
 	if err := os.WriteFile(cfg, []byte("cgroup {\n  enabled = false\n}\n"), 0o644); err != nil {
@@ -133,7 +133,7 @@ func TestUnapplicableLimitRefusesStart(t *testing.T) {
 // A non-root daemon would run every owner's kernel as its own uid: without
 // --isolation=process it refuses, saying why and what to do.
 func TestNonRootDaemonRefusesWithoutProcessIsolation(t *testing.T) {
-	requireRoot(t)
+	requireDaemon(t)
 	b := newBareDirs(t, nobody)
 	b.refused(t, &syscall.Credential{Uid: nobody, Gid: nobody, Groups: []uint32{}},
 		[]string{"not root", "read each other's files", "run the daemon as root", "--isolation=process"})
@@ -143,7 +143,7 @@ func TestNonRootDaemonRefusesWithoutProcessIsolation(t *testing.T) {
 // allows, runs kernels as the daemon's uid, and the daemon is non-dumpable:
 // a kernel cannot read the daemon's environment through /proc.
 func TestProcessIsolationSaysWhatItAllowsAndIsNonDumpable(t *testing.T) {
-	requireRoot(t)
+	requireDaemon(t)
 	b := newBareDirs(t, nobody)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -193,7 +193,7 @@ func waitHealthy(t *testing.T, api *API, cmd *exec.Cmd, output func() string) {
 // left behind) is stale: another daemon, with its own state dir, given that
 // parent adopts it, sweeps the dead daemon's kernel groups, and serves.
 func TestStaleParentOfADeadDaemonIsAdopted(t *testing.T) {
-	requireRoot(t)
+	requireDaemon(t)
 	a := StartDaemon(t, Opts{})
 	ids := map[string]bool{}
 	for _, owner := range []string{"alice", "bob"} {

@@ -74,7 +74,7 @@ print(str(0x4b500001) in open('/proc/sysvipc/shm').read())`, want: "-1 No such f
 
 // TestTenantsShareNothing: each case in its own daemon, two tenants.
 func TestTenantsShareNothing(t *testing.T) {
-	requireRoot(t)
+	requireDaemon(t)
 	for _, tc := range tenantCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			d := StartDaemon(t, capped())
@@ -151,7 +151,7 @@ print(sorted(os.listdir('/tmp')) == [os.environ['TMPDIR'].split('/')[2]] if os.e
 // the harness's default, so the staging dir is bound back into the
 // kernel's private /tmp).
 func TestKernelConfinement(t *testing.T) {
-	requireRoot(t)
+	requireDaemon(t)
 	d := StartDaemon(t, capped())
 	if !strings.HasPrefix(d.State, "/tmp/") {
 		t.Fatalf("state dir %s: the harness should keep it under /tmp", d.State)
@@ -192,7 +192,7 @@ func shmemKiB(t *testing.T) int {
 // filling /dev/shm can only end at the memory cap (OOM), which proves the
 // pages are charged to the kernel; once it is gone nothing of them stays.
 func TestShmCountsAgainstMemoryCap(t *testing.T) {
-	requireRoot(t)
+	requireDaemon(t)
 	d := StartDaemon(t, Opts{MemoryMax: "64MiB", PidsMax: 64, Config: "profile \"default\" {\n  memory_max = \"64MiB\"\n  tmp_size = \"512MiB\"\n}\n"})
 	before := shmemKiB(t)
 	r := d.RunReq(t, ExecReq{Owner: "hog", Timeout: "60s", Code: `
@@ -227,7 +227,7 @@ print('survived')`})
 // TestTmpSizeCapsTmpfs: a write past tmp_size (below the memory cap) ends
 // with ENOSPC, not with memory.
 func TestTmpSizeCapsTmpfs(t *testing.T) {
-	requireRoot(t)
+	requireDaemon(t)
 	d := StartDaemon(t, Opts{MemoryMax: "256MiB", PidsMax: 64, Config: "profile \"default\" {\n  memory_max = \"256MiB\"\n  tmp_size = \"8MiB\"\n}\n"})
 	r := d.Run(t, "filler", `
 import errno

@@ -16,7 +16,7 @@ import (
 // 1 s (KERNPOOL_DEATH_DEADLINE overrides, e.g. under emulation), and a
 // restarted daemon on the same state dir sweeps every leftover.
 func TestDaemonSIGKILLMidCell(t *testing.T) {
-	requireRoot(t)
+	requireDaemon(t)
 	o := capped()
 	d := StartDaemon(t, o)
 	for i := 0; i < 3; i++ {

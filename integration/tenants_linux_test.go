@@ -38,7 +38,7 @@ print(json.dumps({
 // TestTenantsIsolated: owner B cannot read owner A's dirs, reach A's tool
 // socket, signal A's kernel, or read A's or the daemon's environment.
 func TestTenantsIsolated(t *testing.T) {
-	requireRoot(t)
+	requireDaemon(t)
 	canary := fmt.Sprintf("canary-%d-do-not-leak", os.Getpid())
 	o := capped()
 	o.Env = []string{"KERNPOOL_IT_CANARY_TOKEN=" + canary}

@@ -13,7 +13,7 @@ import (
 // socket -> daemon -> `kernpool exec --tool-handler` -> sh -c handler and
 // back; the budget is counted; a tool outside the set is refused.
 func TestToolRPCWithCLIHandler(t *testing.T) {
-	requireRoot(t)
+	requireDaemon(t)
 	d := StartDaemon(t, capped())
 	handler := filepath.Join(d.Base, "handler.sh")
 	// The handler echoes the call it got (JSON on stdin) as its result.

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 // The legacy-v1 half of vmcheck (integration/vm/run --cgroup v1): without
@@ -26,9 +28,8 @@ import (
 // and pids hierarchies (a tmpfs of v1 mounts), and we are root with python3.
 func requireLegacyV1(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: creates cgroups")
-	}
+	testenv.RequireRoot(t)
+	testenv.RequirePython(t)
 	var st unix.Statfs_t
 	if err := unix.Statfs(cgRoot, &st); err != nil || st.Type == unix.CGROUP2_SUPER_MAGIC {
 		t.Skip("needs cgroup v1: /sys/fs/cgroup is unified cgroup v2 here; integration/vm/run --cgroup v1 provides v1")
@@ -37,9 +38,6 @@ func requireLegacyV1(t *testing.T) {
 		if err := unix.Statfs(filepath.Join(cgRoot, c), &st); err != nil || st.Type != unix.CGROUP_SUPER_MAGIC {
 			t.Skipf("needs the v1 %s hierarchy at %s/%s", c, cgRoot, c)
 		}
-	}
-	if _, err := os.Stat(python); err != nil {
-		t.Skip("needs " + python)
 	}
 }
 
@@ -96,7 +94,7 @@ func spawnV1(t *testing.T, dirs map[string]string, code string) (*exec.Cmd, *byt
 		fmt.Fprintf(&place, "open(%q, 'w').write('0')\n", filepath.Join(d, "cgroup.procs"))
 	}
 	var out bytes.Buffer
-	cmd := exec.Command(python, "-c", place.String()+code)
+	cmd := exec.Command(testenv.Python, "-c", place.String()+code)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -226,9 +224,7 @@ func TestV1StaticKeyStorm(t *testing.T) {
 	if kinds == "" {
 		t.Skip("reproducer: set KERNPOOL_VMCHECK_STORM=freezer,freezer-pinned,schedstats")
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	testenv.RequireRoot(t)
 	n, _ := strconv.Atoi(os.Getenv("KERNPOOL_VMCHECK_STORM_N"))
 	if n == 0 {
 		n = 50

@@ -15,10 +15,11 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 const (
-	python  = "/usr/bin/python3"
 	cgRoot  = "/sys/fs/cgroup"
 	marker  = "kernpool-vmcheck"
 	waitFor = 10 * time.Second
@@ -29,9 +30,8 @@ const (
 // says what of v2 the test needs.
 func requireUnifiedV2(t *testing.T, why string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: creates cgroups")
-	}
+	testenv.RequireRoot(t)
+	testenv.RequirePython(t)
 	var st unix.Statfs_t
 	if err := unix.Statfs(cgRoot, &st); err != nil || st.Type != unix.CGROUP2_SUPER_MAGIC {
 		t.Skipf("needs cgroup v2: %s; /sys/fs/cgroup is not unified here (integration/vm/run provides it)", why)
@@ -41,9 +41,6 @@ func requireUnifiedV2(t *testing.T, why string) {
 		if !strings.Contains(string(ctrl), c) {
 			t.Skipf("cgroup v2 root lacks the %s controller", c)
 		}
-	}
-	if _, err := os.Stat(python); err != nil {
-		t.Skip("needs " + python)
 	}
 }
 
@@ -186,7 +183,7 @@ func spawnInto(t *testing.T, group, code string) (*exec.Cmd, *bytes.Buffer) {
 	}
 	defer unix.Close(fd)
 	var out bytes.Buffer
-	cmd := exec.Command(python, "-c", code)
+	cmd := exec.Command(testenv.Python, "-c", code)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd, Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/kernpool/kernpool/pool/api"
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 func TestListenModes(t *testing.T) {
@@ -101,9 +102,7 @@ func TestListenRefusesBadPaths(t *testing.T) {
 }
 
 func TestListenRefusesForeignSocketDir(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to give a directory to another uid")
-	}
+	testenv.RequireRoot(t) // gives a directory to another uid
 	dir := filepath.Join(shortTempDir(t), "foreign")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
