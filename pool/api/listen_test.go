@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kernpool/kernpool/pool/api"
 	"github.com/kernpool/kernpool/internal/testenv"
+	"github.com/kernpool/kernpool/pool/api"
 )
 
 func TestListenModes(t *testing.T) {
