@@ -219,13 +219,36 @@ type Cell struct {
 	KillOnTimeout bool
 }
 
+// ReplyStatus is the runner's verdict on a cell (the "status" member of its
+// reply frame, parity §3).
+type ReplyStatus string
+
+// Runner verdicts. A reply frame with any other status is a protocol error.
+const (
+	// ReplyOK: the cell ran to its end.
+	ReplyOK ReplyStatus = "ok"
+	// ReplyError: the cell raised; the kernel and its state are kept.
+	ReplyError ReplyStatus = "error"
+	// ReplyExit: the cell called sys.exit; the kernel ends.
+	ReplyExit ReplyStatus = "exit"
+)
+
+// Known reports whether s is one of the runner verdicts above.
+func (s ReplyStatus) Known() bool {
+	switch s {
+	case ReplyOK, ReplyError, ReplyExit:
+		return true
+	}
+	return false
+}
+
 // Reply is a settled cell as the runner reported it plus the fd-level bytes
 // the host attributed to it. Nothing here is redacted yet. When Exec fails
 // (timeout, cancel, death) it may still return a Reply with an empty Status
 // holding the fd-level output the cell wrote before it was killed.
 type Reply struct {
-	// Status is the runner's verdict: "ok", "error" (exception) or "exit" (sys.exit).
-	Status string
+	// Status is the runner's verdict.
+	Status ReplyStatus
 	// Stdout is the Python-level stdout followed by fd-level stdout bytes.
 	Stdout string
 	// Stderr is the Python-level stderr followed by fd-level stderr bytes.
@@ -235,9 +258,9 @@ type Reply struct {
 	StdoutClipped bool
 	// StdoutBytesTotal is the size before any clipping, when known.
 	StdoutBytesTotal int
-	// Traceback is the formatted exception for Status "error"/"exit".
+	// Traceback is the formatted exception for ReplyError and ReplyExit.
 	Traceback string
-	// ExitCode is the sys.exit code for Status "exit".
+	// ExitCode is the sys.exit code for ReplyExit.
 	ExitCode int
 	// ExecutionCount is the kernel's cell counter after this cell.
 	ExecutionCount int

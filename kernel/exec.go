@@ -25,7 +25,7 @@ import (
 // kernel is dead, reaped, released and its staging dir removed: ErrTimeout,
 // ErrCanceled or ErrInterrupted (the interrupted cell outlived its grace),
 // ErrProtocol, or a *DeathError when the kernel died mid-cell. A cell that
-// called sys.exit returns its Reply (Status "exit") and the kernel is dead
+// called sys.exit returns its Reply (ReplyExit) and the kernel is dead
 // when Exec returns.
 func (k *Kernel) Exec(ctx context.Context, cell Cell) (*Reply, error) {
 	select {
@@ -78,7 +78,7 @@ func (k *Kernel) Exec(ctx context.Context, cell Cell) (*Reply, error) {
 		DisplaysDropped:  rep.DisplaysDropped,
 		Interrupted:      interrupted,
 	}
-	if rep.Status == "exit" {
+	if rep.Status == ReplyExit {
 		// sys.exit ends the kernel: make sure nothing of it remains.
 		k.terminate(fmt.Errorf("kernel: a cell called sys.exit(%d): %w", rep.ExitCode, ErrClosed))
 		<-k.done

@@ -211,7 +211,9 @@ type errBox struct{ err error }
 func TestOddCellsKeepTheKernel(t *testing.T) {
 	k := startKernel(t, baseSpec(t), "")
 	cases := []struct {
-		name, code, status, stdout string
+		name, code string
+		status     ReplyStatus
+		stdout     string
 	}{
 		{"empty", "", "ok", ""},
 		{"only a comment", "# nothing", "ok", ""},

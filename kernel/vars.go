@@ -56,7 +56,7 @@ func (k *Kernel) Variables(ctx context.Context) (*Variables, error) {
 	if err != nil {
 		return nil, err
 	}
-	if rep.Status != "ok" {
+	if rep.Status != ReplyOK {
 		return nil, fmt.Errorf("kernel variables: the listing failed: %s", rep.Traceback)
 	}
 	return parseVariables(rep.Stdout)

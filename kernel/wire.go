@@ -12,17 +12,17 @@ import (
 
 // wireReply is the runner's reply frame.
 type wireReply struct {
-	ID             string `json:"id"`
-	Status         string `json:"status"`
-	Stdout         string `json:"stdout"`
-	Stderr         string `json:"stderr"`
-	StdoutClipped  bool   `json:"stdout_clipped"`
-	StdoutLen      int    `json:"stdout_len"`
-	StderrClipped  bool   `json:"stderr_clipped"`
-	Traceback      string `json:"traceback"`
-	ExitCode       int    `json:"exit_code"`
-	ExecutionCount int    `json:"execution_count"`
-	StderrClosed   bool   `json:"stderr_closed"`
+	ID             string      `json:"id"`
+	Status         ReplyStatus `json:"status"`
+	Stdout         string      `json:"stdout"`
+	Stderr         string      `json:"stderr"`
+	StdoutClipped  bool        `json:"stdout_clipped"`
+	StdoutLen      int         `json:"stdout_len"`
+	StderrClipped  bool        `json:"stderr_clipped"`
+	Traceback      string      `json:"traceback"`
+	ExitCode       int         `json:"exit_code"`
+	ExecutionCount int         `json:"execution_count"`
+	StderrClosed   bool        `json:"stderr_closed"`
 	// DisplaysDropped counts displays the runner dropped at their caps.
 	DisplaysDropped int `json:"displays_dropped"`
 }
@@ -61,10 +61,8 @@ func decodeFrame(r *bufio.Reader, acct *budget) (*wireReply, error) {
 	if _, err := p.r.ReadByte(); !errors.Is(err, io.EOF) {
 		return nil, p.fail(err, "frame has bytes after its JSON object")
 	}
-	switch rep.Status {
-	case "ok", "error", "exit":
-	default:
-		return nil, protocolErr("reply has unknown status " + quote(rep.Status))
+	if !rep.Status.Known() {
+		return nil, protocolErr("reply has unknown status " + quote(string(rep.Status)))
 	}
 	return rep, nil
 }
@@ -213,7 +211,9 @@ func (p *wireParser) member(rep *wireReply, key string) (err error) {
 	case "id":
 		rep.ID, err = p.str(smallFieldBytes, key)
 	case "status":
-		rep.Status, err = p.str(smallFieldBytes, key)
+		var s string
+		s, err = p.str(smallFieldBytes, key)
+		rep.Status = ReplyStatus(s)
 	case "stdout":
 		rep.Stdout, err = p.str(captureFieldBytes, key)
 	case "stderr":

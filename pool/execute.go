@@ -157,7 +157,7 @@ func (p *Pool) spawnInto(ctx context.Context, s *slot, rq normalized, start time
 	}
 	p.mu.Lock()
 	p.stats.KernelsStarted++
-	doom := ""
+	var doom teardownReason
 	if s.removed {
 		doom = s.doom
 	} else {
@@ -169,13 +169,13 @@ func (p *Pool) spawnInto(ctx context.Context, s *slot, rq normalized, start time
 	p.obs.KernelStarted(lv.mode)
 	if doom != "" {
 		p.teardown(lv, doom)
-		return nil, interruptedResult(rq, start, "", doom, lv, false, stateReset), nil
+		return nil, interruptedResult(rq, start, "", string(doom), lv, false, stateReset), nil
 	}
 	return lv, nil, nil
 }
 
 // discard detaches lv from s and tears it down.
-func (p *Pool) discard(s *slot, lv *live, reason string) {
+func (p *Pool) discard(s *slot, lv *live, reason teardownReason) {
 	p.mu.Lock()
 	p.detachLocked(s, lv)
 	if reason == reasonReset {
@@ -208,8 +208,8 @@ func (p *Pool) runCell(ctx context.Context, s *slot, lv *live, rq normalized, st
 		st.finish()
 	}
 	m.noteReply(reply)
-	if err == nil && (reply == nil || !knownStatus(reply.Status)) {
-		status := "<none>"
+	if err == nil && (reply == nil || !reply.Status.Known()) {
+		status := kernel.ReplyStatus("<none>")
 		if reply != nil {
 			status = reply.Status
 		}
@@ -261,7 +261,3 @@ func (p *Pool) count(f func(*PoolStats)) {
 	f(&p.stats)
 	p.mu.Unlock()
 }
-
-// knownStatus reports whether the runner's cell status is one the pool
-// knows how to report.
-func knownStatus(s string) bool { return s == "ok" || s == "error" || s == "exit" }

@@ -8,23 +8,27 @@ import (
 	"github.com/kernpool/kernpool/kernel"
 )
 
-// Teardown reasons, logged and (for kills by others) reported to the cell
+// teardownReason is why the pool tore a kernel down: logged, mapped onto an
+// EndReason (endReasonOf), and for kills by others reported to the cell
 // that was running.
+type teardownReason string
+
+// Teardown reasons.
 const (
-	reasonReset       = "reset"
-	reasonDead        = "dead"
-	reasonTimeout     = "timeout"
-	reasonCanceled    = "canceled"
-	reasonDied        = "died"
-	reasonOOM         = "out of memory"
-	reasonExit        = "exit"
-	reasonProtocol    = "protocol error"
-	reasonEvicted     = "evicted"
-	reasonReaped      = "idle"
-	reasonKilled      = "killed"
-	reasonOwner       = "owner shutdown"
-	reasonClosed      = "pool closed"
-	reasonInterrupted = "interrupted past its grace"
+	reasonReset       teardownReason = "reset"
+	reasonDead                       = "dead"
+	reasonTimeout                    = "timeout"
+	reasonCanceled                   = "canceled"
+	reasonDied                       = "died"
+	reasonOOM                        = "out of memory"
+	reasonExit                       = "exit"
+	reasonProtocol                   = "protocol error"
+	reasonEvicted                    = "evicted"
+	reasonReaped                     = "idle"
+	reasonKilled                     = "killed"
+	reasonOwner                      = "owner shutdown"
+	reasonClosed                     = "pool closed"
+	reasonInterrupted                = "interrupted past its grace"
 )
 
 // slot is the registry entry of one key. It outlives the kernels it holds
@@ -49,7 +53,7 @@ type slot struct {
 	removed bool
 	// doom says who killed the kernel under a running cell (Kill,
 	// ShutdownOwner, Close), so that cell reports "interrupted".
-	doom string
+	doom teardownReason
 	// live is the current kernel, nil before the first spawn and after a
 	// teardown.
 	live *live
@@ -75,7 +79,7 @@ type live struct {
 // doomed is a kernel taken out of the registry, to be torn down outside the lock.
 type doomed struct {
 	lv     *live
-	reason string
+	reason teardownReason
 }
 
 // isolationReport is a copy of what is enforced for the kernel.
@@ -144,7 +148,7 @@ func (p *Pool) leave(s *slot) {
 
 // removeLocked takes s out of the registry; doom is reported to a cell
 // still running on it ("" when its own caller removes it).
-func (p *Pool) removeLocked(s *slot, doom string) {
+func (p *Pool) removeLocked(s *slot, doom teardownReason) {
 	if s.removed {
 		return
 	}
@@ -211,7 +215,7 @@ func (p *Pool) makeRoomLocked() ([]doomed, error) {
 // teardown kills lv's process tree, closes its tool server and logs why.
 // Safe to call from several goroutines; the first call does the work and
 // the others wait for it.
-func (p *Pool) teardown(lv *live, reason string) {
+func (p *Pool) teardown(lv *live, reason teardownReason) {
 	lv.once.Do(func() {
 		if err := lv.k.Kill(); err != nil {
 			p.log.Warn("kernel kill failed", "id", lv.id, "owner", lv.owner, "error", err)
@@ -229,7 +233,7 @@ func (p *Pool) teardown(lv *live, reason string) {
 
 // endReasonOf maps a teardown reason (log and interrupt text) onto its
 // EndReason.
-func endReasonOf(reason string) EndReason {
+func endReasonOf(reason teardownReason) EndReason {
 	switch reason {
 	case reasonReaped:
 		return EndIdle

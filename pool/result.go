@@ -62,7 +62,7 @@ func (p *Pool) settled(c cellState) *Result {
 	res.Kernel.StatePreserved = true
 	stdout, stderr := out.Stdout, out.Stderr
 	switch r.Status {
-	case "error":
+	case kernel.ReplyError:
 		trace := c.lv.filter.CapText(r.Traceback)
 		res.Status, res.ExitCode = StatusError, 1
 		res.Error = cmpOr(trace, msgException)
@@ -71,14 +71,14 @@ func (p *Pool) settled(c cellState) *Result {
 		if stderr != "" {
 			res.Output = stdout + StderrSeparator + stderr
 		}
-	case "exit":
+	case kernel.ReplyExit:
 		res.Kernel.Ended, res.Kernel.StatePreserved = true, false
 		res.ExitCode = r.ExitCode
 		res.Output = withStderr(stdout, stderr)
-	default: // "ok"
+	default: // kernel.ReplyOK
 		res.Output = withStderr(stdout, stderr)
 	}
-	if r.Interrupted != nil && r.Status != "exit" {
+	if r.Interrupted != nil && r.Status != kernel.ReplyExit {
 		marker := p.interruptedKept(c, res, r.Interrupted)
 		if stdout != "" {
 			marker = strings.TrimRight(stdout, "\n") + "\n\n" + marker
@@ -109,7 +109,7 @@ func (p *Pool) interruptedKept(c cellState, res *Result, cause error) string {
 	return "[execution interrupted — " + why + "; variables kept]"
 }
 
-func (p *Pool) failed(ctx context.Context, c cellState, err error, doom string) (string, *Result) {
+func (p *Pool) failed(ctx context.Context, c cellState, err error, doom teardownReason) (teardownReason, *Result) {
 	res := c.base()
 	res.ExitCode = -1
 	stdout := ""
@@ -120,7 +120,7 @@ func (p *Pool) failed(ctx context.Context, c cellState, err error, doom string) 
 	switch {
 	case doom != "":
 		p.count(func(st *PoolStats) { st.Interrupted++ })
-		interrupt(res, stdout, doom)
+		interrupt(res, stdout, string(doom))
 		return doom, res
 	case ctx.Err() != nil, errors.Is(err, kernel.ErrCanceled):
 		p.count(func(st *PoolStats) { st.Interrupted++ })

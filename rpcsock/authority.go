@@ -122,16 +122,16 @@ func (s *Server) handleLine(line []byte) []byte {
 	req, refusal := parseRequest(line, s.token)
 	if refusal != "" {
 		s.log.Debug("request refused", "reason", refusalKind(refusal))
-		return encodeReply("error", refusal)
+		return errorReply(refusal)
 	}
 	if _, found := slices.BinarySearch(s.cfg.Tools, req.tool); !found {
 		s.log.Debug("request refused", "reason", "unknown tool")
-		return encodeReply("error", UnknownToolMessage(req.tool, s.cfg.Tools))
+		return errorReply(UnknownToolMessage(req.tool, s.cfg.Tools))
 	}
 	c, refusal := s.reserve()
 	if refusal != "" {
 		s.log.Debug("request refused", "reason", refusal)
-		return encodeReply("error", refusal)
+		return errorReply(refusal)
 	}
 	call := Call{ID: fmt.Sprintf("%s-%d", s.idPrefix, s.nextID.Add(1)), Tool: req.tool, Args: req.args}
 	start := time.Now()
@@ -139,11 +139,11 @@ func (s *Server) handleLine(line []byte) []byte {
 	s.log.Debug("tool call answered", "id", call.ID, "tool", call.Tool, "failed", err != nil, "duration", time.Since(start).String())
 	if err != nil {
 		if c.ctx.Err() != nil && errors.Is(err, context.Canceled) {
-			return encodeReply("error", MsgCellSettled)
+			return errorReply(MsgCellSettled)
 		}
-		return encodeReply("error", err.Error())
+		return errorReply(err.Error())
 	}
-	return encodeReply("result", result)
+	return resultReply(result)
 }
 
 // dispatch calls the cell's handler with the cell's context; a panicking

@@ -46,7 +46,7 @@ func (s *Server) serveConn(c net.Conn) {
 		var reply []byte
 		switch {
 		case tooLong:
-			reply = encodeReply("error", MsgInvalidPrefix+invalidTooLong)
+			reply = errorReply(MsgInvalidPrefix+invalidTooLong)
 		case !blank:
 			reply = s.handleLine(line)
 		}
@@ -102,7 +102,7 @@ func (s *Server) endConn(c net.Conn, err error, partial bool) {
 // before it would resend, and raises msg.
 func (s *Server) refuse(c net.Conn, msg string) {
 	_ = c.SetWriteDeadline(time.Now().Add(noticeWriteTimeout))
-	_, _ = c.Write(encodeReply("error", msg))
+	_, _ = c.Write(errorReply(msg))
 }
 
 // readLine reads one newline-terminated line of at most limit bytes. A

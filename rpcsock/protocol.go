@@ -131,7 +131,13 @@ func tokenOK(raw json.RawMessage, want string) bool {
 	return subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }
 
-// encodeReply renders one response line: {"result": s} or {"error": s}.
+// errorReply renders a refusal or a failed call: {"error": text}.
+func errorReply(text string) []byte { return encodeReply("error", text) }
+
+// resultReply renders a tool's answer: {"result": text}.
+func resultReply(text string) []byte { return encodeReply("result", text) }
+
+// encodeReply renders one response line, {key: text}.
 func encodeReply(key, text string) []byte {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)

@@ -126,7 +126,7 @@ func (st *stream) send(ev Event) bool {
 
 // output sends one live output or display event of the cell.
 func (st *stream) output(e pool.Event) {
-	st.send(Event{Event: string(e.Kind), Text: e.Text, Display: e.Display})
+	st.send(Event{Event: EventName(e.Kind), Text: e.Text, Display: e.Display})
 }
 
 func (st *stream) start() {

@@ -177,7 +177,7 @@ func (s *Server) handleShutdownOwner(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) {
 	st := s.pool.Stats()
 	h := Health{
-		Status:           "ok",
+		Status:           HealthOK,
 		Version:          s.cfg.Version,
 		Kernels:          st.KernelsLive,
 		Isolation:        s.cfg.Isolation,
@@ -186,7 +186,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) {
 		Stats:            st,
 	}
 	if s.draining.Load() {
-		h.Status = "draining"
+		h.Status = HealthDraining
 	}
 	writeJSON(w, http.StatusOK, h)
 }

@@ -109,9 +109,8 @@ type ToolAnswer struct {
 
 // Event is one NDJSON line of a streaming execute response.
 type Event struct {
-	// Event is "stdout", "stderr", "display", "tool_call", "result" or
-	// "error".
-	Event string `json:"event"`
+	// Event names the line's kind (the Event* constants).
+	Event EventName `json:"event"`
 	// Text is set for "stdout" and "stderr": the next chunk of output,
 	// ANSI-stripped and redacted.
 	Text string `json:"text,omitempty"`
@@ -126,20 +125,34 @@ type Event struct {
 	Code  string `json:"code,omitempty"`
 }
 
-// Event names.
+// EventName is the kind of one line of a streaming execute response.
+type EventName string
+
+// Event names. The output events are the pool's (pool.EventKind).
 const (
-	EventStdout   = string(pool.EventStdout)
-	EventStderr   = string(pool.EventStderr)
-	EventDisplay  = string(pool.EventDisplay)
-	EventToolCall = "tool_call"
-	EventResult   = "result"
-	EventError    = "error"
+	EventStdout             = EventName(pool.EventStdout)
+	EventStderr             = EventName(pool.EventStderr)
+	EventDisplay            = EventName(pool.EventDisplay)
+	EventToolCall EventName = "tool_call"
+	EventResult   EventName = "result"
+	EventError    EventName = "error"
+)
+
+// HealthStatus is the daemon's state as GET /v1/health reports it.
+type HealthStatus string
+
+// Health statuses.
+const (
+	// HealthOK: the daemon takes new cells.
+	HealthOK HealthStatus = "ok"
+	// HealthDraining: shutdown began; running cells finish, new ones are refused.
+	HealthDraining HealthStatus = "draining"
 )
 
 // Health is the body of GET /v1/health.
 type Health struct {
-	// Status is "ok", or "draining" once shutdown began.
-	Status string `json:"status"`
+	// Status is HealthOK, or HealthDraining once shutdown began.
+	Status HealthStatus `json:"status"`
 	// Version is the daemon's version.
 	Version string `json:"version"`
 	// Kernels is the number of live kernels.
