@@ -33,7 +33,7 @@ const (
 )
 
 // ErrClosed: the log was closed.
-var ErrClosed = errors.New("audit: closed")
+var ErrClosed = errors.New("closed")
 
 // Config configures the audit log.
 type Config struct {
@@ -110,7 +110,7 @@ func Open(cfg Config) (*Log, error) {
 	}
 	r, err := openRotator(cfg.Path, cfg.MaxSize, cfg.Keep)
 	if err != nil {
-		return nil, fmt.Errorf("audit: open: %w", err)
+		return nil, fmt.Errorf("open: %w", err)
 	}
 	return start(cfg, r), nil
 }

@@ -6,18 +6,18 @@ import "errors"
 var (
 	// ErrUnsupported: the host has no usable cgroup facility (not Linux, no
 	// cgroupfs mounted, or not writable by this process).
-	ErrUnsupported = errors.New("cgroup: unsupported on this host")
+	ErrUnsupported = errors.New("unsupported on this host")
 	// ErrForeign: a group exists where the pool wants its parent, and it is
 	// not marked as this pool's. The pool never touches it.
-	ErrForeign = errors.New("cgroup: group exists and is not marked as this pool's")
+	ErrForeign = errors.New("group exists and is not marked as this pool's")
 	// ErrTaken: the parent belongs to a kernpool daemon that is still
 	// running (it holds its state dir's lock); the message names its state
 	// dir. The pool never touches it.
-	ErrTaken = errors.New("cgroup: parent belongs to a running kernpool daemon")
+	ErrTaken = errors.New("parent belongs to a running kernpool daemon")
 	// ErrNotEmpty: processes remained in a group after the kill deadline.
-	ErrNotEmpty = errors.New("cgroup: group still has processes")
+	ErrNotEmpty = errors.New("group still has processes")
 	// ErrInvalidName: a group name that is not a single path element.
-	ErrInvalidName = errors.New("cgroup: invalid group name")
+	ErrInvalidName = errors.New("invalid group name")
 	// ErrClosed: the manager was closed.
-	ErrClosed = errors.New("cgroup: manager closed")
+	ErrClosed = errors.New("manager closed")
 )

@@ -44,7 +44,7 @@ func New(cfg Config) (*Manager, error) {
 		cfg.Logger = hclog.NewNullLogger()
 	}
 	if cfg.Marker == "" || cfg.StateDir == "" {
-		return nil, errors.New("cgroup: new: Marker and StateDir are required")
+		return nil, errors.New("Marker and StateDir are required")
 	}
 	if cfg.Mount == "" {
 		cfg.Mount = DefaultMount
@@ -54,7 +54,7 @@ func New(cfg Config) (*Manager, error) {
 	}
 	cfg.Parent = normParent(cfg.Parent)
 	if filepath.Clean("/"+cfg.Parent) == "/" {
-		return nil, fmt.Errorf("cgroup: new: parent %q: %w", cfg.Parent, ErrInvalidName)
+		return nil, fmt.Errorf("parent %q: %w", cfg.Parent, ErrInvalidName)
 	}
 	log := cfg.Logger.Named("cgroup")
 	mode := DetectMode(cfg.Mount)
@@ -66,13 +66,13 @@ func New(cfg Config) (*Manager, error) {
 	case ModeLegacy, ModeHybrid:
 		m.b, m.info, err = newV1Pool(cfg, log)
 	default:
-		return nil, fmt.Errorf("cgroup: new: no cgroupfs at %s: %w", cfg.Mount, ErrUnsupported)
+		return nil, fmt.Errorf("no cgroupfs at %s: %w", cfg.Mount, ErrUnsupported)
 	}
 	if err != nil {
 		if errors.Is(err, os.ErrPermission) || errors.Is(err, unix.EROFS) {
 			err = fmt.Errorf("%w (%v)", ErrUnsupported, err)
 		}
-		return nil, fmt.Errorf("cgroup: new: %w", err)
+		return nil, err
 	}
 	m.info.Mode = mode
 	log.Debug("cgroup parent ready", "mode", mode.String(), "parents", m.info.Parents, "controllers", m.info.Controllers)

@@ -6,11 +6,11 @@ import "errors"
 var (
 	// ErrRefused: a passthrough name is on the refusal list (or reserved);
 	// the error text names the variable and the rule that refused it.
-	ErrRefused = errors.New("envscrub: passthrough refused")
+	ErrRefused = errors.New("refused")
 	// ErrInvalidName: a variable name or refusal pattern is empty or holds a
 	// character no environment name may hold ('=', NUL, whitespace).
-	ErrInvalidName = errors.New("envscrub: invalid variable name")
+	ErrInvalidName = errors.New("invalid variable name")
 	// ErrInvalidArgument: a caller passed a value outside its domain
 	// (a negative cell number).
-	ErrInvalidArgument = errors.New("envscrub: invalid argument")
+	ErrInvalidArgument = errors.New("invalid argument")
 )

@@ -47,7 +47,7 @@ func (f *Filter) Finish(stdout, stderr, spillDir string, cell int) (Output, erro
 	}
 	if cell < 0 {
 		o.Warning = truncatedNoSpill("invalid cell number")
-		return o, fmt.Errorf("envscrub: finish: cell %d: %w", cell, ErrInvalidArgument)
+		return o, fmt.Errorf("finish: cell %d: %w", cell, ErrInvalidArgument)
 	}
 	if spillDir == "" {
 		o.Warning = truncatedNoSpill("no spill directory")

@@ -58,7 +58,7 @@ func New(cfg Config) (*Scrubber, error) {
 	for _, p := range patterns {
 		r, err := newRefusal(p)
 		if err != nil {
-			return nil, fmt.Errorf("envscrub: new: %w", err)
+			return nil, err
 		}
 		s.refuse = append(s.refuse, r)
 	}
@@ -74,7 +74,7 @@ func New(cfg Config) (*Scrubber, error) {
 		s.perMode[mode] = slices.Clone(names)
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("envscrub: new: %w", err)
+		return nil, err
 	}
 	return s, nil
 }
@@ -97,7 +97,7 @@ func (s *Scrubber) checkOne(name string) error {
 		return fmt.Errorf("passthrough: %w", err)
 	}
 	if rule := s.refusedBy(strings.ToUpper(name)); rule != "" {
-		return fmt.Errorf("passthrough %q refused by %s: %w", name, rule, ErrRefused)
+		return fmt.Errorf("passthrough %q %w by %s", name, ErrRefused, rule)
 	}
 	return nil
 }
@@ -132,7 +132,7 @@ func (s *Scrubber) Build(mode string, passthrough []string) (env []string, scrub
 	names := make([]string, 0, len(s.global)+len(s.perMode[mode])+len(passthrough))
 	names = append(append(append(names, s.global...), s.perMode[mode]...), passthrough...)
 	if err := s.CheckPassthrough(names); err != nil {
-		return nil, nil, fmt.Errorf("envscrub: build: %w", err)
+		return nil, nil, err // the caller names the operation
 	}
 	pass := make(map[string]bool, len(names))
 	for _, n := range names {

@@ -46,29 +46,29 @@ func New(cfg Config) (*Isolator, error) {
 		cfg.Logger = hclog.NewNullLogger()
 	}
 	if err := cfg.validate(); err != nil {
-		return nil, fmt.Errorf("isolate: new: %w", err)
+		return nil, err
 	}
 	i := &Isolator{cfg: cfg, log: cfg.Logger.Named("isolate"), facts: probeInit(cfg)}
 	i.report = Report{Isolation: cfg.isolationMode(), DaemonUID: os.Geteuid(), Platform: runtime.GOOS,
 		NoNewPrivs: cfg.NoNewPrivs, Rlimits: rlimitEnv(cfg.Rlimits), Seccomp: i.facts.Seccomp}
 	root := os.Geteuid() == 0
 	if err := i.checkNamespaces(root); err != nil {
-		return nil, fmt.Errorf("isolate: new: %w", err)
+		return nil, err
 	}
 	if i.facts.Probed && !i.facts.Works {
 		i.report.Lost = append(i.report.Lost, "the kernel init step (namespaces, private /tmp, seccomp): "+i.facts.Why)
 		i.report.Advice = append(i.report.Advice, "see `kernpool doctor`")
 	}
 	if err := i.setupUIDs(root); err != nil {
-		return nil, fmt.Errorf("isolate: new: %w", err)
+		return nil, err
 	}
 	if err := i.report.enforce(); err != nil {
-		return nil, fmt.Errorf("isolate: new: %w", err) // before any cgroup is touched
+		return nil, err // before any cgroup is touched
 	}
 	i.setupCgroups()
 	if err := i.report.enforce(); err != nil {
 		_ = i.Close()
-		return nil, fmt.Errorf("isolate: new: %w", err)
+		return nil, err
 	}
 	if i.uids != nil {
 		// After the sweep: leftovers of a dead instance no longer hold uids.
@@ -274,17 +274,17 @@ func (i *Isolator) NewSandbox(id, owner, mode string, lim Limits) (*Sandbox, err
 	rc := i.resolver()
 	res, prof, err := rc.resolve(mode, lim)
 	if err != nil {
-		return nil, fmt.Errorf("isolate: new sandbox %s: %w", id, err)
+		return nil, fmt.Errorf("new sandbox %s: %w", id, err)
 	}
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.closed {
-		return nil, fmt.Errorf("isolate: new sandbox %s: %w", id, ErrClosed)
+		return nil, fmt.Errorf("new sandbox %s: %w", id, ErrClosed)
 	}
 	s := &Sandbox{iso: i, id: id, profile: prof, uid: -1, gid: -1, log: i.log.With("kernel", id), pg: kernel.NewProcessGroup()}
 	if i.uids != nil {
 		if s.uid, err = i.uids.acquire(owner); err != nil {
-			return nil, fmt.Errorf("isolate: new sandbox %s: %w", id, err)
+			return nil, fmt.Errorf("new sandbox %s: %w", id, err)
 		}
 		s.gid = s.uid
 	}
@@ -293,7 +293,7 @@ func (i *Isolator) NewSandbox(id, owner, mode string, lim Limits) (*Sandbox, err
 			if s.uid >= 0 {
 				i.uids.release(s.uid)
 			}
-			return nil, fmt.Errorf("isolate: new sandbox %s: %w", id, err)
+			return nil, fmt.Errorf("new sandbox %s: %w", id, err)
 		}
 	}
 	if err := s.fillIsolation(profileLimits(res)); err != nil {
@@ -303,7 +303,7 @@ func (i *Isolator) NewSandbox(id, owner, mode string, lim Limits) (*Sandbox, err
 		if s.uid >= 0 {
 			i.uids.release(s.uid)
 		}
-		return nil, fmt.Errorf("isolate: new sandbox %s: %w", id, err)
+		return nil, fmt.Errorf("new sandbox %s: %w", id, err)
 	}
 	return s, nil
 }
@@ -317,11 +317,11 @@ func (i *Isolator) CheckAccess(interpreter, cwd string) error {
 		uid, gid = i.cfg.UIDRange[0], i.cfg.UIDRange[0] // every range uid is an "other"
 	}
 	if err := canUse(interpreter, uid, gid, false); err != nil {
-		return fmt.Errorf("isolate: interpreter: %w", err)
+		return fmt.Errorf("interpreter: %w", err)
 	}
 	if cwd != "" {
 		if err := canUse(cwd, uid, gid, true); err != nil {
-			return fmt.Errorf("isolate: cwd: %w", err)
+			return fmt.Errorf("cwd: %w", err)
 		}
 	}
 	return nil
@@ -338,7 +338,7 @@ func (i *Isolator) Close() error {
 	i.closed = true
 	if i.cg != nil {
 		if err := i.cg.Close(); err != nil {
-			return fmt.Errorf("isolate: close: %w", err)
+			return fmt.Errorf("close: %w", err)
 		}
 	}
 	return nil

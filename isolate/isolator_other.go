@@ -32,11 +32,11 @@ func New(cfg Config) (*Isolator, error) {
 		cfg.Logger = hclog.NewNullLogger()
 	}
 	if err := cfg.validate(); err != nil {
-		return nil, fmt.Errorf("isolate: new: %w", err)
+		return nil, err
 	}
 	for name, p := range cfg.Profiles {
 		if p.NoNetwork || p.PIDNamespace {
-			return nil, fmt.Errorf("isolate: new: profile %q asks for namespaces: %w", name, ErrUnsupported)
+			return nil, fmt.Errorf("profile %q asks for namespaces: %w", name, ErrUnsupported)
 		}
 	}
 	i := &Isolator{cfg: cfg, log: cfg.Logger.Named("isolate")}
@@ -44,7 +44,7 @@ func New(cfg Config) (*Isolator, error) {
 	i.report.Isolation, i.report.DaemonUID = cfg.isolationMode(), os.Geteuid()
 	i.report.Profiles = profileReports(cfg, initFacts{}, os.Geteuid())
 	if err := i.report.enforce(); err != nil {
-		return nil, fmt.Errorf("isolate: new: %w", err)
+		return nil, err
 	}
 	if w := i.report.Warning(); w != "" {
 		i.log.Warn("reduced kernel isolation", "detail", w)
@@ -68,12 +68,12 @@ func (i *Isolator) NewSandbox(id, owner, mode string, lim Limits) (*Sandbox, err
 	rc := i.resolver()
 	res, _, err := rc.resolve(mode, lim)
 	if err != nil {
-		return nil, fmt.Errorf("isolate: new sandbox %s: %w", id, err)
+		return nil, fmt.Errorf("new sandbox %s: %w", id, err)
 	}
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.closed {
-		return nil, fmt.Errorf("isolate: new sandbox %s: %w", id, ErrClosed)
+		return nil, fmt.Errorf("new sandbox %s: %w", id, ErrClosed)
 	}
 	return newSandbox(i, id, profileLimits(res))
 }
@@ -83,11 +83,11 @@ func (i *Isolator) NewSandbox(id, owner, mode string, lim Limits) (*Sandbox, err
 func (i *Isolator) CheckAccess(interpreter, cwd string) error {
 	st, err := os.Stat(interpreter)
 	if err != nil || st.IsDir() {
-		return fmt.Errorf("isolate: interpreter %s: %w: not an existing file", interpreter, ErrAccess)
+		return fmt.Errorf("interpreter %s: %w: not an existing file", interpreter, ErrAccess)
 	}
 	if cwd != "" {
 		if st, err := os.Stat(cwd); err != nil || !st.IsDir() {
-			return fmt.Errorf("isolate: cwd %s: %w: not an existing directory", cwd, ErrAccess)
+			return fmt.Errorf("cwd %s: %w: not an existing directory", cwd, ErrAccess)
 		}
 	}
 	return nil

@@ -19,13 +19,13 @@ func (i *Isolator) SetLimits(profiles map[string]Profile, ceiling Limits) error 
 	defer i.mu.Unlock()
 	cur := i.resolver()
 	if err := sameShape(cur.Profiles, profiles); err != nil {
-		return fmt.Errorf("isolate: set limits: %w", err)
+		return fmt.Errorf("set limits: %w", err)
 	}
 	next := *cur
 	next.Profiles = maps.Clone(profiles)
 	next.Ceiling = ceiling
 	if err := next.validate(); err != nil {
-		return fmt.Errorf("isolate: set limits: %w", err)
+		return fmt.Errorf("set limits: %w", err)
 	}
 	i.live.Store(&next)
 	return nil

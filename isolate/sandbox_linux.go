@@ -56,7 +56,7 @@ func (s *Sandbox) Prepare(cmd *exec.Cmd, staging string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.released {
-		return fmt.Errorf("isolate: prepare %s: %w", s.id, ErrReleased)
+		return fmt.Errorf("prepare %s: %w", s.id, ErrReleased)
 	}
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
@@ -66,20 +66,20 @@ func (s *Sandbox) Prepare(cmd *exec.Cmd, staging string) error {
 	a.Pdeathsig = syscall.SIGKILL
 	if s.uid >= 0 {
 		if err := chownTree(staging, s.uid, s.gid); err != nil {
-			return fmt.Errorf("isolate: prepare %s: chown staging: %w", s.id, err)
+			return fmt.Errorf("prepare %s: chown staging: %w", s.id, err)
 		}
 	}
 	var env, placement []string
 	if s.group != nil {
 		var err error
 		if placement, err = s.prepareGroup(a, &env); err != nil {
-			return fmt.Errorf("isolate: prepare %s: %w", s.id, err)
+			return fmt.Errorf("prepare %s: %w", s.id, err)
 		}
 	}
 	if s.iso.useInit {
 		cmd.Env = append(cmd.Env, env...)
 		if err := s.wrapInit(cmd, staging, placement); err != nil {
-			return fmt.Errorf("isolate: prepare %s: %w", s.id, err)
+			return fmt.Errorf("prepare %s: %w", s.id, err)
 		}
 		return nil
 	}
@@ -155,7 +155,7 @@ func (s *Sandbox) Started(pid int) error {
 		err = st.awaitInit()
 	}
 	if err != nil {
-		return fmt.Errorf("isolate: started %s: %w", s.id, err)
+		return fmt.Errorf("started %s: %w", s.id, err)
 	}
 	return nil
 }
@@ -182,7 +182,7 @@ func (s *Sandbox) killLocked() error {
 		killUID(s.uid)
 	}
 	if err != nil {
-		return fmt.Errorf("isolate: kill %s: %w", s.id, err)
+		return fmt.Errorf("kill %s: %w", s.id, err)
 	}
 	return nil
 }
@@ -212,7 +212,7 @@ func (s *Sandbox) Release() (kernel.Verdict, error) {
 	} else {
 		// Wait until no member of the process group runs (zombies count as gone).
 		if _, err := s.pg.Release(); err != nil {
-			clean, s.relErr = false, fmt.Errorf("isolate: release %s: %w", s.id, err)
+			clean, s.relErr = false, fmt.Errorf("release %s: %w", s.id, err)
 		}
 		if s.uid >= 0 && !s.iso.cfg.PerOwnerUID && len(procUIDs()[s.uid]) > 0 {
 			clean = false
@@ -240,7 +240,7 @@ func (s *Sandbox) releaseGroup() (kernel.Verdict, bool, error) {
 		errs = append(errs, err)
 	}
 	if err := s.group.WaitEmpty(releaseTimeout); err != nil {
-		return v, false, fmt.Errorf("isolate: release %s: %w", s.id, err)
+		return v, false, fmt.Errorf("release %s: %w", s.id, err)
 	}
 	oom, err := s.group.OOMKilled()
 	if err != nil {
@@ -255,7 +255,7 @@ func (s *Sandbox) releaseGroup() (kernel.Verdict, bool, error) {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
-		return v, true, fmt.Errorf("isolate: release %s: %w", s.id, err)
+		return v, true, fmt.Errorf("release %s: %w", s.id, err)
 	}
 	return v, true, nil
 }
@@ -270,7 +270,7 @@ func (s *Sandbox) Procs() ([]int, error) {
 	}
 	p, err := s.group.Procs()
 	if err != nil {
-		return nil, fmt.Errorf("isolate: procs %s: %w", s.id, err)
+		return nil, fmt.Errorf("procs %s: %w", s.id, err)
 	}
 	return p, nil
 }
@@ -282,7 +282,7 @@ func (s *Sandbox) Stats() (kernel.Stats, error) {
 	}
 	st, err := s.group.Stats()
 	if err != nil {
-		return kernel.Stats{}, fmt.Errorf("isolate: stats %s: %w", s.id, err)
+		return kernel.Stats{}, fmt.Errorf("stats %s: %w", s.id, err)
 	}
 	return kernel.Stats{MemoryCurrent: st.MemoryCurrent, MemoryPeak: st.MemoryPeak, Pids: st.Pids, CPUTime: st.CPUTime}, nil
 }

@@ -38,7 +38,7 @@ var _ kernel.Sandbox = (*Sandbox)(nil)
 func newSandbox(i *Isolator, id string, l Limits) (*Sandbox, error) {
 	job, err := windows.CreateJobObject(nil, nil)
 	if err != nil {
-		return nil, fmt.Errorf("isolate: new sandbox %s: create job: %w", id, err)
+		return nil, fmt.Errorf("new sandbox %s: create job: %w", id, err)
 	}
 	s := &Sandbox{iso: i, id: id, job: job, limits: Limits{MemoryMax: l.MemoryMax, PidsMax: l.PidsMax}}
 	var info windows.JOBOBJECT_EXTENDED_LIMIT_INFORMATION
@@ -54,7 +54,7 @@ func newSandbox(i *Isolator, id string, l Limits) (*Sandbox, error) {
 	if _, err := windows.SetInformationJobObject(job, windows.JobObjectExtendedLimitInformation,
 		uintptr(unsafe.Pointer(&info)), uint32(unsafe.Sizeof(info))); err != nil {
 		_ = windows.CloseHandle(job)
-		return nil, fmt.Errorf("isolate: new sandbox %s: set job limits: %w", id, err)
+		return nil, fmt.Errorf("new sandbox %s: set job limits: %w", id, err)
 	}
 	return s, nil
 }
@@ -76,11 +76,11 @@ func (s *Sandbox) Started(pid int) error {
 	defer s.mu.Unlock()
 	h, err := windows.OpenProcess(windows.PROCESS_SET_QUOTA|windows.PROCESS_TERMINATE, false, uint32(pid))
 	if err != nil {
-		return fmt.Errorf("isolate: started %s: open process: %w", s.id, err)
+		return fmt.Errorf("started %s: open process: %w", s.id, err)
 	}
 	defer windows.CloseHandle(h)
 	if err := windows.AssignProcessToJobObject(s.job, h); err != nil {
-		return fmt.Errorf("isolate: started %s: assign to job: %w", s.id, err)
+		return fmt.Errorf("started %s: assign to job: %w", s.id, err)
 	}
 	return nil
 }
@@ -93,7 +93,7 @@ func (s *Sandbox) Kill() error {
 		return nil
 	}
 	if err := windows.TerminateJobObject(s.job, 1); err != nil {
-		return fmt.Errorf("isolate: kill %s: %w", s.id, err)
+		return fmt.Errorf("kill %s: %w", s.id, err)
 	}
 	return nil
 }
@@ -108,7 +108,7 @@ func (s *Sandbox) Release() (kernel.Verdict, error) {
 	}
 	s.released = true
 	if err := windows.CloseHandle(s.job); err != nil {
-		return kernel.Verdict{}, fmt.Errorf("isolate: release %s: %w", s.id, err)
+		return kernel.Verdict{}, fmt.Errorf("release %s: %w", s.id, err)
 	}
 	return kernel.Verdict{}, nil
 }

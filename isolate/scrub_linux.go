@@ -27,7 +27,7 @@ const (
 )
 
 // errScrubBound: the walk hit a bound, so leftovers may remain.
-var errScrubBound = errors.New("isolate: scrub walk bound reached")
+var errScrubBound = errors.New("scrub walk bound reached")
 
 // scrubUID removes everything uid owns in dirs (never following a
 // symlink: every step is relative to an O_NOFOLLOW directory fd) and its

@@ -10,7 +10,7 @@ import (
 
 // errUIDHeld: another daemon leases the uid (never, where kernels cannot
 // run as other uids).
-var errUIDHeld = errors.New("isolate: uid leased elsewhere")
+var errUIDHeld = errors.New("uid leased elsewhere")
 
 // lockUID is unsupported where kernels do not run as uids of their own.
 func lockUID(string, int) (io.Closer, error) { return nil, ErrUnsupported }

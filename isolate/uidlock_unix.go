@@ -15,7 +15,7 @@ import (
 )
 
 // errUIDHeld: another daemon (or another pool of this one) leases the uid.
-var errUIDHeld = errors.New("isolate: uid leased elsewhere")
+var errUIDHeld = errors.New("uid leased elsewhere")
 
 func uidLockPath(dir string, uid int) string {
 	return filepath.Join(dir, strconv.Itoa(uid)+".lock")

@@ -16,24 +16,24 @@ import (
 // Sentinel errors. Wrapped with an operation prefix and %w; test with errors.Is.
 var (
 	// ErrTimeout: the cell exceeded its deadline; the kernel was killed and its state is lost.
-	ErrTimeout = errors.New("kernel: cell timed out")
+	ErrTimeout = errors.New("cell timed out")
 	// ErrCanceled: the caller canceled the cell; the kernel was killed and its state is lost.
-	ErrCanceled = errors.New("kernel: cell canceled")
+	ErrCanceled = errors.New("cell canceled")
 	// ErrProtocol: the kernel broke the wire protocol (non-object frame,
 	// oversized frame, bad header). The kernel is killed.
-	ErrProtocol = errors.New("kernel: protocol error")
+	ErrProtocol = errors.New("protocol error")
 	// ErrClosed: the kernel was already killed or has exited.
-	ErrClosed = errors.New("kernel: closed")
+	ErrClosed = errors.New("closed")
 	// ErrBusy: Exec was called while another cell runs (callers serialize).
-	ErrBusy = errors.New("kernel: busy")
+	ErrBusy = errors.New("busy")
 	// ErrUnsupported: the platform lacks a facility the spec asked for.
-	ErrUnsupported = errors.New("kernel: unsupported on this platform")
+	ErrUnsupported = errors.New("unsupported on this platform")
 	// ErrInterrupted: Interrupt stopped the cell (alone, the kernel was
 	// kept; as Exec's error, the cell outlived the grace and the kernel
 	// was killed).
-	ErrInterrupted = errors.New("kernel: cell interrupted")
+	ErrInterrupted = errors.New("cell interrupted")
 	// ErrIdle: Interrupt found no cell running.
-	ErrIdle = errors.New("kernel: no cell is running")
+	ErrIdle = errors.New("no cell is running")
 )
 
 // DeathError says why a kernel process ended while a cell ran (or between
@@ -56,11 +56,11 @@ type DeathError struct {
 func (e *DeathError) Error() string {
 	switch {
 	case e.OOMKilled:
-		return fmt.Sprintf("kernel: killed by the out-of-memory killer at its memory limit of %s", FormatBytes(e.MemoryLimit))
+		return fmt.Sprintf("the kernel was killed by the out-of-memory killer at its memory limit of %s", FormatBytes(e.MemoryLimit))
 	case e.Signal != "":
-		return "kernel: died from signal " + e.Signal
+		return "the kernel died from signal " + e.Signal
 	default:
-		return fmt.Sprintf("kernel: exited with code %d", e.ExitCode)
+		return fmt.Sprintf("the kernel exited with code %d", e.ExitCode)
 	}
 }
 

@@ -80,7 +80,7 @@ func (k *Kernel) Exec(ctx context.Context, cell Cell) (*Reply, error) {
 	}
 	if rep.Status == ReplyExit {
 		// sys.exit ends the kernel: make sure nothing of it remains.
-		k.terminate(fmt.Errorf("kernel: a cell called sys.exit(%d): %w", rep.ExitCode, ErrClosed))
+		k.terminate(fmt.Errorf("a cell called sys.exit(%d): %w", rep.ExitCode, ErrClosed))
 		<-k.done
 	}
 	return reply, nil

@@ -57,7 +57,7 @@ type Kernel struct {
 // concurrently, also while Exec runs (that Exec then returns an error) and
 // after the kernel died on its own.
 func (k *Kernel) Kill() error {
-	k.terminate(fmt.Errorf("kernel: killed: %w", ErrClosed))
+	k.terminate(fmt.Errorf("killed: %w", ErrClosed))
 	<-k.done
 	return nil
 }

@@ -95,13 +95,13 @@ type Quotas struct {
 // withDefaults validates cfg and fills its zero fields.
 func (cfg Config) withDefaults() (Config, error) {
 	if cfg.StateDir == "" {
-		return cfg, fmt.Errorf("pool: state dir is required: %w", ErrBadRequest)
+		return cfg, fmt.Errorf("state dir is required: %w", ErrBadRequest)
 	}
 	if !filepath.IsAbs(cfg.StateDir) {
-		return cfg, fmt.Errorf("pool: state dir must be an absolute path: %w", ErrBadRequest)
+		return cfg, fmt.Errorf("state dir must be an absolute path: %w", ErrBadRequest)
 	}
 	if cfg.DefaultInterpreter != "" && !filepath.IsAbs(cfg.DefaultInterpreter) {
-		return cfg, fmt.Errorf("pool: default interpreter must be an absolute path: %w", ErrBadRequest)
+		return cfg, fmt.Errorf("default interpreter must be an absolute path: %w", ErrBadRequest)
 	}
 	for _, d := range []struct {
 		name string
@@ -109,22 +109,22 @@ func (cfg Config) withDefaults() (Config, error) {
 	}{{"idle timeout", cfg.IdleTimeout}, {"cell timeout", cfg.CellTimeout},
 		{"max cell timeout", cfg.MaxCellTimeout}, {"reap interval", cfg.ReapInterval}} {
 		if d.v < 0 {
-			return cfg, fmt.Errorf("pool: %s must not be negative: %w", d.name, ErrBadRequest)
+			return cfg, fmt.Errorf("%s must not be negative: %w", d.name, ErrBadRequest)
 		}
 	}
 	if cfg.Quotas.MaxKernelsPerOwner < 0 || cfg.Quotas.MaxCellsPerMinutePerOwner < 0 {
-		return cfg, fmt.Errorf("pool: quotas must not be negative: %w", ErrBadRequest)
+		return cfg, fmt.Errorf("quotas must not be negative: %w", ErrBadRequest)
 	}
 	for mode, pol := range cfg.Policies {
 		if a := pol.TimeoutAction; a != "" && a != TimeoutInterrupt && a != TimeoutKill {
-			return cfg, fmt.Errorf("pool: mode %q: timeout action %q is neither %q nor %q: %w", mode, a, TimeoutInterrupt, TimeoutKill, ErrBadRequest)
+			return cfg, fmt.Errorf("mode %q: timeout action %q is neither %q nor %q: %w", mode, a, TimeoutInterrupt, TimeoutKill, ErrBadRequest)
 		}
 		if pol.InterruptGrace < 0 {
-			return cfg, fmt.Errorf("pool: mode %q: interrupt grace must not be negative: %w", mode, ErrBadRequest)
+			return cfg, fmt.Errorf("mode %q: interrupt grace must not be negative: %w", mode, ErrBadRequest)
 		}
 	}
 	if cfg.MaxKernels < 0 || cfg.MaxToolCalls < 0 {
-		return cfg, fmt.Errorf("pool: max kernels and max tool calls must not be negative: %w", ErrBadRequest)
+		return cfg, fmt.Errorf("max kernels and max tool calls must not be negative: %w", ErrBadRequest)
 	}
 	if cfg.IdleTimeout == 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout

@@ -10,37 +10,37 @@ import (
 // the problem; test with errors.Is.
 var (
 	// ErrClosed: the pool is closed (or draining) and takes no new cells.
-	ErrClosed = errors.New("pool: closed")
+	ErrClosed = errors.New("closed")
 	// ErrNotFound: no live kernel has the given id.
-	ErrNotFound = errors.New("pool: no such kernel")
+	ErrNotFound = errors.New("no such kernel")
 	// ErrBadRequest: a request or config field is invalid; the message names it.
-	ErrBadRequest = errors.New("pool: bad request")
+	ErrBadRequest = errors.New("bad request")
 	// ErrCapacity: MaxKernels live kernels exist and every one of them is
 	// running a cell, so a new kernel can neither be added nor make room by
 	// evicting an idle one. The pool refuses rather than exceed the cap or
 	// queue without bound; callers retry later.
-	ErrCapacity = errors.New("pool: every live kernel is busy and the kernel cap is reached")
+	ErrCapacity = errors.New("every live kernel is busy and the kernel cap is reached")
 	// ErrQuota: the owner is over a per-owner quota (Config.Quotas); the
 	// error is a *QuotaError saying when to retry.
-	ErrQuota = errors.New("pool: owner over quota")
+	ErrQuota = errors.New("owner over quota")
 	// ErrUnknownMode: a request named a mode that is not configured
 	// (Config.Modes); the error is an *UnknownModeError, which is also an
 	// ErrBadRequest.
-	ErrUnknownMode = errors.New("pool: unknown mode")
+	ErrUnknownMode = errors.New("unknown mode")
 	// ErrSpawn: a new kernel could not be started (interpreter, sandbox,
 	// environment or tool listener failure).
-	ErrSpawn = errors.New("pool: kernel spawn failed")
+	ErrSpawn = errors.New("kernel spawn failed")
 	// ErrConflict: the request asks for limits or passthrough names other
 	// than those its live kernel runs with; Request.Reset restarts the
 	// kernel with the request's.
-	ErrConflict = errors.New("pool: the live kernel runs with other settings")
+	ErrConflict = errors.New("the live kernel runs with other settings")
 
 	// errNoToolHandler answers the tool calls of a cell whose request
 	// carried no ToolHandler.
 	// ErrIdle: an interrupt found no cell running on the kernel.
-	ErrIdle = errors.New("pool: no cell is running on the kernel")
+	ErrIdle = errors.New("no cell is running on the kernel")
 	// ErrBusy: the kernel runs a cell (variables are listed between cells).
-	ErrBusy = errors.New("pool: the kernel is running a cell")
+	ErrBusy = errors.New("the kernel is running a cell")
 
 	errNoToolHandler = errors.New("tool calls are not available for this request: it has no tool handler")
 )
@@ -55,10 +55,22 @@ type UnknownModeError struct {
 }
 
 func (e *UnknownModeError) Error() string {
-	return fmt.Sprintf("pool: mode %q is not configured; known modes: %s", e.Mode, strings.Join(e.Known, ", "))
+	return fmt.Sprintf("mode %q is not configured; known modes: %s", e.Mode, strings.Join(e.Known, ", "))
 }
 
 // Is makes errors.Is(err, ErrUnknownMode) and errors.Is(err, ErrBadRequest) hold.
 func (e *UnknownModeError) Is(target error) bool {
 	return target == ErrUnknownMode || target == ErrBadRequest
 }
+
+// classified is an error whose message is its cause's alone and which also
+// matches a sentinel (its class) under errors.Is: where the cause already
+// says what is wrong, the class is carried in the chain, not repeated in
+// the text (the API turns it into an error code).
+type classified struct{ cause, class error }
+
+func (e classified) Error() string   { return e.cause.Error() }
+func (e classified) Unwrap() []error { return []error{e.cause, e.class} }
+
+// badRequest classifies err as ErrBadRequest without adding to its message.
+func badRequest(err error) error { return classified{cause: err, class: ErrBadRequest} }

@@ -23,7 +23,7 @@ func (p *Pool) Execute(ctx context.Context, req Request) (*Result, error) {
 	start := time.Now()
 	rq, err := p.normalize(req)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("execute: %w", err)
 	}
 	p.mu.Lock()
 	err = p.takeCellLocked(rq.key.owner, start)
@@ -58,7 +58,7 @@ func (p *Pool) refuse(rq normalized, err error) error {
 	case errors.Is(err, ErrCapacity):
 		p.obs.Refused(rq.key.mode, RefusedCapacity)
 	}
-	return fmt.Errorf("pool: execute: %w", err)
+	return fmt.Errorf("execute: %w", err)
 }
 
 // executeOn waits for s's turn and runs the cell. retry is true when s
@@ -80,14 +80,14 @@ func (p *Pool) executeOn(ctx context.Context, s *slot, rq normalized, start time
 	p.mu.Unlock()
 	switch {
 	case closing:
-		return nil, false, fmt.Errorf("pool: execute: %w", ErrClosed)
+		return nil, false, fmt.Errorf("execute: %w", ErrClosed)
 	case removed:
 		return nil, true, nil
 	}
 
 	if lv != nil && !rq.reset && !lv.dead() {
 		if why := conflict(rq, lv); why != "" {
-			return nil, false, fmt.Errorf("pool: execute: %w: %s; pass reset to restart it with the request's (its state is lost)", ErrConflict, why)
+			return nil, false, fmt.Errorf("execute: %w: %s; pass reset to restart it with the request's (its state is lost)", ErrConflict, why)
 		}
 	}
 	stateReset := false
@@ -131,7 +131,7 @@ func (p *Pool) spawnInto(ctx context.Context, s *slot, rq normalized, start time
 	p.mu.Lock()
 	if p.closing {
 		p.mu.Unlock()
-		return nil, nil, fmt.Errorf("pool: execute: %w", ErrClosed)
+		return nil, nil, fmt.Errorf("execute: %w", ErrClosed)
 	}
 	p.spawns.Add(1)
 	p.mu.Unlock()
@@ -151,9 +151,9 @@ func (p *Pool) spawnInto(ctx context.Context, s *slot, rq normalized, start time
 		case ctx.Err() != nil:
 			return nil, interruptedResult(rq, start, "", "canceled by the caller", nil, false, stateReset), nil
 		case p.killCtx.Err() != nil:
-			return nil, nil, fmt.Errorf("pool: execute: %w", ErrClosed)
+			return nil, nil, fmt.Errorf("execute: %w", ErrClosed)
 		}
-		return nil, nil, fmt.Errorf("pool: execute: %w", err)
+		return nil, nil, fmt.Errorf("execute: %w", err)
 	}
 	p.mu.Lock()
 	p.stats.KernelsStarted++
@@ -213,7 +213,7 @@ func (p *Pool) runCell(ctx context.Context, s *slot, lv *live, rq normalized, st
 		if reply != nil {
 			status = reply.Status
 		}
-		err = fmt.Errorf("pool: %w: unknown cell status %q", kernel.ErrProtocol, status)
+		err = fmt.Errorf("%w: unknown cell status %q", kernel.ErrProtocol, status)
 	}
 	calls := 0
 	if end != nil {

@@ -39,7 +39,7 @@ func ParseTimeoutAction(s string) (TimeoutAction, error) {
 	case TimeoutInterrupt, TimeoutKill:
 		return a, nil
 	}
-	return "", fmt.Errorf("pool: timeout action %q is neither %q nor %q: %w", s, TimeoutInterrupt, TimeoutKill, ErrBadRequest)
+	return "", fmt.Errorf("timeout action %q is neither %q nor %q: %w", s, TimeoutInterrupt, TimeoutKill, ErrBadRequest)
 }
 
 // policy is mode's cell policy (its own, else the default's).
@@ -57,13 +57,13 @@ func (p *Pool) policy(mode string) CellPolicy {
 func (p *Pool) Interrupt(id string) error {
 	_, lv := p.liveByID(id)
 	if lv == nil {
-		return fmt.Errorf("pool: interrupt %q: %w", id, ErrNotFound)
+		return fmt.Errorf("interrupt %q: %w", id, ErrNotFound)
 	}
 	if err := lv.k.Interrupt(); err != nil {
 		if errors.Is(err, kernel.ErrIdle) {
-			return fmt.Errorf("pool: interrupt %q: %w", id, ErrIdle)
+			return fmt.Errorf("interrupt %q: %w", id, ErrIdle)
 		}
-		return fmt.Errorf("pool: interrupt %q: %w", id, ErrNotFound)
+		return fmt.Errorf("interrupt %q: %w", id, ErrNotFound)
 	}
 	return nil
 }
@@ -96,24 +96,24 @@ func (p *Pool) InterruptOwner(owner, mode string) []string {
 func (p *Pool) Variables(ctx context.Context, id string) (*Variables, error) {
 	s, lv := p.liveByID(id)
 	if lv == nil {
-		return nil, fmt.Errorf("pool: variables %q: %w", id, ErrNotFound)
+		return nil, fmt.Errorf("variables %q: %w", id, ErrNotFound)
 	}
 	// The slot's semaphore keeps cells out while the kernel lists; a
 	// running or queued cell makes this a 409 rather than a wait.
 	select {
 	case s.sem <- struct{}{}:
 	default:
-		return nil, fmt.Errorf("pool: variables %q: %w", id, ErrBusy)
+		return nil, fmt.Errorf("variables %q: %w", id, ErrBusy)
 	}
 	defer func() { <-s.sem }()
 	v, err := lv.k.Variables(ctx)
 	switch {
 	case errors.Is(err, kernel.ErrBusy):
-		return nil, fmt.Errorf("pool: variables %q: %w", id, ErrBusy)
+		return nil, fmt.Errorf("variables %q: %w", id, ErrBusy)
 	case errors.Is(err, kernel.ErrClosed):
-		return nil, fmt.Errorf("pool: variables %q: %w", id, ErrNotFound)
+		return nil, fmt.Errorf("variables %q: %w", id, ErrNotFound)
 	case err != nil:
-		return nil, fmt.Errorf("pool: variables %q: %w", id, err)
+		return nil, fmt.Errorf("variables %q: %w", id, err)
 	}
 	for i := range v.Variables {
 		v.Variables[i].Repr = lv.filter.Clean(v.Variables[i].Repr)

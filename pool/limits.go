@@ -84,7 +84,7 @@ func shortJSON(v json.RawMessage) string {
 // field bounds nothing), naming the field and the ceiling.
 func checkCeiling(l, ceiling Limits) error {
 	over := func(field, got, limit string) error {
-		return fmt.Errorf("pool: limits.%s %s is over the ceiling of %s: %w", field, got, limit, ErrBadRequest)
+		return fmt.Errorf("limits.%s %s is over the ceiling of %s: %w", field, got, limit, ErrBadRequest)
 	}
 	switch {
 	case ceiling.MemoryMax > 0 && l.MemoryMax > ceiling.MemoryMax:

@@ -22,7 +22,7 @@ func TestUnknownModeIsRefused(t *testing.T) {
 	if !errors.As(err, &um) || !errors.Is(err, ErrBadRequest) || !errors.Is(err, ErrUnknownMode) {
 		t.Fatalf("err = %v, want an *UnknownModeError that is ErrBadRequest and ErrUnknownMode", err)
 	}
-	if um.Mode != "nope" || len(um.Known) != 2 || err.Error() != `pool: mode "nope" is not configured; known modes: default, small` {
+	if um.Mode != "nope" || len(um.Known) != 2 || err.Error() != `execute: mode "nope" is not configured; known modes: default, small` {
 		t.Errorf("error = %q (%+v)", err, um)
 	}
 	if len(p.List()) != 0 {

@@ -138,7 +138,7 @@ func (p *Pool) Kill(id string) error {
 	s := p.byID[id]
 	if s == nil || s.live == nil {
 		p.mu.Unlock()
-		return fmt.Errorf("pool: kill %q: %w", id, ErrNotFound)
+		return fmt.Errorf("kill %q: %w", id, ErrNotFound)
 	}
 	lv := s.live
 	p.removeLocked(s, reasonKilled)
@@ -199,7 +199,7 @@ func (p *Pool) Close(ctx context.Context) error {
 		select {
 		case <-wait:
 		case <-ctx.Done():
-			cut = fmt.Errorf("pool: close: drain cut short, running cells were killed: %w", ctx.Err())
+			cut = fmt.Errorf("close: drain cut short, running cells were killed: %w", ctx.Err())
 		}
 	}
 	p.killAll()

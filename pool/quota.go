@@ -21,7 +21,7 @@ type QuotaError struct {
 }
 
 func (e *QuotaError) Error() string {
-	return fmt.Sprintf("pool: owner %q is over its quota %s = %d; retry in %s", e.Owner, e.Quota, e.Limit, e.RetryAfter)
+	return fmt.Sprintf("owner %q is over its quota %s = %d; retry in %s", e.Owner, e.Quota, e.Limit, e.RetryAfter)
 }
 
 // Is makes errors.Is(err, ErrQuota) hold.
@@ -43,7 +43,7 @@ type bucket struct {
 // next request on. Existing kernels over a lowered kernel quota stay.
 func (p *Pool) SetQuotas(q Quotas) error {
 	if q.MaxKernelsPerOwner < 0 || q.MaxCellsPerMinutePerOwner < 0 {
-		return fmt.Errorf("pool: set quotas: must not be negative: %w", ErrBadRequest)
+		return fmt.Errorf("set quotas: must not be negative: %w", ErrBadRequest)
 	}
 	p.mu.Lock()
 	p.quotas = q

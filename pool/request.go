@@ -48,7 +48,7 @@ type normalized struct {
 // error wraps ErrBadRequest and names the offending field.
 func (p *Pool) normalize(req Request) (normalized, error) {
 	bad := func(format string, args ...any) (normalized, error) {
-		return normalized{}, fmt.Errorf("pool: "+format+": %w", append(args, ErrBadRequest)...)
+		return normalized{}, fmt.Errorf(""+format+": %w", append(args, ErrBadRequest)...)
 	}
 	owner, err := checkName("owner", req.Owner, maxOwnerLen)
 	if err != nil {
@@ -130,14 +130,14 @@ func checkName(field, v string, limit int) (string, error) {
 		return defaultName, nil
 	}
 	if len(v) > limit {
-		return "", fmt.Errorf("pool: %s is %d bytes long, the limit is %d: %w", field, len(v), limit, ErrBadRequest)
+		return "", fmt.Errorf("%s is %d bytes long, the limit is %d: %w", field, len(v), limit, ErrBadRequest)
 	}
 	if !utf8.ValidString(v) {
-		return "", fmt.Errorf("pool: %s is not valid UTF-8: %w", field, ErrBadRequest)
+		return "", fmt.Errorf("%s is not valid UTF-8: %w", field, ErrBadRequest)
 	}
 	for _, r := range v {
 		if !unicode.IsPrint(r) {
-			return "", fmt.Errorf("pool: %s %q contains a non-printable character: %w", field, v, ErrBadRequest)
+			return "", fmt.Errorf("%s %q contains a non-printable character: %w", field, v, ErrBadRequest)
 		}
 	}
 	return v, nil
@@ -147,18 +147,18 @@ func checkName(field, v string, limit int) (string, error) {
 // regular file (symlinks followed) and returns it cleaned.
 func checkInterpreter(path string) (string, error) {
 	if !filepath.IsAbs(path) {
-		return "", fmt.Errorf("pool: interpreter must be an absolute path (got %q): %w", path, ErrBadRequest)
+		return "", fmt.Errorf("interpreter must be an absolute path (got %q): %w", path, ErrBadRequest)
 	}
 	path = filepath.Clean(path)
 	fi, err := os.Stat(path)
 	if err != nil {
-		return "", fmt.Errorf("pool: interpreter %s: %w: %w", path, ErrBadRequest, err)
+		return "", fmt.Errorf("interpreter %s: %w: %w", path, ErrBadRequest, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("pool: interpreter %s is not a regular file: %w", path, ErrBadRequest)
+		return "", fmt.Errorf("interpreter %s is not a regular file: %w", path, ErrBadRequest)
 	}
 	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o111 == 0 {
-		return "", fmt.Errorf("pool: interpreter %s is not executable: %w", path, ErrBadRequest)
+		return "", fmt.Errorf("interpreter %s is not executable: %w", path, ErrBadRequest)
 	}
 	return path, nil
 }
@@ -170,18 +170,18 @@ func checkCwd(cwd string) (string, error) {
 		return "", nil
 	}
 	if !filepath.IsAbs(cwd) {
-		return "", fmt.Errorf("pool: cwd must be an absolute path (got %q): %w", cwd, ErrBadRequest)
+		return "", fmt.Errorf("cwd must be an absolute path (got %q): %w", cwd, ErrBadRequest)
 	}
 	cwd = filepath.Clean(cwd)
 	fi, err := os.Stat(cwd)
 	if err != nil {
 		if os.IsNotExist(err) {
-			return "", fmt.Errorf("pool: cwd %s does not exist: %w", cwd, ErrBadRequest)
+			return "", fmt.Errorf("cwd %s does not exist: %w", cwd, ErrBadRequest)
 		}
-		return "", fmt.Errorf("pool: cwd %s: %w: %w", cwd, ErrBadRequest, err)
+		return "", fmt.Errorf("cwd %s: %w: %w", cwd, ErrBadRequest, err)
 	}
 	if !fi.IsDir() {
-		return "", fmt.Errorf("pool: cwd %s is not a directory: %w", cwd, ErrBadRequest)
+		return "", fmt.Errorf("cwd %s is not a directory: %w", cwd, ErrBadRequest)
 	}
 	return cwd, nil
 }
@@ -193,11 +193,11 @@ func checkTools(tools []string) ([]string, error) {
 		return nil, nil
 	}
 	if len(tools) > maxTools {
-		return nil, fmt.Errorf("pool: %d tools requested, the limit is %d: %w", len(tools), maxTools, ErrBadRequest)
+		return nil, fmt.Errorf("%d tools requested, the limit is %d: %w", len(tools), maxTools, ErrBadRequest)
 	}
 	for _, t := range tools {
 		if !validToolName(t) {
-			return nil, fmt.Errorf("pool: tool name %q must match [A-Za-z_][A-Za-z0-9_]{0,63}: %w", t, ErrBadRequest)
+			return nil, fmt.Errorf("tool name %q must match [A-Za-z_][A-Za-z0-9_]{0,63}: %w", t, ErrBadRequest)
 		}
 	}
 	out := slices.Clone(tools)

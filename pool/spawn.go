@@ -88,7 +88,7 @@ func (p *Pool) buildEnv(rq normalized) (env, scrubbed []string, err error) {
 	}
 	env, scrubbed, err = p.cfg.Env.Build(rq.key.mode, rq.passthrough)
 	if err != nil {
-		return nil, nil, fmt.Errorf("pool: kernel environment: %w: %w", ErrBadRequest, err)
+		return nil, nil, badRequest(fmt.Errorf("kernel environment: %w", err))
 	}
 	return env, scrubbed, nil
 }

@@ -33,18 +33,18 @@ func (p *Pool) spillDir(id string) string { return filepath.Join(p.spillRoot(), 
 func (p *Pool) prepareSpillRoot() error {
 	root := p.spillRoot()
 	if err := os.MkdirAll(root, spillRootMode); err != nil {
-		return fmt.Errorf("pool: create spill root: %w", err)
+		return fmt.Errorf("create spill root: %w", err)
 	}
 	fi, err := os.Lstat(root)
 	if err != nil || !fi.IsDir() {
-		return fmt.Errorf("pool: spill root %s is not a directory: %w", root, errors.Join(err, ErrBadRequest))
+		return fmt.Errorf("spill root %s is not a directory: %w", root, errors.Join(err, ErrBadRequest))
 	}
 	if err := os.Chmod(root, spillRootMode); err != nil {
-		return fmt.Errorf("pool: chmod spill root: %w", err)
+		return fmt.Errorf("chmod spill root: %w", err)
 	}
 	entries, err := os.ReadDir(root)
 	if err != nil {
-		return fmt.Errorf("pool: list spill root: %w", err)
+		return fmt.Errorf("list spill root: %w", err)
 	}
 	for _, e := range entries {
 		if err := os.RemoveAll(filepath.Join(root, e.Name())); err != nil {
@@ -88,26 +88,26 @@ func (p *Pool) removeSpillDir(id string) {
 // for a name that is not a plain file name.
 func (p *Pool) OpenSpill(id, name string) (*os.File, error) {
 	if name == "" || name != filepath.Base(name) || strings.HasPrefix(name, ".") || strings.ContainsAny(name, `/\`) {
-		return nil, fmt.Errorf("pool: spill name %q is not a plain file name: %w", name, ErrBadRequest)
+		return nil, fmt.Errorf("spill name %q is not a plain file name: %w", name, ErrBadRequest)
 	}
 	p.mu.Lock()
 	_, live := p.byID[id]
 	p.mu.Unlock()
 	if !live {
-		return nil, fmt.Errorf("pool: spill of kernel %q: %w", id, ErrNotFound)
+		return nil, fmt.Errorf("spill of kernel %q: %w", id, ErrNotFound)
 	}
 	root, err := os.OpenRoot(p.spillDir(id))
 	if err != nil {
-		return nil, fmt.Errorf("pool: spill of kernel %q: %w", id, ErrNotFound)
+		return nil, fmt.Errorf("spill of kernel %q: %w", id, ErrNotFound)
 	}
 	defer root.Close()
 	f, err := root.OpenFile(name, os.O_RDONLY|noFollow, 0)
 	if err != nil {
-		return nil, fmt.Errorf("pool: spill %s of kernel %s: %w", name, id, ErrNotFound)
+		return nil, fmt.Errorf("spill %s of kernel %s: %w", name, id, ErrNotFound)
 	}
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		_ = f.Close()
-		return nil, fmt.Errorf("pool: spill %s of kernel %s is not a regular file: %w", name, id, ErrNotFound)
+		return nil, fmt.Errorf("spill %s of kernel %s is not a regular file: %w", name, id, ErrNotFound)
 	}
 	return f, nil
 }

@@ -75,13 +75,13 @@ type Config struct {
 // the tool set sorted and deduplicated.
 func (cfg Config) normalize() (Config, error) {
 	if cfg.Dir == "" {
-		return cfg, fmt.Errorf("rpcsock: config: Dir is empty: %w", ErrBadConfig)
+		return cfg, fmt.Errorf("config: Dir is empty: %w", ErrBadConfig)
 	}
 	if cfg.UID < -1 {
-		return cfg, fmt.Errorf("rpcsock: config: UID %d: %w", cfg.UID, ErrBadConfig)
+		return cfg, fmt.Errorf("config: UID %d: %w", cfg.UID, ErrBadConfig)
 	}
 	if cfg.IdleTimeout < 0 || cfg.MaxLineBytes < 0 || cfg.MaxConns < 0 || cfg.MemoryBudget < 0 {
-		return cfg, fmt.Errorf("rpcsock: config: negative limit: %w", ErrBadConfig)
+		return cfg, fmt.Errorf("config: negative limit: %w", ErrBadConfig)
 	}
 	if cfg.IdleTimeout == 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
@@ -104,7 +104,7 @@ func (cfg Config) normalize() (Config, error) {
 		cfg.Network = defaultNetwork
 	case "unix", "tcp":
 	default:
-		return cfg, fmt.Errorf("rpcsock: config: Network %q (want unix or tcp): %w", cfg.Network, ErrBadConfig)
+		return cfg, fmt.Errorf("config: Network %q (want unix or tcp): %w", cfg.Network, ErrBadConfig)
 	}
 	tools, err := normalizeTools(cfg.Tools)
 	if err != nil {
@@ -135,11 +135,11 @@ func normalizeTools(in []string) ([]string, error) {
 // 128 bytes of UTF-8 without whitespace or control characters.
 func ValidToolName(name string) error {
 	if name == "" || len(name) > maxToolName || !utf8.ValidString(name) {
-		return fmt.Errorf("rpcsock: tool name %q: %w", name, ErrBadToolName)
+		return fmt.Errorf("tool name %q: %w", name, ErrBadToolName)
 	}
 	for _, r := range name {
 		if unicode.IsSpace(r) || unicode.IsControl(r) || !unicode.IsPrint(r) {
-			return fmt.Errorf("rpcsock: tool name %q: %w", name, ErrBadToolName)
+			return fmt.Errorf("tool name %q: %w", name, ErrBadToolName)
 		}
 	}
 	return nil

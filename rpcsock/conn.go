@@ -46,7 +46,7 @@ func (s *Server) serveConn(c net.Conn) {
 		var reply []byte
 		switch {
 		case tooLong:
-			reply = errorReply(MsgInvalidPrefix+invalidTooLong)
+			reply = errorReply(MsgInvalidPrefix + invalidTooLong)
 		case !blank:
 			reply = s.handleLine(line)
 		}

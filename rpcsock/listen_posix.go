@@ -23,15 +23,15 @@ const maxSunPath = 103
 // kernel's uid. The bind-then-chmod window is harmless: Dir is 0700.
 func (s *Server) listenUnix() error {
 	if !peerCredSupported {
-		return fmt.Errorf("rpcsock: listen unix: no peer-credential check: %w", ErrUnsupported)
+		return fmt.Errorf("listen unix: no peer-credential check: %w", ErrUnsupported)
 	}
 	path := filepath.Join(s.cfg.Dir, SocketName)
 	if len(path) > maxSunPath {
-		return fmt.Errorf("rpcsock: listen unix: %s is %d bytes, limit %d: %w", path, len(path), maxSunPath, ErrPathTooLong)
+		return fmt.Errorf("listen unix: %s is %d bytes, limit %d: %w", path, len(path), maxSunPath, ErrPathTooLong)
 	}
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
-		return fmt.Errorf("rpcsock: listen unix: %w", err)
+		return fmt.Errorf("listen unix: %w", err)
 	}
 	// The server removes the file itself in Close, after every
 	// connection is gone.
@@ -39,7 +39,7 @@ func (s *Server) listenUnix() error {
 	fail := func(op string, err error) error {
 		_ = ln.Close()
 		_ = os.Remove(path)
-		return fmt.Errorf("rpcsock: listen unix: %s: %w", op, err)
+		return fmt.Errorf("listen unix: %s: %w", op, err)
 	}
 	if err := os.Chmod(path, 0o600); err != nil {
 		return fail("chmod", err)

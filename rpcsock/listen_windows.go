@@ -16,10 +16,10 @@ const dirModeChecked = false
 
 // listenUnix is refused: Windows kernels use loopback TCP.
 func (s *Server) listenUnix() error {
-	return fmt.Errorf("rpcsock: listen unix: %w", ErrUnsupported)
+	return fmt.Errorf("listen unix: %w", ErrUnsupported)
 }
 
 // peerUID has no meaning for loopback TCP.
 func peerUID(net.Conn) (int, error) {
-	return -1, fmt.Errorf("rpcsock: peer credentials: %w", ErrUnsupported)
+	return -1, fmt.Errorf("peer credentials: %w", ErrUnsupported)
 }

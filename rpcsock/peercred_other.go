@@ -12,5 +12,5 @@ import (
 const peerCredSupported = false
 
 func peerUID(net.Conn) (int, error) {
-	return -1, fmt.Errorf("rpcsock: peer credentials: %w", ErrUnsupported)
+	return -1, fmt.Errorf("peer credentials: %w", ErrUnsupported)
 }

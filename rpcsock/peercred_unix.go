@@ -12,18 +12,18 @@ import (
 func peerUID(c net.Conn) (int, error) {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
-		return -1, fmt.Errorf("rpcsock: peer credentials: not a unix socket: %w", ErrUnsupported)
+		return -1, fmt.Errorf("peer credentials: not a unix socket: %w", ErrUnsupported)
 	}
 	raw, err := uc.SyscallConn()
 	if err != nil {
-		return -1, fmt.Errorf("rpcsock: peer credentials: %w", err)
+		return -1, fmt.Errorf("peer credentials: %w", err)
 	}
 	uid, credErr := -1, error(nil)
 	if err := raw.Control(func(fd uintptr) { uid, credErr = fdPeerUID(int(fd)) }); err != nil {
-		return -1, fmt.Errorf("rpcsock: peer credentials: %w", err)
+		return -1, fmt.Errorf("peer credentials: %w", err)
 	}
 	if credErr != nil {
-		return -1, fmt.Errorf("rpcsock: peer credentials: %s: %w", peerCredOption, credErr)
+		return -1, fmt.Errorf("peer credentials: %s: %w", peerCredOption, credErr)
 	}
 	return uid, nil
 }

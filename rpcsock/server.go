@@ -63,11 +63,11 @@ func Listen(cfg Config) (*Server, error) {
 	}
 	token, err := randomText(32, base64.RawURLEncoding.EncodeToString)
 	if err != nil {
-		return nil, fmt.Errorf("rpcsock: listen: token: %w", err)
+		return nil, fmt.Errorf("listen: token: %w", err)
 	}
 	prefix, err := randomText(6, hex.EncodeToString)
 	if err != nil {
-		return nil, fmt.Errorf("rpcsock: listen: call ids: %w", err)
+		return nil, fmt.Errorf("listen: call ids: %w", err)
 	}
 	s := &Server{
 		cfg:      cfg,
@@ -109,13 +109,13 @@ func randomText(n int, enc func([]byte) string) (string, error) {
 func checkDir(dir string) error {
 	fi, err := os.Lstat(dir)
 	if err != nil {
-		return fmt.Errorf("rpcsock: staging dir: %w: %w", ErrInsecureDir, err)
+		return fmt.Errorf("staging dir: %w: %w", ErrInsecureDir, err)
 	}
 	if !fi.IsDir() {
-		return fmt.Errorf("rpcsock: staging dir %s is not a directory: %w", dir, ErrInsecureDir)
+		return fmt.Errorf("staging dir %s is not a directory: %w", dir, ErrInsecureDir)
 	}
 	if fi.Mode().Perm()&0o077 != 0 && dirModeChecked {
-		return fmt.Errorf("rpcsock: staging dir %s has mode %#o, want 0700: %w", dir, fi.Mode().Perm(), ErrInsecureDir)
+		return fmt.Errorf("staging dir %s has mode %#o, want 0700: %w", dir, fi.Mode().Perm(), ErrInsecureDir)
 	}
 	return nil
 }
@@ -123,7 +123,7 @@ func checkDir(dir string) error {
 func (s *Server) listenTCP() error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return fmt.Errorf("rpcsock: listen tcp: %w", err)
+		return fmt.Errorf("listen tcp: %w", err)
 	}
 	s.ln = ln
 	s.endpoint = "tcp://" + ln.Addr().String()
@@ -231,7 +231,7 @@ func (s *Server) Close() error {
 			}
 		}
 		if err != nil {
-			s.closeErr = fmt.Errorf("rpcsock: close: %w", err)
+			s.closeErr = fmt.Errorf("close: %w", err)
 		}
 		s.log.Debug("closed", "endpoint", s.endpoint)
 	})

@@ -10,16 +10,16 @@ import (
 // Sentinel errors. Wrapped with an operation prefix and %w; test with errors.Is.
 var (
 	// ErrUnavailable: no daemon answers on the socket (client side).
-	ErrUnavailable = errors.New("api: kernpool daemon not reachable")
+	ErrUnavailable = errors.New("kernpool daemon not reachable")
 	// ErrAlreadyServing: a live daemon already answers on the socket path.
-	ErrAlreadyServing = errors.New("api: another kernpool is serving")
+	ErrAlreadyServing = errors.New("another kernpool is serving")
 	// ErrSocket: the socket path cannot be used (not a socket, bad directory).
-	ErrSocket = errors.New("api: unusable socket path")
+	ErrSocket = errors.New("unusable socket path")
 	// ErrProtocol: the daemon's answer could not be understood (client side).
-	ErrProtocol = errors.New("api: unexpected response from the daemon")
+	ErrProtocol = errors.New("unexpected response from the daemon")
 	// ErrBadRequest: the request body was malformed (wire-level; semantic
 	// problems come back as pool.ErrBadRequest).
-	ErrBadRequest = errors.New("api: bad request")
+	ErrBadRequest = errors.New("bad request")
 )
 
 // Error codes carried in every error body ({"error": ..., "code": ...}).
