@@ -12,6 +12,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// The v1 pool: one parent per v1 hierarchy; its groups are in
+// v1group_linux.go, the pinned freezer group in v1freezer_linux.go and the
+// hybrid host's cgroup2 parent in v1hybrid_linux.go (as v2_linux.go and
+// v2group_linux.go split the unified pool).
+
 // v1Wanted are the v1 hierarchies the pool uses, freezer and pids first: the
 // kernel places itself in this order, so that a tree kill finds it as early
 // as possible. cpuset, devices and blkio are left alone (cpuset needs cpus
@@ -38,10 +43,6 @@ type v1Pool struct {
 	// unused); see pinFreezer.
 	pin string
 }
-
-// freezerPin names the pinned freezer group under the pool parent (not a
-// kernel id, so sweeps never touch it).
-const freezerPin = "freezer-pin"
 
 func newV1Pool(cfg Config, log hclog.Logger) (poolBackend, Info, error) {
 	p := &v1Pool{mount: cfg.Mount, parentRel: filepath.Clean("/" + cfg.Parent), cfg: cfg}
@@ -90,6 +91,12 @@ func newV1Pool(cfg Config, log hclog.Logger) (poolBackend, Info, error) {
 		return nil, Info{}, fmt.Errorf("load parent %s: %w", p.parentRel, err)
 	}
 	p.pinFreezer(log)
+	log.Debug("v1 hierarchies", "controllers", p.names, "memsw", p.memsw)
+	return p, p.info(), nil
+}
+
+// info describes the pool's placement and kill to Manager.Info.
+func (p *v1Pool) info() Info {
 	info := Info{
 		Controllers:    append([]string(nil), p.names...),
 		Parents:        append([]string(nil), p.dirs...),
@@ -108,8 +115,7 @@ func newV1Pool(cfg Config, log hclog.Logger) (poolBackend, Info, error) {
 		info.Placement = "clone3 into a group on the cgroup2 mount, then the kernel writes 0 into its v1 groups' cgroup.procs before any user code"
 		info.Kill = "cgroup.kill on the cgroup2 mount, then SIGKILL of anything left in the v1 groups"
 	}
-	log.Debug("v1 hierarchies", "controllers", p.names, "memsw", p.memsw)
-	return p, info, nil
+	return info
 }
 
 func newV1Subsystem(mount, name string) cgroup1.Subsystem {
@@ -134,82 +140,6 @@ func (p *v1Pool) has(name string) bool {
 		}
 	}
 	return false
-}
-
-// setupUnified uses the hybrid host's cgroup2 mount for placement and
-// kill when it has cgroup.kill (Linux >= 5.14). By hand: the library's
-// cgroup2 manager assumes a unified host.
-func (p *v1Pool) setupUnified(log hclog.Logger) {
-	root := filepath.Join(p.mount, "unified")
-	var st unix.Statfs_t
-	if err := unix.Statfs(root, &st); err != nil || st.Type != unix.CGROUP2_SUPER_MAGIC {
-		return
-	}
-	dir := filepath.Join(root, p.parentRel)
-	created, from, err := ensureParentDir(dir, p.cfg, "")
-	if err != nil {
-		log.Warn("cgroup2 mount not usable for kernel kill", "dir", dir, "error", err)
-		return
-	}
-	if _, err := os.Stat(filepath.Join(dir, "cgroup.kill")); err != nil {
-		if created {
-			_ = os.Remove(dir)
-		}
-		return
-	}
-	if created {
-		p.created = append(p.created, dir)
-	}
-	p.adopted = appendNew(p.adopted, from)
-	p.udir = dir
-	p.dirs = append(p.dirs, dir)
-}
-
-// pinFreezer keeps one empty freezer group FROZEN while the pool lives,
-// where kills go through the v1 freezer. Since Linux 6.1 the legacy freezer
-// switches the freezer_active static key whenever the count of freezing
-// groups goes 0 -> 1 or 1 -> 0, and each switch rewrites the kernel's text
-// at every freezing() site (int3 patching, three rounds of IPIs to every
-// CPU). A freeze and thaw per kill did that twice per kill and once more per
-// re-kill: IPI storms on a large host, and under TCG emulation, which throws
-// away the translations of every rewritten page, a guest livelocked in the
-// first churn test (issue 15; integration/vmcheck's TestV1StaticKeyStorm
-// reproduces it without kernpool). With the pin frozen the key stays on and
-// a kill's freeze and thaw rewrite nothing. Best effort: without the pin a
-// kill is as correct, only costlier.
-func (p *v1Pool) pinFreezer(log hclog.Logger) {
-	if !p.has("freezer") || p.udir != "" {
-		return
-	}
-	dir := filepath.Join(p.mount, "freezer", p.parentRel, freezerPin)
-	created := true
-	if err := os.Mkdir(dir, 0o755); errors.Is(err, os.ErrExist) {
-		created = false // a crashed daemon's pin: still empty, reuse it
-	} else if err != nil {
-		log.Warn("no pinned freezer group: every kill switches the freezer static key", "dir", dir, "error", err)
-		return
-	}
-	if err := os.WriteFile(filepath.Join(dir, "freezer.state"), []byte("FROZEN"), 0); err != nil {
-		log.Warn("cannot freeze the pinned freezer group", "dir", dir, "error", err)
-		if created {
-			_ = os.Remove(dir)
-		}
-		return
-	}
-	p.pin = dir
-}
-
-// unpinFreezer thaws and removes the pin (empty: nothing ever joins it).
-func (p *v1Pool) unpinFreezer() error {
-	if p.pin == "" {
-		return nil
-	}
-	_ = os.WriteFile(filepath.Join(p.pin, "freezer.state"), []byte("THAWED"), 0)
-	if err := os.Remove(p.pin); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove pinned freezer group %s: %w", p.pin, err)
-	}
-	p.pin = ""
-	return nil
 }
 
 // undo removes the parent dirs this instance created (all empty).
