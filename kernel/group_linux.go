@@ -2,32 +2,22 @@ package kernel
 
 import (
 	"bytes"
-	"errors"
 	"os"
 	"strconv"
-	"syscall"
 )
 
-// groupLive says whether process group pgid has a member that is not a
-// zombie. kill(-pgid, 0) alone also counts zombies, which an init that
-// reaps lazily (some container inits) keeps around for seconds; so when it
-// finds members, /proc tells whether any of them still runs.
-func groupLive(pgid int) (bool, error) {
-	err := syscall.Kill(-pgid, 0)
-	if errors.Is(err, syscall.ESRCH) {
-		return false, nil
-	}
-	if err != nil && !errors.Is(err, syscall.EPERM) {
-		return false, err
-	}
+// groupRuns says whether process group pgid, which kill found members of,
+// has one that is not a zombie: an init that reaps lazily (some container
+// inits) keeps zombies around for seconds, and /proc tells them apart.
+func groupRuns(pgid int) bool {
 	dir, err := os.Open("/proc")
 	if err != nil {
-		return true, nil // no /proc: trust kill
+		return true // no /proc: trust kill
 	}
 	defer dir.Close()
 	names, err := dir.Readdirnames(-1)
 	if err != nil {
-		return true, nil
+		return true
 	}
 	want := []byte(strconv.Itoa(pgid))
 	buf := make([]byte, 512)
@@ -36,10 +26,10 @@ func groupLive(pgid int) (bool, error) {
 			continue
 		}
 		if statLiveInGroup(name, want, buf) {
-			return true, nil
+			return true
 		}
 	}
-	return false, nil
+	return false
 }
 
 // statLiveInGroup reads /proc/<pid>/stat: "pid (comm) state ppid pgrp ...".

@@ -1,4 +1,4 @@
-//go:build unix && !linux
+//go:build unix
 
 package kernel
 
@@ -7,8 +7,9 @@ import (
 	"syscall"
 )
 
-// groupLive says whether process group pgid has members (zombies included:
-// without /proc they cannot be told apart).
+// groupLive says whether process group pgid has a member that is not a
+// zombie. kill(-pgid, 0) alone also counts zombies; where the platform can
+// tell them apart, groupRuns does.
 func groupLive(pgid int) (bool, error) {
 	err := syscall.Kill(-pgid, 0)
 	if errors.Is(err, syscall.ESRCH) {
@@ -17,5 +18,5 @@ func groupLive(pgid int) (bool, error) {
 	if err != nil && !errors.Is(err, syscall.EPERM) {
 		return false, err
 	}
-	return true, nil
+	return groupRuns(pgid), nil
 }

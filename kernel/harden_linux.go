@@ -1,20 +1,7 @@
 package kernel
 
-import (
-	"os/exec"
-	"syscall"
-)
+import "syscall"
 
-// hardenProcAttr makes the kernel die with its host: Pdeathsig covers a
-// cell that holds the GIL in C code, where the runner's stdin watcher cannot
-// run. It also puts the runner in its own process group unless the sandbox
-// chose a session (setsid makes it a group leader already).
-func hardenProcAttr(cmd *exec.Cmd) {
-	if cmd.SysProcAttr == nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{}
-	}
-	if !cmd.SysProcAttr.Setsid {
-		cmd.SysProcAttr.Setpgid = true
-	}
-	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-}
+// setDeathSignal sets Pdeathsig: it covers a cell that holds the GIL in C
+// code, where the runner's stdin watcher cannot run.
+func setDeathSignal(a *syscall.SysProcAttr) { a.Pdeathsig = syscall.SIGKILL }

@@ -1,4 +1,4 @@
-//go:build unix && !linux
+//go:build unix
 
 package kernel
 
@@ -7,9 +7,9 @@ import (
 	"syscall"
 )
 
-// hardenProcAttr puts the runner in its own process group (unless the
-// sandbox chose a session). There is no Pdeathsig here: the runner's stdin
-// watcher alone takes the kernel down when its host dies.
+// hardenProcAttr makes the kernel die with its host where the platform
+// can (setDeathSignal), and puts the runner in its own process group unless
+// the sandbox chose a session (setsid makes it a group leader already).
 func hardenProcAttr(cmd *exec.Cmd) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
@@ -17,4 +17,5 @@ func hardenProcAttr(cmd *exec.Cmd) {
 	if !cmd.SysProcAttr.Setsid {
 		cmd.SysProcAttr.Setpgid = true
 	}
+	setDeathSignal(cmd.SysProcAttr)
 }
