@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -96,12 +97,8 @@ var _ pool.Observer = (*Log)(nil)
 
 // Open opens (creating 0600) the log file and starts its writer.
 func Open(cfg Config) (*Log, error) {
-	if cfg.MaxSize <= 0 {
-		cfg.MaxSize = DefaultMaxSize
-	}
-	if cfg.Keep <= 0 {
-		cfg.Keep = DefaultKeep
-	}
+	cfg.MaxSize = cmp.Or(max(cfg.MaxSize, 0), DefaultMaxSize)
+	cfg.Keep = cmp.Or(max(cfg.Keep, 0), DefaultKeep)
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}

@@ -1,6 +1,7 @@
 package envscrub
 
 import (
+	"cmp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -60,15 +61,9 @@ func NewPipeline(cfg OutputConfig) *Pipeline {
 		spillC:    cfg.SpillCap,
 		quota:     cfg.SpillQuota,
 	}
-	if p.inline <= 0 {
-		p.inline = DefaultInlineCap
-	}
-	if p.stderrCap <= 0 {
-		p.stderrCap = DefaultStderrCap
-	}
-	if p.spillC <= 0 {
-		p.spillC = DefaultSpillCap
-	}
+	p.inline = cmp.Or(max(p.inline, 0), DefaultInlineCap)
+	p.stderrCap = cmp.Or(max(p.stderrCap, 0), DefaultStderrCap)
+	p.spillC = cmp.Or(max(p.spillC, 0), DefaultSpillCap)
 	if p.quota <= 0 {
 		p.quota = spillQuotaFactor * int64(p.spillC)
 	}

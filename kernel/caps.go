@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"sync/atomic"
@@ -73,15 +74,9 @@ func (s Spec) Budget() int64 {
 
 // fillCaps applies the default caps to zero fields.
 func (s *Spec) fillCaps() {
-	if s.MaxFrameBytes == 0 {
-		s.MaxFrameBytes = DefaultMaxFrameBytes
-	}
-	if s.RawStdoutCap == 0 {
-		s.RawStdoutCap = DefaultRawStdoutCap
-	}
-	if s.StderrCap == 0 {
-		s.StderrCap = DefaultStderrCap
-	}
+	s.MaxFrameBytes = cmp.Or(s.MaxFrameBytes, DefaultMaxFrameBytes)
+	s.RawStdoutCap = cmp.Or(s.RawStdoutCap, DefaultRawStdoutCap)
+	s.StderrCap = cmp.Or(s.StderrCap, DefaultStderrCap)
 }
 
 // budget accounts the bytes the daemon holds for what one kernel sent

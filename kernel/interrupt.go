@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 )
@@ -33,9 +34,7 @@ func (k *Kernel) Interrupt() error {
 }
 
 func graceTimer(grace time.Duration) <-chan time.Time {
-	if grace <= 0 {
-		grace = DefaultInterruptGrace
-	}
+	grace = cmp.Or(max(grace, 0), DefaultInterruptGrace)
 	return time.After(grace)
 }
 

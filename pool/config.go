@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"cmp"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -126,27 +127,13 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.MaxKernels < 0 || cfg.MaxToolCalls < 0 {
 		return cfg, fmt.Errorf("max kernels and max tool calls must not be negative: %w", ErrBadRequest)
 	}
-	if cfg.IdleTimeout == 0 {
-		cfg.IdleTimeout = DefaultIdleTimeout
-	}
-	if cfg.CellTimeout == 0 {
-		cfg.CellTimeout = DefaultCellTimeout
-	}
-	if cfg.MaxCellTimeout == 0 {
-		cfg.MaxCellTimeout = DefaultMaxCellTimeout
-	}
-	if cfg.CellTimeout > cfg.MaxCellTimeout {
-		cfg.CellTimeout = cfg.MaxCellTimeout
-	}
-	if cfg.MaxKernels == 0 {
-		cfg.MaxKernels = DefaultMaxKernels
-	}
-	if cfg.MaxToolCalls == 0 {
-		cfg.MaxToolCalls = DefaultMaxToolCalls
-	}
-	if cfg.ReapInterval == 0 {
-		cfg.ReapInterval = min(max(cfg.IdleTimeout/6, minReapInterval), maxReapInterval)
-	}
+	cfg.IdleTimeout = cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout)
+	cfg.CellTimeout = cmp.Or(cfg.CellTimeout, DefaultCellTimeout)
+	cfg.MaxCellTimeout = cmp.Or(cfg.MaxCellTimeout, DefaultMaxCellTimeout)
+	cfg.CellTimeout = min(cfg.CellTimeout, cfg.MaxCellTimeout)
+	cfg.MaxKernels = cmp.Or(cfg.MaxKernels, DefaultMaxKernels)
+	cfg.MaxToolCalls = cmp.Or(cfg.MaxToolCalls, DefaultMaxToolCalls)
+	cfg.ReapInterval = cmp.Or(cfg.ReapInterval, min(max(cfg.IdleTimeout/6, minReapInterval), maxReapInterval))
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}

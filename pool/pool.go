@@ -155,20 +155,7 @@ func (p *Pool) ShutdownOwner(owner string) int {
 	if owner == "" {
 		owner = defaultName
 	}
-	p.mu.Lock()
-	var gone []doomed
-	for _, s := range p.slots {
-		if s.key.owner != owner {
-			continue
-		}
-		if s.live != nil {
-			gone = append(gone, doomed{s.live, reasonOwner})
-			p.stats.Killed++
-		}
-		p.removeLocked(s, reasonOwner)
-	}
-	p.mu.Unlock()
-	p.teardownAll(gone)
+	gone := p.killWhere(reasonOwner, func(s *slot) bool { return s.key.owner == owner })
 	if len(gone) > 0 {
 		p.log.Info("owner shut down", "owner", owner, "kernels", len(gone))
 	}
@@ -203,17 +190,7 @@ func (p *Pool) Close(ctx context.Context) error {
 		}
 	}
 	p.killAll()
-	p.mu.Lock()
-	var gone []doomed
-	for _, s := range p.slots {
-		if s.live != nil {
-			gone = append(gone, doomed{s.live, reasonClosed})
-			p.stats.Killed++
-		}
-		p.removeLocked(s, reasonClosed)
-	}
-	p.mu.Unlock()
-	p.teardownAll(gone)
+	gone := p.killWhere(reasonClosed, func(*slot) bool { return true })
 	// A spawn that was starting finds its slot removed and tears its
 	// kernel down itself before it is Done.
 	p.spawns.Wait()
@@ -238,4 +215,25 @@ func (p *Pool) Stats() PoolStats {
 		}
 	}
 	return st
+}
+
+// killWhere takes every slot match selects out of the registry,
+// reporting reason to a cell still running there, tears their kernels down
+// and returns them.
+func (p *Pool) killWhere(reason teardownReason, match func(*slot) bool) []doomed {
+	p.mu.Lock()
+	var gone []doomed
+	for _, s := range p.slots {
+		if !match(s) {
+			continue
+		}
+		if s.live != nil {
+			gone = append(gone, doomed{s.live, reason})
+			p.stats.Killed++
+		}
+		p.removeLocked(s, reason)
+	}
+	p.mu.Unlock()
+	p.teardownAll(gone)
+	return gone
 }

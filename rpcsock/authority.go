@@ -1,6 +1,7 @@
 package rpcsock
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -55,9 +56,7 @@ type cell struct {
 // Beginning a cell while another is active retires the earlier one first
 // (the pool serializes cells, so this only happens after a caller bug).
 func (s *Server) BeginCell(h Handler, budget int) (end func() (callsMade int)) {
-	if budget <= 0 {
-		budget = DefaultBudget
-	}
+	budget = cmp.Or(max(budget, 0), DefaultBudget)
 	base := s.baseCtx
 	if base == nil {
 		base = context.Background()

@@ -1,6 +1,7 @@
 package rpcsock
 
 import (
+	"cmp"
 	"fmt"
 	"sort"
 	"time"
@@ -83,18 +84,10 @@ func (cfg Config) normalize() (Config, error) {
 	if cfg.IdleTimeout < 0 || cfg.MaxLineBytes < 0 || cfg.MaxConns < 0 || cfg.MemoryBudget < 0 {
 		return cfg, fmt.Errorf("config: negative limit: %w", ErrBadConfig)
 	}
-	if cfg.IdleTimeout == 0 {
-		cfg.IdleTimeout = DefaultIdleTimeout
-	}
-	if cfg.MaxLineBytes == 0 {
-		cfg.MaxLineBytes = DefaultMaxLine
-	}
-	if cfg.MaxConns == 0 {
-		cfg.MaxConns = DefaultMaxConns
-	}
-	if cfg.MemoryBudget == 0 {
-		cfg.MemoryBudget = DefaultMemoryBudget
-	}
+	cfg.IdleTimeout = cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout)
+	cfg.MaxLineBytes = cmp.Or(cfg.MaxLineBytes, DefaultMaxLine)
+	cfg.MaxConns = cmp.Or(cfg.MaxConns, DefaultMaxConns)
+	cfg.MemoryBudget = cmp.Or(cfg.MemoryBudget, DefaultMemoryBudget)
 	cfg.MemoryBudget = max(cfg.MemoryBudget, int64(cfg.MaxLineBytes)+1)
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -67,15 +68,9 @@ type Server struct {
 
 // NewServer returns the API handler for p. The caller owns p (and closes it).
 func NewServer(p *pool.Pool, cfg ServerConfig) *Server {
-	if cfg.ToolCallTimeout <= 0 {
-		cfg.ToolCallTimeout = DefaultToolCallTimeout
-	}
-	if cfg.MaxBodyBytes <= 0 {
-		cfg.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if cfg.BodyReadTimeout <= 0 {
-		cfg.BodyReadTimeout = DefaultBodyReadTimeout
-	}
+	cfg.ToolCallTimeout = cmp.Or(max(cfg.ToolCallTimeout, 0), DefaultToolCallTimeout)
+	cfg.MaxBodyBytes = cmp.Or(max(cfg.MaxBodyBytes, 0), DefaultMaxBodyBytes)
+	cfg.BodyReadTimeout = cmp.Or(max(cfg.BodyReadTimeout, 0), DefaultBodyReadTimeout)
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
