@@ -28,13 +28,8 @@ import (
 // called sys.exit returns its Reply (ReplyExit) and the kernel is dead
 // when Exec returns.
 func (k *Kernel) Exec(ctx context.Context, cell Cell) (*Reply, error) {
-	select {
-	case <-k.done:
-		return nil, fmt.Errorf("kernel exec: %w", ErrClosed)
-	default:
-	}
-	if !k.busy.CompareAndSwap(false, true) {
-		return nil, fmt.Errorf("kernel exec: %w", ErrBusy)
+	if err := k.acquire("kernel exec"); err != nil {
+		return nil, err
 	}
 	defer k.busy.Store(false)
 	if ctx.Err() != nil { // nothing was sent: the kernel is untouched
@@ -207,4 +202,19 @@ func (k *Kernel) abort(cause error) error {
 	k.terminate(fmt.Errorf("kernel exec: %w", cause))
 	<-k.done
 	return k.Err()
+}
+
+// acquire claims the kernel for one exchange with the runner (a cell or a
+// listing): ErrClosed once the kernel ended, ErrBusy while another
+// exchange runs. The caller releases it with k.busy.Store(false).
+func (k *Kernel) acquire(op string) error {
+	select {
+	case <-k.done:
+		return fmt.Errorf("%s: %w", op, ErrClosed)
+	default:
+	}
+	if !k.busy.CompareAndSwap(false, true) {
+		return fmt.Errorf("%s: %w", op, ErrBusy)
+	}
+	return nil
 }

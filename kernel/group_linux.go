@@ -10,14 +10,27 @@ import (
 // has one that is not a zombie: an init that reaps lazily (some container
 // inits) keeps zombies around for seconds, and /proc tells them apart.
 func groupRuns(pgid int) bool {
+	pids, ok := scanGroup(pgid)
+	return !ok || len(pids) > 0 // no /proc: trust kill
+}
+
+// liveGroupMembers lists the pids of process group pgid's live members.
+func liveGroupMembers(pgid int) []int {
+	pids, _ := scanGroup(pgid)
+	return pids
+}
+
+// scanGroup lists from /proc the pids of process group pgid's members
+// that are not zombies; ok is false when /proc cannot be read.
+func scanGroup(pgid int) (pids []int, ok bool) {
 	dir, err := os.Open("/proc")
 	if err != nil {
-		return true // no /proc: trust kill
+		return nil, false
 	}
 	defer dir.Close()
 	names, err := dir.Readdirnames(-1)
 	if err != nil {
-		return true
+		return nil, false
 	}
 	want := []byte(strconv.Itoa(pgid))
 	buf := make([]byte, 512)
@@ -26,10 +39,12 @@ func groupRuns(pgid int) bool {
 			continue
 		}
 		if statLiveInGroup(name, want, buf) {
-			return true
+			if p, err := strconv.Atoi(name); err == nil {
+				pids = append(pids, p)
+			}
 		}
 	}
-	return false
+	return pids, true
 }
 
 // statLiveInGroup reads /proc/<pid>/stat: "pid (comm) state ppid pgrp ...".

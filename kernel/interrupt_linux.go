@@ -19,7 +19,7 @@ func endOthers(pid int, procs, helpers []int) int {
 		return 0
 	}
 	seen := map[int]bool{pid: true}
-	for _, p := range append(procs, groupMembers(pid)...) {
+	for _, p := range append(procs, liveGroupMembers(pid)...) {
 		seen[p] = seen[p] || false
 	}
 	n := 0
@@ -46,33 +46,6 @@ func contains(list []int, v int) bool {
 		}
 	}
 	return false
-}
-
-// groupMembers lists the pids of process group pgid from /proc.
-func groupMembers(pgid int) []int {
-	dir, err := os.Open("/proc")
-	if err != nil {
-		return nil
-	}
-	defer dir.Close()
-	names, err := dir.Readdirnames(-1)
-	if err != nil {
-		return nil
-	}
-	want := []byte(strconv.Itoa(pgid))
-	buf := make([]byte, 512)
-	var out []int
-	for _, name := range names {
-		if name[0] < '0' || name[0] > '9' {
-			continue
-		}
-		if statLiveInGroup(name, want, buf) {
-			if p, err := strconv.Atoi(name); err == nil {
-				out = append(out, p)
-			}
-		}
-	}
-	return out
 }
 
 // procIdentity reads /proc/<pid>/status: the pid in the process's own pid

@@ -42,14 +42,7 @@ func (k *Kernel) readStdout() {
 		}
 		return k.cell.frame(rep)
 	})
-	if errors.Is(err, ErrProtocol) {
-		k.log.Warn("kernel broke the protocol", "id", k.id, "error", err)
-		k.terminate(fmt.Errorf("kernel exec: %w", err))
-		return
-	}
-	if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, os.ErrClosed) {
-		k.log.Debug("kernel stdout read failed", "id", k.id, "error", err)
-	}
+	k.readerEnded("stdout", err)
 }
 
 // readStderr records stderr and turns the runner's end-of-cell markers into
@@ -69,12 +62,18 @@ func (k *Kernel) readStderr() {
 		}
 		return nil
 	})
+	k.readerEnded("stderr", err)
+}
+
+// readerEnded handles the error that ended the reader of stream: a broken
+// protocol kills the kernel; the end of the pipe is the normal end.
+func (k *Kernel) readerEnded(stream string, err error) {
 	if errors.Is(err, ErrProtocol) {
 		k.log.Warn("kernel broke the protocol", "id", k.id, "error", err)
 		k.terminate(fmt.Errorf("kernel exec: %w", err))
 		return
 	}
 	if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, os.ErrClosed) {
-		k.log.Debug("kernel stderr read failed", "id", k.id, "error", err)
+		k.log.Debug("kernel "+stream+" read failed", "id", k.id, "error", err)
 	}
 }

@@ -40,13 +40,8 @@ type Variables struct {
 // kernel between cells. ErrBusy while a cell runs; ctx's end interrupts
 // the listing (a repr may run user code).
 func (k *Kernel) Variables(ctx context.Context) (*Variables, error) {
-	select {
-	case <-k.done:
-		return nil, fmt.Errorf("kernel variables: %w", ErrClosed)
-	default:
-	}
-	if !k.busy.CompareAndSwap(false, true) {
-		return nil, fmt.Errorf("kernel variables: %w", ErrBusy)
+	if err := k.acquire("kernel variables"); err != nil {
+		return nil, err
 	}
 	defer k.busy.Store(false)
 	id := "v" + strconv.Itoa(k.seq)
