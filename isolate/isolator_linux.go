@@ -8,18 +8,14 @@ import (
 	"runtime"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/kernpool/kernpool/cgroup"
 	"github.com/kernpool/kernpool/kernel"
 )
 
 // Isolator makes the Sandbox of each new kernel. Create it with New.
 type Isolator struct {
-	cfg      Config
-	log      hclog.Logger
+	core
 	cg       *cgroup.Manager // nil: process-group fallback
 	uids     *uidPool        // nil: kernels keep the daemon's uid
 	facts    initFacts
@@ -27,11 +23,6 @@ type Isolator struct {
 	useInit  bool     // kernels start through the init step (it works here)
 	seccomp  [][]byte // compiled filters the init step loads
 	initPath string   // the init step's binary (ResolveInitPath)
-	oomKills atomic.Int64
-	// live holds the limits of SetLimits (nil: cfg's).
-	live   atomic.Pointer[Config]
-	mu     sync.Mutex
-	closed bool
 }
 
 // New validates cfg, detects the host's cgroup mode, creates (or checks
@@ -42,13 +33,12 @@ type Isolator struct {
 // would get less than cfg asks for; in process mode it falls back to what
 // the host offers and Report() says what is lost and what that allows.
 func New(cfg Config) (*Isolator, error) {
-	if cfg.Logger == nil {
-		cfg.Logger = hclog.NewNullLogger()
-	}
-	if err := cfg.validate(); err != nil {
+	i := &Isolator{}
+	if err := i.init(cfg); err != nil {
 		return nil, err
 	}
-	i := &Isolator{cfg: cfg, log: cfg.Logger.Named("isolate"), facts: probeInit(cfg)}
+	cfg = i.cfg
+	i.facts = probeInit(cfg)
 	i.report = Report{Isolation: cfg.isolationMode(), DaemonUID: os.Geteuid(), Platform: runtime.GOOS,
 		NoNewPrivs: cfg.NoNewPrivs, Rlimits: rlimitEnv(cfg.Rlimits), Seccomp: i.facts.Seccomp}
 	root := os.Geteuid() == 0

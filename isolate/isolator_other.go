@@ -6,40 +6,27 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"sync"
-	"sync/atomic"
-
-	"github.com/hashicorp/go-hclog"
 )
 
 // Isolator makes the Sandbox of each new kernel. Outside Linux there are no
 // cgroups, uid switching or namespaces: kernels are confined by process
 // group (Unix) or a Job Object (Windows).
 type Isolator struct {
-	cfg      Config
-	log      hclog.Logger
-	report   Report
-	oomKills atomic.Int64
-	// live holds the limits of SetLimits (nil: cfg's).
-	live   atomic.Pointer[Config]
-	mu     sync.Mutex
-	closed bool
+	core
 }
 
 // New validates cfg and reports what this platform cannot give kernels.
 func New(cfg Config) (*Isolator, error) {
-	if cfg.Logger == nil {
-		cfg.Logger = hclog.NewNullLogger()
-	}
-	if err := cfg.validate(); err != nil {
+	i := &Isolator{}
+	if err := i.init(cfg); err != nil {
 		return nil, err
 	}
+	cfg = i.cfg
 	for name, p := range cfg.Profiles {
 		if p.NoNetwork || p.PIDNamespace {
 			return nil, fmt.Errorf("profile %q asks for namespaces: %w", name, ErrUnsupported)
 		}
 	}
-	i := &Isolator{cfg: cfg, log: cfg.Logger.Named("isolate")}
 	i.report = platformReport(cfg)
 	i.report.Isolation, i.report.DaemonUID = cfg.isolationMode(), os.Geteuid()
 	i.report.Profiles = profileReports(cfg, initFacts{}, os.Geteuid())
