@@ -284,14 +284,7 @@ func tokenCandidates(s string) []int {
 	}
 	// '.' ends the head of "SG." only; searching "SG." and sampling hex runs
 	// for Zhipu keys beats visiting every '.' of prose.
-	for pos := 0; ; {
-		k := strings.Index(s[pos:], "SG.")
-		if k < 0 {
-			break
-		}
-		starts = append(starts, pos+k)
-		pos += k + 1
-	}
+	starts = appendIndexes(starts, s, "SG.")
 	starts = zhipuCandidates(s, starts)
 	// The prefixes without a separator: AIza, AKIA, gAAAA (one search for
 	// 'A') and GR1348941.
@@ -310,14 +303,7 @@ func tokenCandidates(s string) []int {
 			starts = append(starts, p-1)
 		}
 	}
-	for pos := 0; ; {
-		k := strings.Index(s[pos:], "GR1348941")
-		if k < 0 {
-			break
-		}
-		starts = append(starts, pos+k)
-		pos += k + 1
-	}
+	starts = appendIndexes(starts, s, "GR1348941")
 	if len(starts) > 1 {
 		slices.Sort(starts)
 		starts = slices.Compact(starts)
@@ -369,4 +355,16 @@ func zhipuEnd(s string, i int) int {
 		return -1
 	}
 	return end
+}
+
+// appendIndexes appends the index of every occurrence of sub in s.
+func appendIndexes(starts []int, s, sub string) []int {
+	for pos := 0; ; {
+		k := strings.Index(s[pos:], sub)
+		if k < 0 {
+			return starts
+		}
+		starts = append(starts, pos+k)
+		pos += k + 1
+	}
 }

@@ -75,23 +75,17 @@ func parseList(path string) ([]Mutation, error) {
 }
 
 func (m *Mutation) set(key, val string) error {
+	verbatim := map[string]*string{
+		"name": &m.Name, "file": &m.File, "find": &m.Find, "repl": &m.Repl,
+		"run": &m.Run, "tags": &m.Tags, "why": &m.Why,
+	}
+	if field, ok := verbatim[key]; ok {
+		*field = val
+		return nil
+	}
 	switch key {
-	case "name":
-		m.Name = val
-	case "file":
-		m.File = val
-	case "find":
-		m.Find = val
-	case "repl":
-		m.Repl = val
 	case "pkg":
 		m.Pkgs = strings.Fields(val)
-	case "run":
-		m.Run = val
-	case "tags":
-		m.Tags = val
-	case "why":
-		m.Why = val
 	case "timeout":
 		d, err := time.ParseDuration(val)
 		if err != nil {
