@@ -377,25 +377,6 @@ func TestURLCredentials(t *testing.T) {
 	}
 }
 
-func TestPassthroughFlag(t *testing.T) {
-	var f PassthroughFlag
-	if err := f.Set("A, B"); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Set("C"); err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(f, PassthroughFlag{"A", "B", "C"}) || f.String() != "A,B,C" {
-		t.Errorf("flag = %q (%s)", f, f.String())
-	}
-	for _, bad := range []string{"", "A,,B", "A=B", "A B"} {
-		var g PassthroughFlag
-		if err := g.Set(bad); !errors.Is(err, ErrInvalidName) {
-			t.Errorf("Set(%q) = %v", bad, err)
-		}
-	}
-}
-
 func TestReservedAndRefusedURLValues(t *testing.T) {
 	s := newTestScrubber(t, Config{},
 		"KERNPOOL_SOCKET=/run/kernpool/kernpool.sock",

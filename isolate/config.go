@@ -155,16 +155,6 @@ func DefaultConfig(stateDir string) Config {
 	}
 }
 
-// WithLimits returns p with l's non-zero fields replacing its limits (the
-// CLI's --memory-max, --pids-max and --cpu-max over the config file). p's
-// resources are copied, never modified.
-func (p Profile) WithLimits(l Limits) Profile {
-	r := copyResources(p.Resources)
-	applyLimits(r, l)
-	p.Resources = r
-	return p
-}
-
 // LimitsResources expresses l as runtime-spec resources (memory+swap = memory).
 func LimitsResources(l Limits) *specs.LinuxResources {
 	r := &specs.LinuxResources{}

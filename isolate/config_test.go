@@ -111,14 +111,3 @@ func TestReportWarning(t *testing.T) {
 		}
 	}
 }
-
-func TestProfileWithLimits(t *testing.T) {
-	base := Profile{Resources: LimitsResources(Limits{MemoryMax: 1 << 30, PidsMax: 512}), NoNetwork: true}
-	p := base.WithLimits(Limits{MemoryMax: 64 << 20, CPUMax: 0.5})
-	if got := profileLimits(p.Resources); got != (Limits{MemoryMax: 64 << 20, PidsMax: 512, CPUMax: 0.5}) || !p.NoNetwork {
-		t.Fatalf("WithLimits = %+v (%+v)", got, p)
-	}
-	if got := profileLimits(base.Resources); got != (Limits{MemoryMax: 1 << 30, PidsMax: 512}) {
-		t.Fatalf("base profile modified: %+v", got)
-	}
-}

@@ -76,10 +76,6 @@ func (i *Isolator) Report() Report {
 	return r
 }
 
-// OOMKills counts kernels the memory limit killed since New (always 0
-// where no memory controller reports OOM kills).
-func (i *Isolator) OOMKills() int64 { return i.oomKills.Load() }
-
 // String renders the report for `kernpool doctor`.
 func (r Report) String() string {
 	var b strings.Builder
