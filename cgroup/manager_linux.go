@@ -44,7 +44,7 @@ func New(cfg Config) (*Manager, error) {
 		cfg.Logger = hclog.NewNullLogger()
 	}
 	if cfg.Marker == "" || cfg.StateDir == "" {
-		return nil, errors.New("Marker and StateDir are required")
+		return nil, errors.New("config: a marker and a state dir are required")
 	}
 	if cfg.Mount == "" {
 		cfg.Mount = DefaultMount

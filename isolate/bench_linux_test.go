@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -199,7 +198,7 @@ func readFile(b *testing.B, p string) string {
 func buildInit(b *testing.B) string {
 	b.Helper()
 	bin := filepath.Join(b.TempDir(), "kernpool-init")
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "github.com/kernpool/kernpool/cmd/kernpool-init")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/kernpool/kernpool/cmd/kernpool-init")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("build kernpool-init: %v\n%s", err, out)
 	}

@@ -19,7 +19,6 @@ type Isolator struct {
 	cg       *cgroup.Manager // nil: process-group fallback
 	uids     *uidPool        // nil: kernels keep the daemon's uid
 	facts    initFacts
-	report   Report
 	useInit  bool     // kernels start through the init step (it works here)
 	seccomp  [][]byte // compiled filters the init step loads
 	initPath string   // the init step's binary (ResolveInitPath)

@@ -16,19 +16,19 @@ type teardownReason string
 // Teardown reasons.
 const (
 	reasonReset       teardownReason = "reset"
-	reasonDead                       = "dead"
-	reasonTimeout                    = "timeout"
-	reasonCanceled                   = "canceled"
-	reasonDied                       = "died"
-	reasonOOM                        = "out of memory"
-	reasonExit                       = "exit"
-	reasonProtocol                   = "protocol error"
-	reasonEvicted                    = "evicted"
-	reasonReaped                     = "idle"
-	reasonKilled                     = "killed"
-	reasonOwner                      = "owner shutdown"
-	reasonClosed                     = "pool closed"
-	reasonInterrupted                = "interrupted past its grace"
+	reasonDead        teardownReason = "dead"
+	reasonTimeout     teardownReason = "timeout"
+	reasonCanceled    teardownReason = "canceled"
+	reasonDied        teardownReason = "died"
+	reasonOOM         teardownReason = "out of memory"
+	reasonExit        teardownReason = "exit"
+	reasonProtocol    teardownReason = "protocol error"
+	reasonEvicted     teardownReason = "evicted"
+	reasonReaped      teardownReason = "idle"
+	reasonKilled      teardownReason = "killed"
+	reasonOwner       teardownReason = "owner shutdown"
+	reasonClosed      teardownReason = "pool closed"
+	reasonInterrupted teardownReason = "interrupted past its grace"
 )
 
 // slot is the registry entry of one key. It outlives the kernels it holds
