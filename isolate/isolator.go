@@ -1,10 +1,12 @@
 package isolate
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
 // core is what the Isolator of every platform holds: its configuration,
@@ -31,4 +33,29 @@ func (c *core) init(cfg Config) error {
 	}
 	c.cfg, c.log = cfg, cfg.Logger.Named("isolate")
 	return nil
+}
+
+// resolver is the config NewSandbox resolves limits from: the latest
+// SetLimits, else the one New got.
+func (c *core) resolver() *Config {
+	if l := c.live.Load(); l != nil {
+		return l
+	}
+	return &c.cfg
+}
+
+// admit resolves mode's profile with a request's limits for kernel id and
+// takes c.mu, refusing once the isolator is closed; on success the caller
+// holds c.mu and unlocks it.
+func (c *core) admit(id, mode string, lim Limits) (*specs.LinuxResources, Profile, error) {
+	res, prof, err := c.resolver().resolve(mode, lim)
+	if err != nil {
+		return nil, Profile{}, fmt.Errorf("new sandbox %s: %w", id, err)
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, Profile{}, fmt.Errorf("new sandbox %s: %w", id, ErrClosed)
+	}
+	return res, prof, nil
 }

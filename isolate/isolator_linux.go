@@ -260,16 +260,11 @@ func contains(list []string, s string) bool {
 // NewSandbox reserves what one kernel needs: its uid and its cgroup with
 // mode's profile and the request's overrides (bounded by the ceiling).
 func (i *Isolator) NewSandbox(id, owner, mode string, lim Limits) (*Sandbox, error) {
-	rc := i.resolver()
-	res, prof, err := rc.resolve(mode, lim)
+	res, prof, err := i.admit(id, mode, lim)
 	if err != nil {
-		return nil, fmt.Errorf("new sandbox %s: %w", id, err)
+		return nil, err
 	}
-	i.mu.Lock()
 	defer i.mu.Unlock()
-	if i.closed {
-		return nil, fmt.Errorf("new sandbox %s: %w", id, ErrClosed)
-	}
 	s := &Sandbox{iso: i, id: id, profile: prof, uid: -1, gid: -1, log: i.log.With("kernel", id), pg: kernel.NewProcessGroup()}
 	if i.uids != nil {
 		if s.uid, err = i.uids.acquire(owner); err != nil {

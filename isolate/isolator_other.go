@@ -52,16 +52,11 @@ func baseReport(cfg Config) Report {
 // NewSandbox makes the confinement of one kernel; limits are checked
 // against the ceiling even where they cannot be enforced.
 func (i *Isolator) NewSandbox(id, owner, mode string, lim Limits) (*Sandbox, error) {
-	rc := i.resolver()
-	res, _, err := rc.resolve(mode, lim)
+	res, _, err := i.admit(id, mode, lim)
 	if err != nil {
-		return nil, fmt.Errorf("new sandbox %s: %w", id, err)
+		return nil, err
 	}
-	i.mu.Lock()
 	defer i.mu.Unlock()
-	if i.closed {
-		return nil, fmt.Errorf("new sandbox %s: %w", id, ErrClosed)
-	}
 	return newSandbox(i, id, profileLimits(res))
 }
 

@@ -31,15 +31,6 @@ func (i *Isolator) SetLimits(profiles map[string]Profile, ceiling Limits) error 
 	return nil
 }
 
-// resolver is the config NewSandbox resolves limits from: the latest
-// SetLimits, else the one New got.
-func (i *Isolator) resolver() *Config {
-	if c := i.live.Load(); c != nil {
-		return c
-	}
-	return &i.cfg
-}
-
 // sameShape reports, as an ErrReload error, a profile added, removed or
 // changed in anything but its resources.
 func sameShape(old, next map[string]Profile) error {

@@ -170,13 +170,18 @@ func (c *cellState) activeLocked(epoch uint64) bool {
 // rawStdout attributes fd-level stdout read during epoch.
 func (c *cellState) rawStdout(p []byte, epoch uint64) {
 	c.mu.Lock()
-	var kept []byte
-	if c.activeLocked(epoch) && c.outBegun {
-		kept = c.stdout.write(p)
-	} else {
-		c.dropped.Add(int64(len(p)))
+	c.sendLocked(EventStdout, c.keepLocked(&c.stdout, c.outBegun, p, epoch))
+}
+
+// keepLocked adds p to buf when it was read while the cell of epoch ran
+// and after its begin mark on that stream (begun), and returns what buf
+// kept; anything else is counted as dropped.
+func (c *cellState) keepLocked(buf *capBuf, begun bool, p []byte, epoch uint64) []byte {
+	if c.activeLocked(epoch) && begun {
+		return buf.write(p)
 	}
-	c.sendLocked(EventStdout, kept)
+	c.dropped.Add(int64(len(p)))
+	return nil
 }
 
 // sendLocked hands what a stream kept to the cell's sink, outside the lock
@@ -195,13 +200,7 @@ func (c *cellState) sendLocked(kind EventKind, kept []byte) {
 func (c *cellState) rawStderr(p []byte, epoch uint64) {
 	c.mu.Lock()
 	c.stderrLog.write(p)
-	var kept []byte
-	if c.activeLocked(epoch) && c.errBegun {
-		kept = c.stderr.write(p)
-	} else {
-		c.dropped.Add(int64(len(p)))
-	}
-	c.sendLocked(EventStderr, kept)
+	c.sendLocked(EventStderr, c.keepLocked(&c.stderr, c.errBegun, p, epoch))
 }
 
 // begun records the runner's begin marker of cell n on stdout (or stderr):
