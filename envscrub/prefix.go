@@ -1,6 +1,7 @@
 package envscrub
 
 import (
+	"iter"
 	"slices"
 	"strings"
 )
@@ -261,13 +262,7 @@ const maxPrefixHead = 8
 func tokenCandidates(s string) []int {
 	var starts []int
 	for _, sep := range [...]byte{'-', '_'} {
-		for pos := 0; ; {
-			k := strings.IndexByte(s[pos:], sep)
-			if k < 0 {
-				break
-			}
-			p := pos + k
-			pos = p + 1
+		for p := range indexes(s, string(sep)) {
 			h := p
 			for h > 0 && p-h <= maxPrefixHead && is(s[h-1], clAlnum) {
 				h--
@@ -284,17 +279,11 @@ func tokenCandidates(s string) []int {
 	}
 	// '.' ends the head of "SG." only; searching "SG." and sampling hex runs
 	// for Zhipu keys beats visiting every '.' of prose.
-	starts = appendIndexes(starts, s, "SG.")
+	starts = slices.AppendSeq(starts, indexes(s, "SG."))
 	starts = zhipuCandidates(s, starts)
 	// The prefixes without a separator: AIza, AKIA, gAAAA (one search for
 	// 'A') and GR1348941.
-	for pos := 0; ; {
-		k := strings.IndexByte(s[pos:], 'A')
-		if k < 0 {
-			break
-		}
-		p := pos + k
-		pos = p + 1
+	for p := range indexes(s, "A") {
 		rest := s[p:]
 		switch {
 		case strings.HasPrefix(rest, "AIza"), strings.HasPrefix(rest, "AKIA"):
@@ -303,7 +292,7 @@ func tokenCandidates(s string) []int {
 			starts = append(starts, p-1)
 		}
 	}
-	starts = appendIndexes(starts, s, "GR1348941")
+	starts = slices.AppendSeq(starts, indexes(s, "GR1348941"))
 	if len(starts) > 1 {
 		slices.Sort(starts)
 		starts = slices.Compact(starts)
@@ -357,14 +346,16 @@ func zhipuEnd(s string, i int) int {
 	return end
 }
 
-// appendIndexes appends the index of every occurrence of sub in s.
-func appendIndexes(starts []int, s, sub string) []int {
-	for pos := 0; ; {
-		k := strings.Index(s[pos:], sub)
-		if k < 0 {
-			return starts
+// indexes yields the index of every occurrence of sub in s, left to right,
+// overlapping ones included.
+func indexes(s, sub string) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		for pos := 0; ; {
+			k := strings.Index(s[pos:], sub)
+			if k < 0 || !yield(pos+k) {
+				return
+			}
+			pos += k + 1
 		}
-		starts = append(starts, pos+k)
-		pos += k + 1
 	}
 }
