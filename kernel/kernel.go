@@ -40,6 +40,12 @@ type Kernel struct {
 
 	busy atomic.Bool
 	seq  int // cells sent; guarded by busy
+	// ops counts bind and preload requests; bound is set by Bind; env is
+	// the environment the runner's os.environ holds (before its own
+	// changes). All guarded by busy.
+	ops   int
+	bound bool
+	env   []string
 
 	exited    chan struct{} // closed once the runner process was reaped
 	stdoutEOF chan struct{} // closed when the stdout reader stopped

@@ -788,6 +788,68 @@ def _write_all(fd, data):
         view = view[os.write(fd, view):]
 
 
+def _preload(runner, rid, names):
+    """Import the profile's preload modules (operator-chosen) before the
+    first cell; what they print is dropped (kernel/bind.go)."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout = sys.stderr = io.StringIO()
+    trace = ""
+    try:
+        _IN_CELL[0] = True
+        import importlib
+        for name in names.split("\n"):
+            if name:
+                importlib.import_module(name)
+    except BaseException as exc:
+        trace = _cap_text(_format(exc, {}))
+    finally:
+        _IN_CELL[0] = False
+        sys.stdout, sys.stderr = saved
+    runner.reply(rid, "error" if trace else "ok", "", "", trace, 1 if trace else 0)
+
+
+def _bind(runner, rid, payload):
+    """A spare meets its owner before the first cell (kernel/bind.go):
+    staging files, environment, tool endpoint and token, cwd."""
+    try:
+        import json
+        req = json.loads(payload)
+        staging = os.path.dirname(os.path.abspath(__file__))
+        for name, text in req.get("files", {}).items():
+            if not name or name in (".", "..") or "/" in name or os.sep in name:
+                raise ValueError("bad staging file name %r" % name)
+            fd = os.open(os.path.join(staging, name),
+                         os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            try:
+                _write_all(fd, text.encode("utf-8"))
+            finally:
+                os.close(fd)
+        for finder in list(sys.path_importer_cache.values()):
+            if hasattr(finder, "invalidate_caches"):
+                finder.invalidate_caches()  # the staging dir's listing changed
+        env = os.environ
+        for name in req.get("unset", []):
+            env.pop(name, None)
+        for name, value in req.get("set", {}).items():
+            if name not in _RUNNER_ONLY:
+                env[name] = value
+        env["MPLBACKEND"] = "Agg"
+        runtime = sys.modules["_kernpool_runtime"]
+        runtime.rpc_endpoint, runtime.rpc_token = req.get("rpc_endpoint", ""), req.get("rpc_token", "")
+        cwd = req.get("cwd", "")
+        if cwd:
+            prev = os.getcwd()
+            os.chdir(cwd)
+            st = os.stat(".")  # what the chdir reached, not the path again
+            want = (req.get("dev", 0), req.get("ino", 0))
+            if want != (0, 0) and (st.st_dev, st.st_ino) != tuple(want):
+                os.chdir(prev)
+                raise OSError("cwd %s is another directory inside the kernel's sandbox" % cwd)
+        runner.reply(rid, "ok", "", "", "", 0)
+    except BaseException as exc:
+        runner.reply(rid, "error", "", "", _cap_text(_format(exc, {})), 1)
+
+
 def main():
     # Before anything else: the host interrupts only after the H marks
     # (written below), but an operator's Ctrl-C may come at any time.
@@ -810,6 +872,12 @@ def main():
             continue
         if op == "vars":
             runner.variables(rid)
+            continue
+        if op == "bind":
+            _bind(runner, rid, source)
+            continue
+        if op == "preload":
+            _preload(runner, rid, source)
             continue
         if op:
             runner.reply(rid, "error", "", "", "kernpool runner: unknown op %r\n" % op[:64], 1)

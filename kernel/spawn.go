@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 )
 
 // spawn builds the staging dir and starts the runner (design.md, "One spawn
@@ -34,6 +35,7 @@ func (k *Kernel) spawn(spec *Spec) (err error) {
 	cmd := exec.Command(spec.Interpreter, filepath.Join(k.staging, runnerFile))
 	var token string
 	cmd.Env, token = childEnv(spec.Env, setupEnv, k.id, k.staging)
+	k.env = slices.Clone(cmd.Env) // before Prepare appends the runner's own
 	boot, err := bootstrapLine(k.sentinel, token)
 	if err != nil {
 		return err

@@ -90,8 +90,8 @@ func validate(spec *Spec) error {
 		return errors.New("negative MaxFrameBytes, RawStdoutCap or StderrCap")
 	}
 	for name := range spec.Files {
-		if name == runnerFile || name != filepath.Base(name) || name == "." || name == ".." || strings.ContainsAny(name, `/\`) {
-			return fmt.Errorf("invalid staging file name %q", name)
+		if err := checkFileName(name); err != nil {
+			return err
 		}
 	}
 	spec.fillCaps()
