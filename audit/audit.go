@@ -277,3 +277,6 @@ func (*Log) SpawnFailed(string) {}
 
 // Refused implements pool.Observer (no line: nothing ran).
 func (*Log) Refused(string, pool.Refusal) {}
+
+// SparesChanged implements pool.Observer (no line: no owner's code ran).
+func (*Log) SparesChanged(string, int) {}

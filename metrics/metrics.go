@@ -60,7 +60,7 @@ func New(version, revision string, modes []string) *Metrics {
 		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help}, []string{"mode"})
 	}
 	m.live = gauge("kernels_live", "Live kernels, by mode.")
-	m.spares = gauge("kernels_spare", "Pre-started spare kernels waiting for a first cell, by mode (0: this version starts kernels on demand only).")
+	m.spares = gauge("kernels_spare", "Warm spare kernels ready for a new key, by mode (not in kernels_live; a claimed spare counts as a kernel start once bound).")
 	plain := func(name, help string) prometheus.Counter {
 		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help})
 	}
@@ -128,6 +128,9 @@ func (m *Metrics) KernelEnded(mode string, reason pool.EndReason) {
 	m.kernelEnds.WithLabelValues(mode, string(reason)).Inc()
 	m.live.WithLabelValues(mode).Dec()
 }
+
+// SparesChanged implements pool.Observer.
+func (m *Metrics) SparesChanged(mode string, delta int) { m.spares.WithLabelValues(mode).Add(float64(delta)) }
 
 // SpawnFailed implements pool.Observer.
 func (m *Metrics) SpawnFailed(mode string) { m.spawnFailures.WithLabelValues(mode).Inc() }

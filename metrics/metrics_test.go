@@ -17,6 +17,9 @@ func TestObserverSeries(t *testing.T) {
 	m.KernelStarted("default")
 	m.KernelStarted("default")
 	m.KernelEnded("default", pool.EndOOM)
+	m.SparesChanged("untrusted", 1)
+	m.SparesChanged("untrusted", 1)
+	m.SparesChanged("untrusted", -1)
 	m.Refused("default", pool.RefusedQuota)
 	m.CellDone(&pool.CellEvent{Owner: "alice", KernelID: "k1", Mode: "default", Code: "secret_code()",
 		Status: pool.StatusError, Duration: 2 * time.Second, OOMKilled: true,
@@ -34,6 +37,7 @@ func TestObserverSeries(t *testing.T) {
 		`kernpool_kernels_live{mode="default"} 1`,
 		`kernpool_kernels_live{mode="untrusted"} 0`,
 		`kernpool_kernels_spare{mode="default"} 0`,
+		`kernpool_kernels_spare{mode="untrusted"} 1`,
 		`kernpool_kernel_starts_total{mode="default"} 2`,
 		`kernpool_kernel_ends_total{mode="default",reason="oom"} 1`,
 		`kernpool_kernel_ends_total{mode="untrusted",reason="lru"} 0`,

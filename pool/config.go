@@ -78,6 +78,10 @@ type Config struct {
 	// Quotas are the per-owner limits (zero fields: unlimited);
 	// SetQuotas changes them while the pool runs.
 	Quotas Quotas
+	// Warm are the warm-start settings by mode (spares, preload; see
+	// Warm); a mode without an entry starts kernels on demand and
+	// preloads nothing. SetWarm changes them while the pool runs.
+	Warm map[string]Warm
 }
 
 // Quotas are per-owner limits. Over one, Execute fails with a
@@ -123,6 +127,9 @@ func (cfg Config) withDefaults() (Config, error) {
 		if pol.InterruptGrace < 0 {
 			return cfg, fmt.Errorf("mode %q: interrupt grace must not be negative: %w", mode, ErrBadRequest)
 		}
+	}
+	if err := checkWarm(cfg.Warm); err != nil {
+		return cfg, err
 	}
 	if cfg.MaxKernels < 0 || cfg.MaxToolCalls < 0 {
 		return cfg, fmt.Errorf("max kernels and max tool calls must not be negative: %w", ErrBadRequest)

@@ -33,7 +33,7 @@ func (p *Pool) Execute(ctx context.Context, req Request) (*Result, error) {
 	}
 	m := &cellMeta{uid: -1}
 	for {
-		s, gone, err := p.enter(rq.key, rq.tools)
+		s, gone, err := p.enterFor(rq.key, rq.tools, &rq)
 		p.teardownAll(gone)
 		if err != nil {
 			return nil, p.refuse(rq, err)
@@ -85,13 +85,24 @@ func (p *Pool) executeOn(ctx context.Context, s *slot, rq normalized, start time
 		return nil, true, nil
 	}
 
-	if lv != nil && !rq.reset && !lv.dead() {
+	// A spare claimed for this key (enterFor) is bound before anything
+	// else; when it cannot be, the key's kernel starts cold below.
+	fresh := false
+	if lv != nil && lv.spare {
+		var res *Result
+		var err error
+		if lv, res, err = p.bindSpare(ctx, s, lv, rq, start); res != nil || err != nil {
+			return res, false, err
+		}
+		fresh = lv != nil
+	}
+	if lv != nil && !fresh && !rq.reset && !lv.dead() {
 		if why := conflict(rq, lv); why != "" {
 			return nil, false, fmt.Errorf("execute: %w: %s; pass reset to restart it with the request's (its state is lost)", ErrConflict, why)
 		}
 	}
 	stateReset := false
-	if lv != nil && (rq.reset || lv.dead()) {
+	if lv != nil && !fresh && (rq.reset || lv.dead()) {
 		reason := reasonReset
 		if !rq.reset {
 			reason = reasonDead
@@ -100,7 +111,7 @@ func (p *Pool) executeOn(ctx context.Context, s *slot, rq normalized, start time
 		lv, stateReset = nil, true
 	}
 	for attempt := 0; ; attempt++ {
-		reused := lv != nil
+		reused := lv != nil && !fresh
 		if lv == nil {
 			var res *Result
 			var err error
@@ -108,7 +119,12 @@ func (p *Pool) executeOn(ctx context.Context, s *slot, rq normalized, start time
 			if lv == nil {
 				return res, false, err
 			}
+			fresh = true
 		}
+		// Here a fresh kernel (cold or a bound spare) is attached to its
+		// key and has run none of the key's cells: the place for a step
+		// that must precede the key's first cell (persist's restore).
+		fresh = false
 		m.uid = lv.uid
 		res, ranNothing := p.runCell(ctx, s, lv, rq, start, reused, stateReset, m)
 		m.takeRedactions(lv.filter) // still under the slot's semaphore
@@ -158,6 +174,7 @@ func (p *Pool) spawnInto(ctx context.Context, s *slot, rq normalized, start time
 	p.mu.Lock()
 	p.stats.KernelsStarted++
 	var doom teardownReason
+	lv.observed = true
 	if s.removed {
 		doom = s.doom
 	} else {

@@ -105,6 +105,10 @@ type Observer interface {
 	CellDone(ev *CellEvent)
 	// Refused: a request was refused before running.
 	Refused(mode string, why Refusal)
+	// SparesChanged: the ready warm spares of mode changed by delta (+1
+	// one became ready, -1 one was claimed or ended). A claimed spare
+	// is reported by KernelStarted once it is bound to its owner.
+	SparesChanged(mode string, delta int)
 }
 
 // RedactionCounter is implemented by output filters that count what they
@@ -163,6 +167,12 @@ func (m multiObserver) Refused(mode string, why Refusal) {
 	}
 }
 
+func (m multiObserver) SparesChanged(mode string, delta int) {
+	for _, o := range m {
+		o.SparesChanged(mode, delta)
+	}
+}
+
 // nopObserver is the Observer of a pool configured without one.
 type nopObserver struct{}
 
@@ -171,3 +181,4 @@ func (nopObserver) KernelEnded(string, EndReason) {}
 func (nopObserver) SpawnFailed(string)            {}
 func (nopObserver) CellDone(*CellEvent)           {}
 func (nopObserver) Refused(string, Refusal)       {}
+func (nopObserver) SparesChanged(string, int)     {}

@@ -31,6 +31,8 @@ type Pool struct {
 	// quotas and buckets enforce the per-owner quotas (under mu).
 	quotas  Quotas
 	buckets map[string]*bucket
+	// sp are the warm spares (spares.go; under mu).
+	sp spareState
 
 	// spawns counts kernel starts in flight; Close waits for them so that
 	// no kernel outlives it.
@@ -58,6 +60,7 @@ func New(cfg Config) (*Pool, error) {
 		obs:        cfg.Observer,
 		quotas:     cfg.Quotas,
 		buckets:    make(map[string]*bucket),
+		sp:         newSpareState(cfg.Warm),
 		stop:       make(chan struct{}),
 		reaperDone: make(chan struct{}),
 	}
@@ -66,6 +69,7 @@ func New(cfg Config) (*Pool, error) {
 	}
 	p.killCtx, p.killAll = context.WithCancel(context.Background())
 	go p.reaper()
+	go p.refiller()
 	return p, nil
 }
 
@@ -91,13 +95,9 @@ func (p *Pool) reaper() {
 // List describes every live kernel, sorted by owner then id. Resource
 // figures come from each kernel's sandbox and are zero without a cgroup.
 func (p *Pool) List() []KernelInfo {
-	type entry struct {
-		lv   *live
-		info KernelInfo
-	}
 	now := time.Now()
 	p.mu.Lock()
-	entries := make([]entry, 0, len(p.slots))
+	entries := p.spareInfosLocked(now)
 	for _, s := range p.slots {
 		lv := s.live
 		if lv == nil {
@@ -107,7 +107,7 @@ func (p *Pool) List() []KernelInfo {
 		if s.users == 0 {
 			idle = now.Sub(s.lastUsed).Seconds()
 		}
-		entries = append(entries, entry{lv, KernelInfo{
+		entries = append(entries, listEntry{lv, KernelInfo{
 			ID: lv.id, Owner: lv.owner, Mode: lv.mode, Interpreter: s.key.interpreter, Cwd: s.key.cwd,
 			Tools: slices.Clone(s.tools), Pid: lv.pid, UID: lv.uid, Busy: s.users > 0,
 			ExecutionCount: lv.execCount, IdleSeconds: idle, StartedAt: lv.startedAt, Isolation: lv.isolation,
@@ -130,11 +130,22 @@ func (p *Pool) List() []KernelInfo {
 	return out
 }
 
-// Kill kills one kernel by id, also while it runs a cell (that cell ends
-// as interrupted), and returns once it is gone. ErrNotFound if no live
-// kernel has that id.
+// listEntry is one kernel of List, before its cgroup figures are read.
+type listEntry struct {
+	lv   *live
+	info KernelInfo
+}
+
+// Kill kills one kernel by id (a spare too), also while it runs a cell
+// (that cell ends as interrupted), and returns once it is gone.
+// ErrNotFound if no live kernel has that id.
 func (p *Pool) Kill(id string) error {
 	p.mu.Lock()
+	if lv := p.killSpareLocked(id); lv != nil {
+		p.mu.Unlock()
+		p.teardown(lv, reasonKilled)
+		return nil
+	}
 	s := p.byID[id]
 	if s == nil || s.live == nil {
 		p.mu.Unlock()
@@ -191,9 +202,15 @@ func (p *Pool) Close(ctx context.Context) error {
 	}
 	p.killAll()
 	gone := p.killWhere(reasonClosed, func(*slot) bool { return true })
+	p.mu.Lock()
+	spares := p.closeSparesLocked()
+	p.mu.Unlock()
+	p.teardownAll(spares)
 	// A spawn that was starting finds its slot removed and tears its
-	// kernel down itself before it is Done.
+	// kernel down itself before it is Done; a spare that was starting is
+	// torn down by the refiller, which then returns.
 	p.spawns.Wait()
+	<-p.sp.done
 	<-p.reaperDone
 	if len(gone) > 0 {
 		p.log.Info("pool closed", "kernels_killed", len(gone))
@@ -206,6 +223,9 @@ func (p *Pool) Stats() PoolStats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	st := p.stats
+	for _, list := range p.sp.ready {
+		st.Spares += len(list)
+	}
 	for _, s := range p.slots {
 		if s.live != nil || s.users > 0 {
 			st.KernelsLive++

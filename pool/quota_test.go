@@ -12,6 +12,7 @@ import (
 type recorder struct {
 	mu       sync.Mutex
 	starts   int
+	spares   int
 	ends     map[EndReason]int
 	refusals map[Refusal]int
 	cells    []CellEvent
@@ -28,6 +29,11 @@ func (r *recorder) KernelEnded(_ string, why EndReason) {
 	r.mu.Unlock()
 }
 func (r *recorder) SpawnFailed(string) {}
+func (r *recorder) SparesChanged(_ string, delta int) {
+	r.mu.Lock()
+	r.spares += delta
+	r.mu.Unlock()
+}
 func (r *recorder) CellDone(ev *CellEvent) {
 	r.mu.Lock()
 	r.cells = append(r.cells, *ev)

@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -29,6 +30,7 @@ const (
 	reasonOwner       teardownReason = "owner shutdown"
 	reasonClosed      teardownReason = "pool closed"
 	reasonInterrupted teardownReason = "interrupted past its grace"
+	reasonSpare       teardownReason = "spare not used"
 )
 
 // slot is the registry entry of one key. It outlives the kernels it holds
@@ -74,6 +76,15 @@ type live struct {
 	// execCount is the kernel's cell counter after its last cell (Pool.mu).
 	execCount int
 	once      sync.Once
+
+	// Warm spares (spares.go), guarded by Pool.mu. spare: started for no
+	// owner and not bound yet (owner is set when it is claimed); interp is
+	// the interpreter's stat when it started; claimed is closed when it
+	// leaves the ready spares; counted: in the observer's spare gauge;
+	// observed: the observer was told it started; down: teardown began.
+	spare, counted, observed, down bool
+	interp                         os.FileInfo
+	claimed                        chan struct{}
 }
 
 // doomed is a kernel taken out of the registry, to be torn down outside the lock.
@@ -103,29 +114,51 @@ func (lv *live) dead() bool {
 // when needed, and reaps idle kernels on the way, as the reference does on
 // every acquire. The returned doomed kernels must be torn down by the caller.
 func (p *Pool) enter(k key, tools []string) (*slot, []doomed, error) {
+	return p.enterFor(k, tools, nil)
+}
+
+// enterFor is enter that, for a new key of rq, claims a warm spare as the
+// slot's kernel (bound by executeOn before the key's first cell).
+func (p *Pool) enterFor(k key, tools []string, rq *normalized) (*slot, []doomed, error) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.closing {
+		p.mu.Unlock()
 		return nil, nil, ErrClosed
 	}
 	now := time.Now()
 	gone := p.reapLocked(now)
 	s := p.slots[k]
+	var claimed *live
 	if s == nil {
 		if err := p.kernelQuotaLocked(k.owner, now); err != nil {
+			p.mu.Unlock()
 			return nil, gone, err
 		}
-		evicted, err := p.makeRoomLocked()
-		gone = append(gone, evicted...)
-		if err != nil {
-			return nil, gone, err
+		var stale []doomed
+		claimed, stale = p.claimSpareLocked(rq)
+		gone = append(gone, stale...)
+		if claimed == nil {
+			evicted, err := p.makeRoomLocked()
+			gone = append(gone, evicted...)
+			if err != nil {
+				p.mu.Unlock()
+				return nil, gone, err
+			}
 		}
-		s = &slot{key: k, tools: tools, sem: make(chan struct{}, 1)}
+		s = &slot{key: k, tools: tools, sem: make(chan struct{}, 1), live: claimed}
 		p.slots[k] = s
+		if claimed != nil {
+			p.byID[claimed.id] = s
+		}
 	}
 	s.users++
 	p.users++
 	s.lastUsed = now
+	p.mu.Unlock()
+	if claimed != nil {
+		p.obs.SparesChanged(claimed.mode, -1)
+		p.kickRefill()
+	}
 	return s, gone, nil
 }
 
@@ -186,7 +219,8 @@ func (p *Pool) reapLocked(now time.Time) []doomed {
 // until one more slot fits under MaxKernels. A busy slot is never evicted:
 // when nothing is evictable the caller gets ErrCapacity.
 func (p *Pool) makeRoomLocked() ([]doomed, error) {
-	excess := len(p.slots) + 1 - p.cfg.MaxKernels
+	spares := p.spareCountLocked()
+	excess := len(p.slots) + spares + 1 - p.cfg.MaxKernels
 	if excess <= 0 {
 		return nil, nil
 	}
@@ -196,12 +230,14 @@ func (p *Pool) makeRoomLocked() ([]doomed, error) {
 			idle = append(idle, s)
 		}
 	}
-	if len(idle) < excess {
+	if spares+len(idle) < excess {
 		p.stats.CapacityRefusals++
 		return nil, ErrCapacity
 	}
+	// Spares first: no owner loses anything.
+	out, taken := p.evictSparesLocked(excess)
+	excess -= taken
 	slices.SortFunc(idle, func(a, b *slot) int { return a.lastUsed.Compare(b.lastUsed) })
-	var out []doomed
 	for _, s := range idle[:excess] {
 		if s.live != nil {
 			out = append(out, doomed{s.live, reasonEvicted})
@@ -217,17 +253,29 @@ func (p *Pool) makeRoomLocked() ([]doomed, error) {
 // the others wait for it.
 func (p *Pool) teardown(lv *live, reason teardownReason) {
 	lv.once.Do(func() {
+		// A spare's tool server is attached by its bind, which may run now.
+		p.mu.Lock()
+		lv.down = true
+		tools, counted, observed, owner := lv.tools, lv.counted, lv.observed, lv.owner
+		lv.counted = false
+		p.mu.Unlock()
 		if err := lv.k.Kill(); err != nil {
-			p.log.Warn("kernel kill failed", "id", lv.id, "owner", lv.owner, "error", err)
+			p.log.Warn("kernel kill failed", "id", lv.id, "owner", owner, "error", err)
 		}
-		if lv.tools != nil {
-			if err := lv.tools.Close(); err != nil {
+		if tools != nil {
+			if err := tools.Close(); err != nil {
 				p.log.Warn("tool server close failed", "id", lv.id, "error", err)
 			}
 		}
 		p.removeSpillDir(lv.id)
-		p.log.Info("kernel stopped", "id", lv.id, "owner", lv.owner, "mode", lv.mode, "pid", lv.pid, "reason", reason)
-		p.obs.KernelEnded(lv.mode, endReasonOf(reason))
+		p.log.Info("kernel stopped", "id", lv.id, "owner", owner, "mode", lv.mode, "pid", lv.pid, "reason", reason)
+		if observed {
+			p.obs.KernelEnded(lv.mode, endReasonOf(reason))
+		}
+		if counted {
+			p.obs.SparesChanged(lv.mode, -1)
+		}
+		p.kickRefill() // room under MaxKernels
 	})
 }
 

@@ -42,6 +42,9 @@ type normalized struct {
 	budget      int
 	handler     ToolHandler
 	stream      func(Event)
+	// interpFI is the interpreter file as normalize found it (a spare
+	// started from another file is stale).
+	interpFI os.FileInfo
 }
 
 // normalize validates req against cfg and applies the defaults. Every
@@ -68,7 +71,8 @@ func (p *Pool) normalize(req Request) (normalized, error) {
 	if interp == "" {
 		return bad("no interpreter given and the pool has no default interpreter")
 	}
-	if interp, err = checkInterpreter(interp); err != nil {
+	interp, interpFI, err := checkInterpreter(interp)
+	if err != nil {
 		return normalized{}, err
 	}
 	cwd, err := checkCwd(req.Cwd)
@@ -100,6 +104,7 @@ func (p *Pool) normalize(req Request) (normalized, error) {
 	}
 	n := normalized{
 		key:         key{owner: owner, mode: mode, interpreter: interp, cwd: cwd, tools: strings.Join(tools, ",")},
+		interpFI:    interpFI,
 		tools:       tools,
 		code:        req.Code,
 		reset:       req.Reset,
@@ -144,23 +149,23 @@ func checkName(field, v string, limit int) (string, error) {
 }
 
 // checkInterpreter requires an absolute path to an existing executable
-// regular file (symlinks followed) and returns it cleaned.
-func checkInterpreter(path string) (string, error) {
+// regular file (symlinks followed) and returns it cleaned, with its stat.
+func checkInterpreter(path string) (string, os.FileInfo, error) {
 	if !filepath.IsAbs(path) {
-		return "", fmt.Errorf("interpreter must be an absolute path (got %q): %w", path, ErrBadRequest)
+		return "", nil, fmt.Errorf("interpreter must be an absolute path (got %q): %w", path, ErrBadRequest)
 	}
 	path = filepath.Clean(path)
 	fi, err := os.Stat(path)
 	if err != nil {
-		return "", fmt.Errorf("interpreter %s: %w: %w", path, ErrBadRequest, err)
+		return "", nil, fmt.Errorf("interpreter %s: %w: %w", path, ErrBadRequest, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("interpreter %s is not a regular file: %w", path, ErrBadRequest)
+		return "", nil, fmt.Errorf("interpreter %s is not a regular file: %w", path, ErrBadRequest)
 	}
 	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o111 == 0 {
-		return "", fmt.Errorf("interpreter %s is not executable: %w", path, ErrBadRequest)
+		return "", nil, fmt.Errorf("interpreter %s is not executable: %w", path, ErrBadRequest)
 	}
-	return path, nil
+	return path, fi, nil
 }
 
 // checkCwd accepts "" (the kernel's staging dir) or an absolute path to an

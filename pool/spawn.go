@@ -40,20 +40,17 @@ func (p *Pool) spawn(ctx context.Context, rq normalized) (*live, error) {
 	}
 	var tools ToolServer
 	if len(rq.tools) > 0 {
-		spec.Files = map[string][]byte{"kernpool_tools.py": p.cfg.Tools.Stub(rq.tools)}
-		spec.Setup = func(staging string) ([]string, error) {
-			srv, err := p.cfg.Tools.Listen(staging, uid, rq.tools)
-			if err != nil {
-				return nil, fmt.Errorf("tool listener: %w", err)
-			}
-			tools = srv
-			return []string{kernel.EnvRPCEndpoint + "=" + srv.Endpoint(), kernel.EnvRPCToken + "=" + srv.Token()}, nil
-		}
+		spec.Files, spec.Setup = p.toolStaging(rq, uid, &tools)
 	}
 	k, err := kernel.Start(ctx, spec)
 	if err != nil {
 		p.abandonSpawn(id, tools)
 		return nil, fmt.Errorf("%w: start kernel %s: %w", ErrSpawn, id, err)
+	}
+	if err := k.Preload(ctx, p.preloadOf(rq.key.mode)); err != nil {
+		_ = k.Kill()
+		p.abandonSpawn(id, tools)
+		return nil, fmt.Errorf("%w: kernel %s: %w", ErrSpawn, id, err)
 	}
 	if err := p.makeSpillDir(id, uid); err != nil {
 		_ = k.Kill()
@@ -61,22 +58,49 @@ func (p *Pool) spawn(ctx context.Context, rq normalized) (*live, error) {
 		p.removeSpillDir(id)
 		return nil, fmt.Errorf("%w: kernel %s: %w", ErrSpawn, id, err)
 	}
-	secrets := scrubbed
-	if tools != nil {
-		secrets = append(slices.Clip(secrets), tools.Token())
-	}
-	var filter OutputFilter = identityFilter{}
-	if p.cfg.Output != nil {
-		filter = p.cfg.Output.ForKernel(secrets)
-	}
 	if uid < 0 {
 		uid = os.Getuid()
 	}
 	return &live{
 		k: k, id: id, owner: rq.key.owner, mode: rq.key.mode, pid: k.Pid(), uid: uid,
-		tools: tools, filter: filter, startedAt: time.Now(), isolation: k.Isolation(),
+		tools: tools, filter: p.filterFor(scrubbed, tools), startedAt: time.Now(), isolation: k.Isolation(),
 		limits: rq.limits, passthrough: rq.passthrough,
 	}, nil
+}
+
+// toolStaging is what a kernel with tools needs in its staging dir: the
+// generated kernpool_tools.py, and a setup step that opens its tool
+// listener (owned by uid) and records it in *tools.
+func (p *Pool) toolStaging(rq normalized, uid int, tools *ToolServer) (map[string][]byte, func(string) ([]string, error)) {
+	files := map[string][]byte{"kernpool_tools.py": p.cfg.Tools.Stub(rq.tools)}
+	return files, func(staging string) ([]string, error) {
+		srv, err := p.cfg.Tools.Listen(staging, uid, rq.tools)
+		if err != nil {
+			return nil, fmt.Errorf("tool listener: %w", err)
+		}
+		*tools = srv
+		return []string{kernel.EnvRPCEndpoint + "=" + srv.Endpoint(), kernel.EnvRPCToken + "=" + srv.Token()}, nil
+	}
+}
+
+// filterFor is a kernel's output filter, masking the values its
+// environment scrubbed and its RPC token.
+func (p *Pool) filterFor(scrubbed []string, tools ToolServer) OutputFilter {
+	if p.cfg.Output == nil {
+		return identityFilter{}
+	}
+	secrets := scrubbed
+	if tools != nil {
+		secrets = append(slices.Clip(secrets), tools.Token())
+	}
+	return p.cfg.Output.ForKernel(secrets)
+}
+
+// preloadOf is mode's preload list (nil: none).
+func (p *Pool) preloadOf(mode string) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sp.warm[mode].Preload
 }
 
 // buildEnv returns the kernel's environment and the secret values it

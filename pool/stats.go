@@ -32,4 +32,11 @@ type PoolStats struct {
 	Killed uint64 `json:"killed"`
 	// CapacityRefusals counts requests refused with ErrCapacity.
 	CapacityRefusals uint64 `json:"capacity_refusals"`
+	// Spares is the number of warm spares ready now (not in KernelsLive).
+	Spares int `json:"spares"`
+	// SparesStarted counts spares that became ready; SparesClaimed those
+	// a new key took; SparesEvicted those the MaxKernels cap stopped.
+	SparesStarted uint64 `json:"spares_started"`
+	SparesClaimed uint64 `json:"spares_claimed"`
+	SparesEvicted uint64 `json:"spares_evicted"`
 }

@@ -124,4 +124,7 @@ type KernelInfo struct {
 	// DroppedOutputBytes counts output the kernel wrote while none of its
 	// cells ran (never delivered to any cell).
 	DroppedOutputBytes int64 `json:"dropped_output_bytes"`
+	// Spare: a warm spare waiting for a new key (Owner is empty, IdleSeconds
+	// counts from its start).
+	Spare bool `json:"spare,omitempty"`
 }
