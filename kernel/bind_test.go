@@ -121,3 +121,22 @@ func mustJSON(t testing.TB, v any) string {
 	}
 	return string(b)
 }
+
+// BenchmarkBindFirstCell is Bind plus the first cell on a kernel started
+// ahead (the spare path without the pool); the start is not timed.
+func BenchmarkBindFirstCell(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		k := startKernel(b, baseSpec(b), "")
+		if err := k.Preload(context.Background(), []string{"json"}); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if err := k.Bind(context.Background(), Binding{Env: []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "X=1"}}); err != nil {
+			b.Fatal(err)
+		}
+		mustExec(b, k, "x = 1")
+		b.StopTimer()
+		requireGone(b, k)
+	}
+}

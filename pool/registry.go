@@ -59,6 +59,9 @@ type slot struct {
 	// live is the current kernel, nil before the first spawn and after a
 	// teardown.
 	live *live
+	// refill: the slot claimed a spare; its first caller's leave wakes
+	// the refiller.
+	refill bool
 }
 
 // live is one started kernel with what the pool attached to it.
@@ -145,7 +148,7 @@ func (p *Pool) enterFor(k key, tools []string, rq *normalized) (*slot, []doomed,
 				return nil, gone, err
 			}
 		}
-		s = &slot{key: k, tools: tools, sem: make(chan struct{}, 1), live: claimed}
+		s = &slot{key: k, tools: tools, sem: make(chan struct{}, 1), live: claimed, refill: claimed != nil}
 		p.slots[k] = s
 		if claimed != nil {
 			p.byID[claimed.id] = s
@@ -157,7 +160,6 @@ func (p *Pool) enterFor(k key, tools []string, rq *normalized) (*slot, []doomed,
 	p.mu.Unlock()
 	if claimed != nil {
 		p.obs.SparesChanged(claimed.mode, -1)
-		p.kickRefill()
 	}
 	return s, gone, nil
 }
@@ -167,6 +169,13 @@ func (p *Pool) enterFor(k key, tools []string, rq *normalized) (*slot, []doomed,
 func (p *Pool) leave(s *slot) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if s.refill {
+		// The spare this slot claimed is replaced once the claiming call
+		// is done, so the replacement's start does not compete with the
+		// key's first cell for the CPU.
+		s.refill = false
+		p.kickRefill()
+	}
 	s.users--
 	s.lastUsed = time.Now()
 	if s.users == 0 && s.live == nil && !s.removed {

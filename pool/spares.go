@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -193,9 +194,13 @@ func (p *Pool) startSpare(mode string, gen uint64) {
 	fi, statErr := os.Stat(p.cfg.DefaultInterpreter)
 	rq := normalized{key: key{mode: mode, interpreter: p.cfg.DefaultInterpreter}}
 	lv, err := p.spawn(ctx, rq)
-	if err == nil && statErr != nil {
-		err = statErr
-		p.teardown(lv, reasonSpare)
+	if err == nil {
+		// The bind parses its request with json: import it now, which
+		// also proves the runner is up and idle (Start returns as soon as
+		// the process runs, well before the interpreter has started).
+		if err = cmp.Or(statErr, lv.k.Preload(ctx, []string{"json"})); err != nil {
+			p.teardown(lv, reasonSpare)
+		}
 	}
 	p.mu.Lock()
 	st := p.sp.starting
