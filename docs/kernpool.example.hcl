@@ -88,6 +88,8 @@ profile "default" {
   passthrough     = []
   network         = false   # true: the host network; false: own netns, only loopback
   tmp_size        = "64MiB" # each private /tmp, /var/tmp, /dev/shm (counts as memory)
+  spares          = 2       # kernels started ahead for new owners (count toward max_kernels)
+  preload         = []      # modules every kernel imports before its first cell, e.g. ["pandas"]
 }
 
 # An example of a tighter mode (not a default).

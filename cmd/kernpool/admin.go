@@ -64,7 +64,11 @@ func printKernelTable(e *env, kernels []pool.KernelInfo) {
 	}
 	fmt.Fprintln(tw, "\tISOLATION")
 	for _, k := range kernels {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%s", k.ID, k.Owner, k.Mode, k.Pid,
+		owner := k.Owner
+		if k.Spare {
+			owner = "(spare)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%s", k.ID, owner, k.Mode, k.Pid,
 			formatSeconds(k.IdleSeconds), k.ExecutionCount, yesNo(k.Busy))
 		if withStats {
 			fmt.Fprintf(tw, "\t%s\t%d\t%s", humanBytes(k.MemoryCurrent), k.Pids, formatSeconds(k.CPUSeconds))

@@ -101,7 +101,7 @@ func TestExecJSON(t *testing.T) {
 }
 
 func TestPsShutdownKill(t *testing.T) {
-	d := startServe(t)
+	d := startServe(t, "--spares", "0") // owners' kernels only (TestPsListsSpares)
 	for _, owner := range []string{"alice", "bob"} {
 		if r := cli(t, "", "exec", "--socket", d.socket, "--owner", owner, "1"); r.code != 0 {
 			t.Fatalf("exec %s: %+v", owner, r)

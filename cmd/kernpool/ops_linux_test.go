@@ -125,6 +125,7 @@ output {
 profile "default" {
   memory_max     = "64MiB"
   timeout_action = "kill" # the timeout ends its kernel (an end reason to count)
+  spares         = 0      # the counts below are of cold starts (spares_linux_test.go has spares)
 }
 `)
 	auditPath := filepath.Join(dir, "audit.log")

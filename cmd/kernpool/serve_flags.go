@@ -24,7 +24,7 @@ type serveFlags struct {
 	metricsListen, socketGroup, timeoutAction  string
 	memoryMax, pidsMax                         int64
 	cpuMax                                     float64
-	maxKernels, maxToolCalls                   int
+	maxKernels, maxToolCalls, spares           int
 	idleTimeout, cellTimeout, maxCellTimeout   time.Duration
 	toolCallTimeout, drainGrace, interruptGr   time.Duration
 	logJSON                                    bool
@@ -57,6 +57,7 @@ func addServeFlags(fs *pflag.FlagSet) *serveFlags {
 	fs.StringVar(&f.socketGroup, "socket-group", "", "chgrp the API socket to this `group` (name or gid), mode 0660")
 	fs.StringVar(&f.timeoutAction, "timeout-action", p.TimeoutAction, "default profile: what a cell timeout does (`action`): interrupt (keeps the kernel's state) or kill")
 	newDuration(fs, &f.interruptGr, "interrupt-grace", p.InterruptGrace, "default profile: how long an interrupted cell may take to stop before its kernel is killed")
+	fs.IntVar(&f.spares, "spares", p.Spares, "default profile: kernels kept started ahead of demand for new owners (0: none)")
 	return f
 }
 
@@ -118,6 +119,7 @@ func (f *serveFlags) apply(cfg *daemon.Config) error {
 	setIf("socket-group", func() { cfg.SocketGroup = f.socketGroup })
 	setIf("timeout-action", func() { def.TimeoutAction = f.timeoutAction })
 	setIf("interrupt-grace", func() { def.InterruptGrace = f.interruptGr })
+	setIf("spares", func() { def.Spares = f.spares })
 	cfg.Profiles[daemon.DefaultProfile] = def
 	if err != nil {
 		return fmt.Errorf("%w: --isolation: %v", daemon.ErrConfig, err)

@@ -167,6 +167,13 @@ type Profile struct {
 	// InterruptGrace is how long an interrupted cell may take to stop
 	// before its kernel is killed (default 2s).
 	InterruptGrace time.Duration
+	// Spares is how many kernels of the profile are kept started ahead
+	// of demand (default 2; 0: none). They count toward MaxKernels; with
+	// per-owner uids there are none (a spare's owner is not known yet).
+	Spares int
+	// Preload are modules every kernel of the profile imports before its
+	// first cell (spares and cold starts alike).
+	Preload []string
 }
 
 // Ceiling bounds per-request resource overrides.
@@ -208,7 +215,7 @@ func DefaultConfig() *Config {
 
 func defaultProfile() Profile {
 	return Profile{MemoryMax: 512 << 20, PidsMax: 256, CPUMax: 1.0, CPUWeight: 100, TmpSize: 64 << 20,
-		TimeoutAction: string(pool.TimeoutInterrupt), InterruptGrace: kernel.DefaultInterruptGrace}
+		TimeoutAction: string(pool.TimeoutInterrupt), InterruptGrace: kernel.DefaultInterruptGrace, Spares: pool.DefaultSpares}
 }
 
 // LoadConfigFile reads an HCL config file over the defaults. Every problem
@@ -295,6 +302,14 @@ func (c *Config) Validate() error {
 		if _, err := pool.ParseTimeoutAction(p.TimeoutAction); err != nil || p.InterruptGrace <= 0 {
 			return fmt.Errorf("%w: profile %q: timeout_action must be \"interrupt\" or \"kill\" and interrupt_grace positive", ErrConfig, name)
 		}
+		if p.Spares < 0 {
+			return fmt.Errorf("%w: profile %q: spares must not be negative", ErrConfig, name)
+		}
+		for _, m := range p.Preload {
+			if !kernel.ValidModuleName(m) {
+				return fmt.Errorf("%w: profile %q: preload %q is not a module name (dotted identifiers, e.g. \"email.mime\")", ErrConfig, name, m)
+			}
+		}
 	}
 	return nil
 }
@@ -314,6 +329,25 @@ func (c *Config) Policies() map[string]pool.CellPolicy {
 	out := make(map[string]pool.CellPolicy, len(c.Profiles))
 	for name, p := range c.Profiles {
 		out[name] = pool.CellPolicy{TimeoutAction: pool.TimeoutAction(p.TimeoutAction), InterruptGrace: p.InterruptGrace}
+	}
+	return out
+}
+
+// Warm are the pool's warm-start settings by mode: each profile's spares
+// and preload, and a digest of the rest of the profile, so a reload that
+// changes a profile replaces its spares. With per-owner uids there are no
+// spares (a spare's uid is leased before its owner is known).
+func (c *Config) Warm() map[string]pool.Warm {
+	out := make(map[string]pool.Warm, len(c.Profiles))
+	for name, p := range c.Profiles {
+		w := pool.Warm{Spares: p.Spares, Preload: p.Preload}
+		if c.Users.PerOwner {
+			w.Spares = 0
+		}
+		rest := p
+		rest.Spares, rest.Preload = 0, nil
+		w.Profile = fmt.Sprintf("%+v", rest)
+		out[name] = w
 	}
 	return out
 }

@@ -82,6 +82,8 @@ type fileProfile struct {
 	TmpSize        hcl.Expression `hcl:"tmp_size,optional"`
 	TimeoutAction  *string        `hcl:"timeout_action,optional"`
 	InterruptGrace hcl.Expression `hcl:"interrupt_grace,optional"`
+	Spares         *int           `hcl:"spares,optional"`
+	Preload        []string       `hcl:"preload,optional"`
 }
 
 type fileCeiling struct {
@@ -177,6 +179,10 @@ func (f *fileConfig) applyProfiles(cfg *Config) hcl.Diagnostics {
 		diags = append(diags, sizeAttr(fp.TmpSize, "tmp_size", &p.TmpSize)...)
 		setStr(&p.TimeoutAction, fp.TimeoutAction)
 		diags = append(diags, durationAttr(fp.InterruptGrace, "interrupt_grace", &p.InterruptGrace)...)
+		setInt(&p.Spares, fp.Spares)
+		if fp.Preload != nil {
+			p.Preload = nonEmpty(fp.Preload)
+		}
 		cfg.Profiles[fp.Name] = p
 	}
 	return diags

@@ -288,13 +288,16 @@ func requestChecker(sm seams, defaultInterp string) func(interp, cwd string) err
 }
 
 func poolConfig(cfg *Config, interp string, sm seams, log hclog.Logger) pool.Config {
+	if cfg.Users.PerOwner && cfg.Profiles[DefaultProfile].Spares > 0 {
+		log.Info("no warm spares: users.per_owner shares one uid per owner, which a kernel started before its owner is known cannot have")
+	}
 	return pool.Config{
 		StateDir: cfg.StateDir, DefaultInterpreter: interp, Modes: cfg.Modes(),
 		IdleTimeout: cfg.IdleTimeout, CellTimeout: cfg.CellTimeout, MaxCellTimeout: cfg.MaxCellTimeout,
 		MaxKernels: cfg.MaxKernels, MaxToolCalls: cfg.MaxToolCalls,
 		Ceiling:   pool.Limits{MemoryMax: cfg.Ceiling.MemoryMax, PidsMax: cfg.Ceiling.PidsMax, CPUMax: cfg.Ceiling.CPUMax},
 		Sandboxes: sm.Sandboxes, Env: sm.Env, Output: sm.Output, Tools: sm.Tools, Logger: log,
-		Policies: cfg.Policies(),
+		Policies: cfg.Policies(), Warm: cfg.Warm(),
 	}
 }
 

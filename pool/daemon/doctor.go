@@ -44,8 +44,9 @@ func Doctor(ctx context.Context, cfg *Config, version string) (report string, ok
 		cfg.Users.Enabled, cfg.Users.UIDFirst, cfg.Users.UIDLast, cfg.Users.PerOwner)
 	for _, name := range sortedProfileNames(cfg) {
 		p := cfg.Profiles[name]
-		fmt.Fprintf(&b, "profile %-6q memory %s, swap %s, pids %d, cpu %g, weight %d, network %t, tmp %s\n",
-			name, formatLimit(p.MemoryMax), formatSwap(p.MemorySwapMax), p.PidsMax, p.CPUMax, p.CPUWeight, p.Network, formatLimit(p.TmpSize))
+		fmt.Fprintf(&b, "profile %-6q memory %s, swap %s, pids %d, cpu %g, weight %d, network %t, tmp %s, spares %d, preload %s\n",
+			name, formatLimit(p.MemoryMax), formatSwap(p.MemorySwapMax), p.PidsMax, p.CPUMax, p.CPUWeight, p.Network, formatLimit(p.TmpSize),
+			cfg.Warm()[name].Spares, preloadText(p.Preload))
 	}
 	iso, ok := isolationReport(ctx, cfg, interp)
 	b.WriteString(iso)
@@ -110,4 +111,12 @@ func sortedProfileNames(cfg *Config) []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// preloadText renders a preload list for doctor ("none" when empty).
+func preloadText(mods []string) string {
+	if len(mods) == 0 {
+		return "none"
+	}
+	return strings.Join(mods, ",")
 }

@@ -53,6 +53,10 @@ func (r *reloader) apply(next *Config) error {
 	applied := *r.cur
 	applied.Profiles = withPassthrough(next.Profiles, r.cur.Profiles)
 	applied.MaxKernelsPerOwner, applied.MaxCellsPerMinutePerOwner = next.MaxKernelsPerOwner, next.MaxCellsPerMinutePerOwner
+	// Spares of a changed profile are replaced (pool.SetWarm).
+	if err := r.pool.SetWarm(applied.Warm()); err != nil {
+		return err
+	}
 	r.cur = &applied
 	if len(changed) > 0 {
 		r.log.Info("reload applied to new kernels and requests", "changed", strings.Join(changed, "; "))
@@ -74,6 +78,9 @@ func diffConfig(old, next *Config) (changed, restart []string) {
 		}
 		if !reflect.DeepEqual(o.Passthrough, n.Passthrough) {
 			restart = append(restart, fmt.Sprintf("profile %q passthrough", name))
+		}
+		if o.Spares != n.Spares || !reflect.DeepEqual(o.Preload, n.Preload) {
+			changed = append(changed, fmt.Sprintf("profile %q: spares %d, preload %v -> spares %d, preload %v", name, o.Spares, o.Preload, n.Spares, n.Preload))
 		}
 	}
 	if old.MaxKernelsPerOwner != next.MaxKernelsPerOwner {

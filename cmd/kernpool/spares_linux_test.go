@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kernpool/kernpool/pool"
+	"github.com/kernpool/kernpool/pool/api"
+)
+
+// TestPsListsSpares: `serve --spares 1` keeps one spare, which `ps` lists
+// as (spare), `ps --json` with "spare": true and no owner, /metrics counts
+// in kernpool_kernels_spare; a new owner's first cell runs on it, and the
+// pool refills.
+func TestPsListsSpares(t *testing.T) {
+	d := startServe(t, "--spares", "1")
+	client := api.NewClient(d.socket)
+	defer client.CloseIdleConnections()
+	spare := waitSpare(t, client, "")
+	r := cli(t, "", "ps", "--socket", d.socket)
+	if r.code != 0 || !strings.Contains(r.stdout, spare.ID+"  (spare)") {
+		t.Fatalf("ps does not list spare %s as (spare): %+v", spare.ID, r)
+	}
+	if got := value(t, scrape(t, unixHTTP(d.socket)), "kernpool_kernels_spare", "mode=default"); got != 1 {
+		t.Fatalf("kernpool_kernels_spare = %v, want 1", got)
+	}
+	r = cli(t, "", "exec", "--socket", d.socket, "--owner", "erin", "--json", "1")
+	var res pool.Result
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || res.Kernel.ID != spare.ID || res.Kernel.Reused {
+		t.Fatalf("first cell of a new owner: %v %+v (spare %s)", err, res, spare.ID)
+	}
+	next := waitSpare(t, client, spare.ID)
+	if next.ID == spare.ID {
+		t.Fatalf("the claimed spare %s is listed as a spare again", spare.ID)
+	}
+}
+
+// waitSpare polls the daemon's list (another process: no event to wait
+// on) until it shows a spare other than not, and returns it.
+func waitSpare(t *testing.T, c *api.Client, not string) pool.KernelInfo {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		list, err := c.List(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range list {
+			if k.Spare && k.ID != not {
+				if k.Owner != "" || k.Pid <= 0 {
+					t.Fatalf("spare listed as %+v", k)
+				}
+				return k
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("no spare listed within 30s")
+	return pool.KernelInfo{}
+}
