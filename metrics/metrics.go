@@ -130,7 +130,9 @@ func (m *Metrics) KernelEnded(mode string, reason pool.EndReason) {
 }
 
 // SparesChanged implements pool.Observer.
-func (m *Metrics) SparesChanged(mode string, delta int) { m.spares.WithLabelValues(mode).Add(float64(delta)) }
+func (m *Metrics) SparesChanged(mode string, delta int) {
+	m.spares.WithLabelValues(mode).Add(float64(delta))
+}
 
 // SpawnFailed implements pool.Observer.
 func (m *Metrics) SpawnFailed(mode string) { m.spawnFailures.WithLabelValues(mode).Inc() }
