@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/kernpool/kernpool/internal/testenv"
 	"github.com/kernpool/kernpool/pool"
 	"github.com/kernpool/kernpool/pool/api"
 )
@@ -60,4 +63,38 @@ func waitSpare(t *testing.T, c *api.Client, not string) pool.KernelInfo {
 	}
 	t.Fatal("no spare listed within 30s")
 	return pool.KernelInfo{}
+}
+
+// TestReloadReplacesSpares (root): SIGHUP with a changed profile stops
+// the spares started with the old one; the new spare has the new memory
+// limit in its cgroup and is what a new owner's first cell runs on.
+func TestReloadReplacesSpares(t *testing.T) {
+	testenv.RequireRoot(t) // cgroup limits need root
+	conf, _ := opsConfig(t, "profile \"default\" {\n  memory_max = \"64MiB\"\n  spares = 1\n}\n")
+	d := startServe(t, "--config", conf)
+	client := api.NewClient(d.socket)
+	defer client.CloseIdleConnections()
+	old := waitSpare(t, client, "")
+	if got := cgroupMemoryLimit(t, old.Pid); got != 64<<20 {
+		t.Fatalf("spare's limit %d, want 64 MiB", got)
+	}
+	src, _ := os.ReadFile(conf)
+	if err := os.WriteFile(conf, []byte(strings.Replace(string(src), "64MiB", "96MiB", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the reload", func() bool { return strings.Contains(d.logText(), "reload applied") })
+	fresh := waitSpare(t, client, old.ID)
+	if !pidGone(old.Pid) {
+		t.Errorf("the old profile's spare (pid %d) survives the reload", old.Pid)
+	}
+	if got := cgroupMemoryLimit(t, fresh.Pid); got != 96<<20 {
+		t.Fatalf("new spare's limit %d, want 96 MiB", got)
+	}
+	res, err := client.Execute(context.Background(), pool.Request{Owner: "new", Code: "1"})
+	if err != nil || res.Kernel.ID != fresh.ID || res.Kernel.Isolation.MemoryMax != 96<<20 {
+		t.Fatalf("first cell after the reload: %v %+v (spare %s)", err, res, fresh.ID)
+	}
 }
