@@ -16,13 +16,7 @@ import (
 // profile gets, and neither sees the other's files in /tmp or its tmpdir,
 // its environment or its cwd.
 func TestSparesOfTwoOwnersShareNothing(t *testing.T) {
-	iso, state := newRealIsolator(t)
-	p := newTestPool(t, func(c *Config) {
-		c.StateDir = state
-		c.Sandboxes = realSandboxes{iso}
-		c.Warm = map[string]Warm{"default": {Spares: 2}}
-	})
-	waitSpares(t, p, "default", 2)
+	p, state := newRealSparePool(t, 2)
 	spares := spareIDs(p, "default")
 	cwdA, cwdB := filepath.Join(state, "cwd-a"), filepath.Join(state, "cwd-b")
 	for _, d := range []string{cwdA, cwdB} {
@@ -76,13 +70,7 @@ print(os.getuid(), os.path.exists("/tmp/alice-secret"), "ALICE_ONLY" in os.envir
 // hides (the daemon's /tmp/...) fails the bind's same-directory check; the
 // spare is stopped and the key's kernel starts cold, in that very cwd.
 func TestSpareCannotSeeCwdStartsCold(t *testing.T) {
-	iso, state := newRealIsolator(t)
-	p := newTestPool(t, func(c *Config) {
-		c.StateDir = state
-		c.Sandboxes = realSandboxes{iso}
-		c.Warm = map[string]Warm{"default": {Spares: 1}}
-	})
-	waitSpares(t, p, "default", 1)
+	p, _ := newRealSparePool(t, 1)
 	spare := spareIDs(p, "default")[0]
 	cwd, err := os.MkdirTemp("/tmp", "kernpool-spare-cwd-")
 	if err != nil {
@@ -101,4 +89,18 @@ func TestSpareCannotSeeCwdStartsCold(t *testing.T) {
 	if ids := spareIDs(p, "default"); slices.Contains(ids, spare) {
 		t.Fatalf("the spare that failed its bind is offered again: %v", ids)
 	}
+}
+
+// newRealSparePool is a pool over the real isolator keeping n spares of
+// the default mode, and returns once they are ready.
+func newRealSparePool(t *testing.T, n int) (*Pool, string) {
+	t.Helper()
+	iso, state := newRealIsolator(t)
+	p := newTestPool(t, func(c *Config) {
+		c.StateDir = state
+		c.Sandboxes = realSandboxes{iso}
+		c.Warm = map[string]Warm{"default": {Spares: n}}
+	})
+	waitSpares(t, p, "default", n)
+	return p, state
 }
