@@ -75,8 +75,17 @@ func TestSparesClaimedAndRefilled(t *testing.T) {
 	if ids := spareIDs(p, "default"); slices.Contains(ids, claimed) {
 		t.Fatalf("claimed spare %s is a spare again after its owner left: %v", claimed, ids)
 	}
+	// Kill by id stops a spare too; the refill replaces it.
+	victim := spareIDs(p, "default")[0]
+	if err := p.Kill(victim); err != nil {
+		t.Fatalf("Kill(spare): %v", err)
+	}
+	waitSpares(t, p, "default", 2)
+	if ids := spareIDs(p, "default"); slices.Contains(ids, victim) {
+		t.Fatalf("killed spare %s still listed: %v", victim, ids)
+	}
 	st := p.Stats()
-	if st.SparesClaimed != 1 || st.SparesStarted != 3 || st.Spares != 2 || st.KernelsStarted != 1 || st.KernelsLive != 0 {
+	if st.SparesClaimed != 1 || st.SparesStarted != 4 || st.Spares != 2 || st.KernelsStarted != 1 || st.KernelsLive != 0 {
 		t.Fatalf("stats = %+v", st)
 	}
 	rec.mu.Lock()
