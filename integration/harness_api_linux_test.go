@@ -69,6 +69,8 @@ type KernelInfo struct {
 	Pids           int64  `json:"pids"`
 	// Isolation is what is enforced, as in results.
 	Isolation *Isolation `json:"isolation"`
+	// Spare: a warm spare waiting for a new owner.
+	Spare bool `json:"spare"`
 }
 
 // Health is GET /v1/health.

@@ -38,6 +38,11 @@ type Opts struct {
 	ConfigFile string
 	// Args are extra serve flags.
 	Args []string
+	// Spares becomes serve's --spares (warm spares of the default
+	// profile). Unlike kernpool's default of 2, the harness's zero value
+	// is none: AssertClean counts every kernel of a running daemon, and
+	// spares stay resident by design (spares_linux_test.go has them).
+	Spares int
 }
 
 // Daemon is one running `kernpool serve` with a private state dir and socket.
@@ -120,6 +125,7 @@ func (d *Daemon) start(o Opts) {
 	if len(o.Passthrough) > 0 {
 		args = append(args, "--passthrough", strings.Join(o.Passthrough, ","))
 	}
+	args = append(args, "--spares", fmt.Sprint(o.Spares))
 	logf, err := os.OpenFile(d.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		t.Fatal(err)
