@@ -818,8 +818,9 @@ def _bind(runner, rid, payload):
         for name, text in req.get("files", {}).items():
             if not name or name in (".", "..") or "/" in name or os.sep in name:
                 raise ValueError("bad staging file name %r" % name)
-            fd = os.open(os.path.join(staging, name),
-                         os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL  # Windows lacks the two below
+            flags |= getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+            fd = os.open(os.path.join(staging, name), flags, 0o600)
             try:
                 _write_all(fd, text.encode("utf-8"))
             finally:
