@@ -158,13 +158,8 @@ func ValidModuleName(s string) bool {
 // claimFresh takes the kernel's cell slot for a bind or preload: only
 // while it is alive, idle, unbound and never ran a cell.
 func (k *Kernel) claimFresh(op string) (release func(), err error) {
-	select {
-	case <-k.done:
-		return nil, fmt.Errorf("%s: %w", op, ErrClosed)
-	default:
-	}
-	if !k.busy.CompareAndSwap(false, true) {
-		return nil, fmt.Errorf("%s: %w", op, ErrBusy)
+	if err := k.acquire(op); err != nil {
+		return nil, err
 	}
 	if k.seq > 0 || k.bound {
 		k.busy.Store(false)
