@@ -218,7 +218,7 @@ func envDiff(from, to []string) (set map[string]string, unset []string) {
 // checkFileName refuses a staging file name that is not a plain name or
 // that would replace the runner.
 func checkFileName(name string) error {
-	if name == runnerFile || name != filepath.Base(name) || name == "." || name == ".." || strings.ContainsAny(name, `/\`) {
+	if _, ours := runnerFiles[name]; ours || name != filepath.Base(name) || name == "." || name == ".." || strings.ContainsAny(name, `/\`) {
 		return fmt.Errorf("invalid staging file name %q", name)
 	}
 	return nil

@@ -1,5 +1,6 @@
 // Package kernel owns one live, session-persistent Python kernel: its
-// staging dir, the embedded runner (runner.py), the spawn in a Sandbox, the
+// staging dir, the embedded runner (runner.py and the _kernpool_*.py modules
+// it loads), the spawn in a Sandbox, the
 // sentinel framing on the kernel's pipes, cell execution and teardown.
 //
 // # Wire protocol

@@ -74,6 +74,7 @@ func TestStartRefusesBadSpecs(t *testing.T) {
 		{"relative state dir", func(s *Spec) { s.StateDir = "state" }, "state dir"},
 		{"bad file name", func(s *Spec) { s.Files = map[string][]byte{"../evil.py": nil} }, "invalid staging file name"},
 		{"runner overwrite", func(s *Spec) { s.Files = map[string][]byte{"runner.py": nil} }, "invalid staging file name"},
+		{"runner module overwrite", func(s *Spec) { s.Files = map[string][]byte{"_kernpool_display.py": nil} }, "invalid staging file name"},
 		{"missing cwd", func(s *Spec) { s.Cwd = "/nonexistent-kernpool-cwd" }, "start"},
 		{"setup fails", func(s *Spec) {
 			s.Setup = func(string) ([]string, error) { return nil, errors.New("no socket") }

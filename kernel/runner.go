@@ -2,7 +2,21 @@ package kernel
 
 import _ "embed"
 
-// runnerSource is kernel/runner.py, written to <staging>/runner.py.
-//
-//go:embed runner.py
-var runnerSource []byte
+// The runner: kernel/runner.py plus the staged modules it loads by path
+// (start-up confinement, displays), all written into the staging dir.
+var (
+	//go:embed runner.py
+	runnerSource []byte
+	//go:embed _kernpool_boot.py
+	runnerBootSource []byte
+	//go:embed _kernpool_display.py
+	runnerDisplaySource []byte
+)
+
+// runnerFiles are the runner's files in the staging dir, by name; spec.Files
+// may not replace any of them.
+var runnerFiles = map[string][]byte{
+	runnerFile:             runnerSource,
+	"_kernpool_boot.py":    runnerBootSource,
+	"_kernpool_display.py": runnerDisplaySource,
+}

@@ -49,90 +49,30 @@ def _on_sigint(signum, frame):
     _PENDING[0] = True
 
 
-def _die(code, message):
-    """Refuse to run any user code: say why on stderr and exit."""
-    try:
-        os.write(2, ("kernpool runner: " + message + "\n").encode("utf-8", "replace"))
-    finally:
-        os._exit(code)
+# The runner's other staged files (kernel/runner.go stages them beside
+# this one); loaded by path, since cells may change sys.path.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_STAGED = {}
 
 
-def _join_cgroups(paths):
-    # Before anything else: on cgroup v1 the kernel places itself (race-free,
-    # since no user code ran yet).
-    for path in paths.split(os.pathsep):
-        if not path:
-            continue
-        try:
-            fd = os.open(path, os.O_WRONLY)
-            try:
-                os.write(fd, b"0")
-            finally:
-                os.close(fd)
-        except OSError as exc:
-            _die(121, "cannot join cgroup via %s: %s" % (path, exc))
-
-
-def _apply_rlimits(spec):
-    import resource
-    for item in spec.split(","):
-        item = item.strip()
-        if not item:
-            continue
-        try:
-            name, _, value = item.partition("=")
-            soft, _, hard = value.partition(":")
-            res = getattr(resource, "RLIMIT_" + name.strip().upper())
-            lim = tuple(resource.RLIM_INFINITY if v in ("inf", "unlimited") else int(v)
-                        for v in (soft, hard or soft))
-            resource.setrlimit(res, lim)
-        except (AttributeError, ValueError, OSError) as exc:
-            _die(122, "cannot apply rlimit %r: %s" % (item, exc))
-
-
-def _no_new_privs():
-    import ctypes
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(38, 1, 0, 0, 0) != 0:
-        _die(123, "cannot set no_new_privs: errno %d" % ctypes.get_errno())
-
-
-# The kernel's cgroup.procs files (v1 and hybrid), for _kill_kernel.
-_CGROUP_PROCS = ()
+def _staged(name):
+    mod = _STAGED.get(name)
+    if mod is None:
+        path = os.path.join(_HERE, name + ".py")
+        mod = type(sys)(name)
+        mod.__file__ = path
+        with open(path, "rb") as f:
+            exec(compile(f.read(), path, "exec"), mod.__dict__)
+        _STAGED[name] = mod
+    return mod
 
 
 def _start():
     """Confine this process and hide the runner's variables from cells."""
     env = os.environ
-    global _CGROUP_PROCS
-    procs = env.get("KERNPOOL_CGROUP_PROCS", "")
-    if procs:
-        _join_cgroups(procs)
-        _CGROUP_PROCS = tuple(p for p in procs.split(os.pathsep) if p)
-    # Only fds 0-2 may reach cells: the host's parent may have leaked
-    # inheritable fds into the daemon, and Go passes those on.
-    try:
-        os.closerange(3, max(os.sysconf("SC_OPEN_MAX"), 4096))
-    except (OSError, ValueError):
-        os.closerange(3, 4096)
-    # Requests arrive on a private non-inheritable fd; fd 0 becomes /dev/null
-    # so neither input() nor a subprocess can read (steal) protocol lines.
-    protocol_in = os.dup(0)
-    # Frames and stderr markers go out on private dups of fd 1 and 2, so a
-    # cell that closes or redirects its fd 1/2 cannot derail the protocol.
-    protocol_fds = (protocol_in, os.dup(1), os.dup(2))
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
-    _read_caps(env.get("KERNPOOL_OUTPUT_CAPS", ""))
-    rlimits = env.get("KERNPOOL_RLIMITS", "")
-    if rlimits:
-        _apply_rlimits(rlimits)
-    if env.get("KERNPOOL_NO_NEW_PRIVS", "") == "1":
-        _no_new_privs()
-    # The secrets come on the request pipe, never in the environment (which
-    # /proc/self/environ would keep showing after os.environ forgets it).
-    sentinel, token, pending = _read_bootstrap(protocol_in)
+    boot = _staged("_kernpool_boot")
+    protocol_fds, sentinel, token, pending = boot.confine(env)
+    _read_caps(env.get("KERNPOOL_OUTPUT_CAPS", ""), boot.die)
     runtime = type(sys)("_kernpool_runtime")
     runtime.rpc_endpoint = env.get("KERNPOOL_RPC_ENDPOINT", "")
     runtime.rpc_token = token
@@ -151,106 +91,62 @@ def _start():
     return sentinel.encode("utf-8"), kill_path, protocol_fds, pending
 
 
-def _read_caps(value):
+def _read_caps(value, die):
     global _CAPTURE_LIMIT, _TRACEBACK_LIMIT, _DISPLAY_LIMIT, _DISPLAY_CELL_LIMIT
     try:
         capture, trace, display, cell = (int(v) for v in value.split(","))
     except ValueError:
-        _die(126, "malformed KERNPOOL_OUTPUT_CAPS %r" % value)
+        die(126, "malformed KERNPOOL_OUTPUT_CAPS %r" % value)
     if capture <= 0 or trace < 256 or display <= 0 or cell < display:
-        _die(126, "KERNPOOL_OUTPUT_CAPS out of range: %r" % value)
+        die(126, "KERNPOOL_OUTPUT_CAPS out of range: %r" % value)
     _CAPTURE_LIMIT, _TRACEBACK_LIMIT = capture, trace
     _DISPLAY_LIMIT, _DISPLAY_CELL_LIMIT = display, cell
 
 
-def _read_bootstrap(fd):
-    """Read "KERNPOOL1 <sentinel> <token or ->" and what came after it."""
-    buf = b""
-    while b"\n" not in buf:
-        chunk = os.read(fd, 4096)
-        if not chunk:
-            _die(124, "the host sent no bootstrap line")
-        buf += chunk
-    line, _, pending = buf.partition(b"\n")
-    parts = line.decode("ascii", "replace").split(" ")
-    if len(parts) != 3 or parts[0] != "KERNPOOL1" or not parts[1]:
-        _die(124, "malformed bootstrap line")
-    return parts[1], ("" if parts[2] == "-" else parts[2]), pending
+# The display machinery (_kernpool_display.py), loaded on first use: most
+# cells show nothing. [its Displays, the runner's D-frame writer]
+_DISPLAYS = [None, None]
 
 
-def _host_gone(kill_path):
-    """stdin ended: the host died. Take the whole kernel down with it."""
-    _kill_kernel(kill_path)
-    try:
-        if os.getpgrp() == os.getpid():
-            os.killpg(os.getpgrp(), 9)
-    finally:
-        os._exit(125)
+def _displays():
+    if _DISPLAYS[0] is None:
+        mod = _staged("_kernpool_display")
+        _DISPLAYS[0] = mod.Displays(_DISPLAY_LIMIT, _DISPLAY_CELL_LIMIT, _DISPLAYS[1])
+    return _DISPLAYS[0]
 
 
-def _kill_kernel(kill_path):
-    """Kill the kernel's cgroup: cgroup.kill when the sandbox gave one; on
-    legacy cgroup v1 (no cgroup.kill) SIGKILL every other member its
-    cgroup.procs files list until none is left, so setsid'd descendants die
-    with a dead host too (killed members cannot fork; the pids cap bounds
-    the rest; bounded passes)."""
-    if kill_path:
-        try:
-            fd = os.open(kill_path, os.O_WRONLY)
-            os.write(fd, b"1")
-            os.close(fd)
-        except OSError:
-            pass
-        return
-    me = os.getpid()
-    for _ in range(64):
-        pids = set()
-        for path in _CGROUP_PROCS:
-            try:
-                with open(path) as f:
-                    pids.update(int(p) for p in f.read().split())
-            except (OSError, ValueError):
-                pass
-        pids.discard(me)
-        pids.discard(0)
-        if not pids:
-            return
-        for pid in pids:
-            try:
-                os.kill(pid, 9)
-            except OSError:
-                pass
+def display(*objs, metadata=None):
+    """Show each object as a rich display (IPython's display)."""
+    _displays().display(objs, metadata)
 
 
-def _start_watchdog(kill_path):
-    """Fork a watchdog that kills the runner's group once the runner is gone.
+def _displayhook(value):
+    """The last expression's value: a rich display, else its repr."""
+    if value is not None:
+        _displays().hook(value)
 
-    The runner can die without running Python code: Pdeathsig SIGKILLs it
-    when the host dies while a cell holds the GIL in C, and that would orphan
-    the cell's children. The watchdog waits on a pidfd of the runner (no GIL,
-    no polling) and then takes the group (and cgroup) down, itself included.
-    Without pidfd support the stdin watcher and Pdeathsig remain.
-    """
-    if os.getpgrp() != os.getpid():
+
+class _PyplotHook:
+    """A meta path finder that patches matplotlib.pyplot.show on import."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "matplotlib.pyplot":
+            return None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            if finder is self or find is None:
+                continue
+            spec = find(name, path, target)
+            if spec is None or spec.loader is None:
+                continue
+            loader_exec = spec.loader.exec_module
+
+            def exec_module(module):
+                loader_exec(module)
+                _displays().patch(module)
+            spec.loader.exec_module = exec_module
+            return spec
         return None
-    try:
-        pidfd = os.pidfd_open(os.getpid())
-    except (AttributeError, OSError):
-        return None
-    pid = os.fork()
-    if pid:
-        os.close(pidfd)
-        return pid
-    try:
-        _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
-        os.closerange(0, pidfd)
-        os.closerange(pidfd + 1, 4096)
-        import select
-        select.select([pidfd], [], [])
-        _kill_kernel(kill_path)
-        os.killpg(os.getpgrp(), 9)
-    finally:
-        os._exit(0)
 
 
 def _stdin_reader(fd, put, kill_path, pending=b""):
@@ -275,7 +171,7 @@ def _stdin_reader(fd, put, kill_path, pending=b""):
                 del buf[:start]
     except OSError:
         pass
-    _host_gone(kill_path)
+    _staged("_kernpool_boot").host_gone(kill_path)
 
 
 _scanstring = _json.scanstring
@@ -305,186 +201,6 @@ def _parse_request(line):
     if not isinstance(rid, str) or not isinstance(code, str) or not isinstance(op, str):
         raise ValueError('request needs string fields "id" and "code" (or "op")')
     return rid, code, req.get("stream") is True, op
-
-
-_MIME_METHODS = (
-    ("image/png", "_repr_png_"), ("image/jpeg", "_repr_jpeg_"),
-    ("image/svg+xml", "_repr_svg_"), ("text/html", "_repr_html_"),
-    ("text/markdown", "_repr_markdown_"), ("text/latex", "_repr_latex_"),
-    ("application/json", "_repr_json_"),
-)
-_BINARY_MIMES = ("image/png", "image/jpeg")
-
-
-def _rich_method(obj, name):
-    # Looked up on the type, as IPython does: an object whose __getattr__
-    # answers every name is not a display.
-    if getattr(type(obj), name, None) is None:
-        return None
-    return getattr(obj, name, None)
-
-
-def _normalize(mime, value):
-    if mime in _BINARY_MIMES:
-        if isinstance(value, (bytes, bytearray, memoryview)):
-            import binascii
-            return binascii.b2a_base64(bytes(value), newline=False).decode("ascii")
-        return value if isinstance(value, str) else None
-    if mime == "application/json" or mime.endswith("+json"):
-        return value
-    if isinstance(value, (bytes, bytearray)):
-        return bytes(value).decode("utf-8", "replace")
-    return value if isinstance(value, str) else str(value)
-
-
-class _Displays:
-    """Rich displays (IPython's _repr_*_ protocol), sent as they happen."""
-
-    def __init__(self):
-        self.emit = None  # writes one display's JSON as a D frame
-        self.used = 0
-        self.dropped = 0
-
-    def reset(self):
-        self.used = self.dropped = 0
-
-    def bundle(self, obj):
-        data, meta = {}, {}
-        method = _rich_method(obj, "_repr_mimebundle_")
-        if method is not None:
-            try:
-                got = method(include=None, exclude=None)
-            except TypeError:
-                got = method()
-            except Exception:
-                got = None
-            if isinstance(got, tuple) and len(got) == 2:
-                got, more = got
-                meta.update(more if isinstance(more, dict) else {})
-            if isinstance(got, dict):
-                data.update(got)
-        for mime, name in _MIME_METHODS:
-            method = None if mime in data else _rich_method(obj, name)
-            if method is None:
-                continue
-            try:
-                value = method()
-            except Exception:
-                continue
-            if isinstance(value, tuple) and len(value) == 2:
-                value, more = value
-                if isinstance(more, dict):
-                    meta[mime] = more
-            if value is not None:
-                data[mime] = value
-        if "text/plain" not in data:
-            data["text/plain"] = _safe_repr(obj)
-        return {m: v for m, v in ((m, _normalize(m, v)) for m, v in data.items()) if v is not None}, meta
-
-    def publish(self, data, meta):
-        import json
-        try:
-            body = json.dumps({"data": data, "metadata": meta}).encode("ascii")
-        except (TypeError, ValueError):
-            self.dropped += 1
-            return
-        if len(body) > _DISPLAY_LIMIT or self.used + len(body) > _DISPLAY_CELL_LIMIT:
-            self.dropped += 1
-            return
-        self.used += len(body)
-        self.emit(body)
-
-    def flush_figures(self):
-        """Open matplotlib figures become image/png displays, then close."""
-        plt = sys.modules.get("matplotlib.pyplot")
-        if plt is None:
-            return
-        for num in plt.get_fignums():
-            fig = plt.figure(num)
-            buf = io.BytesIO()
-            fig.savefig(buf, format="png", bbox_inches="tight")
-            self.publish({"text/plain": _safe_repr(fig), "image/png": _normalize("image/png", buf.getvalue())}, {})
-        plt.close("all")
-
-    def patch(self, pyplot):
-        def show(*args, **kwargs):
-            self.flush_figures()
-        pyplot.show = show
-
-
-_displays = _Displays()
-
-
-def display(*objs, metadata=None):
-    """Show each object as a rich display (IPython's display)."""
-    for obj in objs:
-        data, meta = _displays.bundle(obj)
-        if isinstance(metadata, dict):
-            meta.update(metadata)
-        _displays.publish(data, meta)
-
-
-def _displayhook(value):
-    """The last expression's value: a rich display, else its repr."""
-    if value is None:
-        return
-    import builtins
-    builtins._ = None
-    data, meta = _displays.bundle(value)
-    if len(data) > 1:
-        _displays.publish(data, meta)
-    else:
-        sys.stdout.write(data["text/plain"] + "\n")
-    builtins._ = value
-
-
-class _PyplotHook:
-    """A meta path finder that patches matplotlib.pyplot.show on import."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name != "matplotlib.pyplot":
-            return None
-        for finder in sys.meta_path:
-            find = getattr(finder, "find_spec", None)
-            if finder is self or find is None:
-                continue
-            spec = find(name, path, target)
-            if spec is None or spec.loader is None:
-                continue
-            loader_exec = spec.loader.exec_module
-
-            def exec_module(module):
-                loader_exec(module)
-                _displays.patch(module)
-            spec.loader.exec_module = exec_module
-            return spec
-        return None
-
-
-def _variables(namespace, max_names, max_repr):
-    """The user's names: type, a bounded repr and a size where cheap."""
-    import reprlib
-    short = reprlib.Repr()
-    short.maxstring = short.maxother = max_repr
-    names = sorted(n for n in namespace if not n.startswith("_"))
-    out = []
-    for name in names[:max_names]:
-        value = namespace[name]
-        kind = type(value)
-        entry = {"name": name, "type": kind.__qualname__ if kind.__module__ == "builtins"
-                 else kind.__module__ + "." + kind.__qualname__}
-        try:
-            entry["repr"] = short.repr(value)[:max_repr]
-        except Exception:
-            entry["repr"] = "<unrepresentable>"
-        if isinstance(value, (str, bytes, bytearray, list, tuple, dict, set, frozenset)):
-            entry["len"] = len(value)
-        nbytes = getattr(value, "nbytes", None) if not isinstance(value, type) else None
-        if isinstance(nbytes, int) and not isinstance(nbytes, bool):
-            entry["bytes"] = nbytes
-        out.append(entry)
-    import json
-    return json.dumps({"variables": out, "total": len(names)})
 
 
 # The AST node classes, taken from a tiny parse: importing _ast costs more.
@@ -538,11 +254,12 @@ class _Cells:
                 self._run(body)
                 if tail is not None:
                     self._run(tail)
-                _displays.flush_figures()
+                if "matplotlib.pyplot" in sys.modules:
+                    _displays().flush_figures()
             finally:
                 _IN_CELL[0] = False
         except SystemExit as exc:
-            return "exit", _cap_text("SystemExit: " + _safe_repr(exc.code)), _exit_code(exc.code)
+            return "exit", _cap_text("SystemExit: " + _staged("_kernpool_display").safe_repr(exc.code)), _exit_code(exc.code)
         except BaseException as exc:
             return "error", _cap_text(_format(exc, self.sources)), 1
         return "ok", "", 0
@@ -588,12 +305,6 @@ def _format(exc, sources):
     return "".join(traceback.format_exception(type(exc), exc, tb))
 
 
-def _safe_repr(value):
-    try:
-        return repr(value)
-    except BaseException:
-        return "<unrepresentable>"
-
 
 def _group(n):
     return "{:,}".format(n)
@@ -637,7 +348,7 @@ class _Runner:
         self.mark_fd = mark_fd
         self.cells = _Cells()
         self.live = None  # line-buffered writers on fd 1 and 2 (streamed cells)
-        _displays.emit = self.emit_display
+        _DISPLAYS[1] = self.emit_display
 
     def helpers(self, pids):
         """Name the runner's own processes (H marks on stderr, before any
@@ -672,7 +383,8 @@ class _Runner:
 
     def cell(self, rid, source, stream):
         self.begin()
-        _displays.reset()
+        if _DISPLAYS[0] is not None:
+            _DISPLAYS[0].reset()
         if stream:
             if self.live is None:
                 self.live = tuple(io.TextIOWrapper(io.BufferedWriter(_LiveRaw(fd, self.sentinel)), encoding="utf-8",
@@ -700,7 +412,7 @@ class _Runner:
     def variables(self, rid):
         try:
             _IN_CELL[0] = True
-            listing = _variables(self.cells.globals, 1000, 200)
+            listing = _staged("_kernpool_display").variables(self.cells.globals, 1000, 200)
             _IN_CELL[0] = False
             self.reply(rid, "ok", listing, "", "", 0)
         except BaseException as exc:
@@ -726,7 +438,7 @@ class _Runner:
             b',"stderr_clipped":', b"true" if err_clipped else b"false",
             b',"traceback":', _jstr(trace), b',"exit_code":', str(code).encode(),
             b',"execution_count":', str(n).encode(),
-            b',"displays_dropped":', str(_displays.dropped).encode(),
+            b',"displays_dropped":', str(_DISPLAYS[0].dropped if _DISPLAYS[0] else 0).encode(),
             b',"stderr_closed":', b"true" if stderr_closed else b"false", b"}",
         ))
         head = b"\n" + self.sentinel + b" " + str(len(body)).encode() + b"\n"
@@ -856,7 +568,7 @@ def main():
     # (written below), but an operator's Ctrl-C may come at any time.
     _signal.signal(_signal.SIGINT, _on_sigint)
     sentinel, kill_path, (protocol_in, frame_fd, mark_fd), pending = _start()
-    watchdog = _start_watchdog(kill_path)
+    watchdog = _staged("_kernpool_boot").start_watchdog(kill_path)
     from _queue import SimpleQueue
     requests = SimpleQueue()
     _thread.start_new_thread(_stdin_reader, (protocol_in, requests.put, kill_path, pending))

@@ -121,7 +121,8 @@ func newSentinel() (string, error) {
 	return "@@KERNPOOL-" + base64.RawURLEncoding.EncodeToString(b) + "@@", nil
 }
 
-// writeStaging creates the staging dir, its tmp/, the runner and spec.Files.
+// writeStaging creates the staging dir, its tmp/, the runner's files and
+// spec.Files.
 func writeStaging(staging string, files map[string][]byte) error {
 	if err := os.MkdirAll(filepath.Dir(staging), 0o711); err != nil {
 		return fmt.Errorf("create kernels dir: %w", err)
@@ -132,8 +133,10 @@ func writeStaging(staging string, files map[string][]byte) error {
 	if err := os.Mkdir(filepath.Join(staging, "tmp"), 0o700); err != nil {
 		return fmt.Errorf("create staging tmp: %w", err)
 	}
-	if err := writeFile(filepath.Join(staging, runnerFile), runnerSource); err != nil {
-		return err
+	for name, data := range runnerFiles {
+		if err := writeFile(filepath.Join(staging, name), data); err != nil {
+			return err
+		}
 	}
 	for name, data := range files {
 		if err := writeFile(filepath.Join(staging, name), data); err != nil {

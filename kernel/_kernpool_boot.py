@@ -1,0 +1,182 @@
+"""kernpool runner, part 1: confinement before any user code, and dying
+with the host.
+
+Staged beside runner.py, which loads it by path first thing (kernel/doc.go,
+"Dying with the host" and "File descriptors"; docs/design.md).
+"""
+import os
+
+
+def die(code, message):
+    """Refuse to run any user code: say why on stderr and exit."""
+    try:
+        os.write(2, ("kernpool runner: " + message + "\n").encode("utf-8", "replace"))
+    finally:
+        os._exit(code)
+
+
+def _join_cgroups(paths):
+    # Before anything else: on cgroup v1 the kernel places itself (race-free,
+    # since no user code ran yet).
+    for path in paths:
+        try:
+            fd = os.open(path, os.O_WRONLY)
+            try:
+                os.write(fd, b"0")
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            die(121, "cannot join cgroup via %s: %s" % (path, exc))
+
+
+def _apply_rlimits(spec):
+    import resource
+    for item in spec.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        try:
+            name, _, value = item.partition("=")
+            soft, _, hard = value.partition(":")
+            res = getattr(resource, "RLIMIT_" + name.strip().upper())
+            lim = tuple(resource.RLIM_INFINITY if v in ("inf", "unlimited") else int(v)
+                        for v in (soft, hard or soft))
+            resource.setrlimit(res, lim)
+        except (AttributeError, ValueError, OSError) as exc:
+            die(122, "cannot apply rlimit %r: %s" % (item, exc))
+
+
+def _no_new_privs():
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(38, 1, 0, 0, 0) != 0:
+        die(123, "cannot set no_new_privs: errno %d" % ctypes.get_errno())
+
+
+# The kernel's cgroup.procs files (v1 and hybrid), for _kill_kernel.
+_CGROUP_PROCS = ()
+
+
+def confine(env):
+    """Join the cgroups, keep only fds 0-2 for cells, apply rlimits and
+    no_new_privs, and read the bootstrap line. Returns the protocol fds
+    (requests, frames, marks), the sentinel, the RPC token and what came
+    after the bootstrap line."""
+    global _CGROUP_PROCS
+    _CGROUP_PROCS = tuple(p for p in env.get("KERNPOOL_CGROUP_PROCS", "").split(os.pathsep) if p)
+    _join_cgroups(_CGROUP_PROCS)
+    # Only fds 0-2 may reach cells: the host's parent may have leaked
+    # inheritable fds into the daemon, and Go passes those on.
+    try:
+        os.closerange(3, max(os.sysconf("SC_OPEN_MAX"), 4096))
+    except (OSError, ValueError):
+        os.closerange(3, 4096)
+    # Requests arrive on a private non-inheritable fd; fd 0 becomes /dev/null
+    # so neither input() nor a subprocess can read (steal) protocol lines.
+    protocol_in = os.dup(0)
+    # Frames and stderr markers go out on private dups of fd 1 and 2, so a
+    # cell that closes or redirects its fd 1/2 cannot derail the protocol.
+    protocol_fds = (protocol_in, os.dup(1), os.dup(2))
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    rlimits = env.get("KERNPOOL_RLIMITS", "")
+    if rlimits:
+        _apply_rlimits(rlimits)
+    if env.get("KERNPOOL_NO_NEW_PRIVS", "") == "1":
+        _no_new_privs()
+    # The secrets come on the request pipe, never in the environment (which
+    # /proc/self/environ would keep showing after os.environ forgets it).
+    sentinel, token, pending = _read_bootstrap(protocol_in)
+    return protocol_fds, sentinel, token, pending
+
+
+def _read_bootstrap(fd):
+    """Read "KERNPOOL1 <sentinel> <token or ->" and what came after it."""
+    buf = b""
+    while b"\n" not in buf:
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            die(124, "the host sent no bootstrap line")
+        buf += chunk
+    line, _, pending = buf.partition(b"\n")
+    parts = line.decode("ascii", "replace").split(" ")
+    if len(parts) != 3 or parts[0] != "KERNPOOL1" or not parts[1]:
+        die(124, "malformed bootstrap line")
+    return parts[1], ("" if parts[2] == "-" else parts[2]), pending
+
+
+def host_gone(kill_path):
+    """The request pipe ended: the host died. Take the whole kernel down."""
+    _kill_kernel(kill_path)
+    try:
+        if os.getpgrp() == os.getpid():
+            os.killpg(os.getpgrp(), 9)
+    finally:
+        os._exit(125)
+
+
+def _kill_kernel(kill_path):
+    """Kill the kernel's cgroup: cgroup.kill when the sandbox gave one; on
+    legacy cgroup v1 (no cgroup.kill) SIGKILL every other member its
+    cgroup.procs files list until none is left, so setsid'd descendants die
+    with a dead host too (killed members cannot fork; the pids cap bounds
+    the rest; bounded passes)."""
+    if kill_path:
+        try:
+            fd = os.open(kill_path, os.O_WRONLY)
+            os.write(fd, b"1")
+            os.close(fd)
+        except OSError:
+            pass
+        return
+    me = os.getpid()
+    for _ in range(64):
+        pids = set()
+        for path in _CGROUP_PROCS:
+            try:
+                with open(path) as f:
+                    pids.update(int(p) for p in f.read().split())
+            except (OSError, ValueError):
+                pass
+        pids.discard(me)
+        pids.discard(0)
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass
+
+
+def start_watchdog(kill_path):
+    """Fork a watchdog that kills the runner's group once the runner is gone.
+
+    The runner can die without running Python code: Pdeathsig SIGKILLs it
+    when the host dies while a cell holds the GIL in C, and that would orphan
+    the cell's children. The watchdog waits on a pidfd of the runner (no GIL,
+    no polling) and then takes the group (and cgroup) down, itself included.
+    Without pidfd support the request-pipe watcher and Pdeathsig remain.
+    """
+    if os.getpgrp() != os.getpid():
+        return None
+    try:
+        pidfd = os.pidfd_open(os.getpid())
+    except (AttributeError, OSError):
+        return None
+    pid = os.fork()
+    if pid:
+        os.close(pidfd)
+        return pid
+    try:
+        import _signal
+        _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+        os.closerange(0, pidfd)
+        os.closerange(pidfd + 1, 4096)
+        import select
+        select.select([pidfd], [], [])
+        _kill_kernel(kill_path)
+        os.killpg(os.getpgrp(), 9)
+    finally:
+        os._exit(0)
