@@ -4,6 +4,7 @@ with the host.
 Staged beside runner.py, which loads it by path first thing (kernel/doc.go,
 "Dying with the host" and "File descriptors"; docs/design.md).
 """
+import _thread
 import os
 
 
@@ -180,3 +181,61 @@ def start_watchdog(kill_path):
         os.killpg(os.getpgrp(), 9)
     finally:
         os._exit(0)
+
+
+def requests(fd, pending, kill_path):
+    """The request lines on the protocol fd (pending: what came with the
+    bootstrap line). Its end means the host died: the kernel goes down.
+
+    The main thread reads them between cells: a reader thread handing lines
+    over costs a GIL and thread switch per request. While a cell runs, a
+    thread waits for the pipe's hang-up in poll(2), off the GIL (data does
+    not wake it), so a host that dies mid-cell still takes the kernel down.
+    Without poll (Windows) a thread reads and hands lines over instead.
+    """
+    lines = _lines(fd, pending, kill_path)
+    import select
+    if not hasattr(select, "poll"):
+        from _queue import SimpleQueue
+        queue = SimpleQueue()
+
+        def pump():
+            for line in lines:
+                queue.put(line)
+        _thread.start_new_thread(pump, ())
+        return iter(queue.get, None)
+    _thread.start_new_thread(_watch_hangup, (select, fd, kill_path))
+    return lines
+
+
+def _lines(fd, pending, kill_path):
+    buf = bytearray(pending)
+    start = 0
+    while True:
+        nl = buf.find(b"\n", start)
+        if nl >= 0:
+            yield bytes(buf[start:nl])
+            start = nl + 1
+            continue
+        del buf[:start]
+        start = 0
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            host_gone(kill_path)
+        buf += chunk
+
+
+def _watch_hangup(select, fd, kill_path):
+    poller = select.poll()
+    poller.register(fd, select.POLLHUP)
+    while True:
+        for _, events in poller.poll():
+            if events & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
+                host_gone(kill_path)
+        # Woken without a hang-up (a platform that reports data too):
+        # do not spin while a cell runs.
+        import time
+        time.sleep(0.05)

@@ -42,6 +42,7 @@ func benchExec(b *testing.B, code string, setup string, check func(*Reply) error
 	}
 	ctx := context.Background()
 	cell := Cell{Code: code}
+	cpu := startCPU(k.Pid())
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		rep, err := k.Exec(ctx, cell)
@@ -57,6 +58,8 @@ func benchExec(b *testing.B, code string, setup string, check func(*Reply) error
 			}
 		}
 	}
+	b.StopTimer()
+	cpu.report(b)
 }
 
 // BenchmarkExecWarm: one trivial cell on a live kernel.

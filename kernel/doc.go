@@ -45,8 +45,9 @@
 // # Dying with the host
 //
 // Three layers make a kernel die with its host, even a SIGKILLed one:
-// the runner's request reader kills the runner's process group (and writes
-// cgroup.kill when the sandbox gave one) when its request pipe ends; the
+// the runner kills its process group (and writes cgroup.kill when the
+// sandbox gave one) when its request pipe ends, seen by the main thread
+// between cells and by a thread waiting for the pipe's hang-up during one; the
 // host sets Pdeathsig SIGKILL (Linux), which also covers a cell holding the
 // GIL in C code, and starts each kernel from a goroutine locked to its own
 // OS thread for the kernel's lifetime, because Pdeathsig follows the forking

@@ -47,12 +47,15 @@ func BenchmarkExecFloor(b *testing.B) {
 	k := startKernel(b, spec, "")
 	ctx := context.Background()
 	cell := Cell{Code: "x=1"}
+	cpu := startCPU(k.Pid())
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if _, err := k.Exec(ctx, cell); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.StopTimer()
+	cpu.report(b)
 }
 
 // BenchmarkExec1MiBStreamed: BenchmarkExec1MiB with a live sink (the

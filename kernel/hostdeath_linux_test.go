@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -143,5 +144,54 @@ func TestKernelSurvivesExitOfStartingThread(t *testing.T) {
 	}
 	if rep := mustExec(t, r.k, "'alive'"); rep.Stdout != "'alive'\n" {
 		t.Fatalf("reply %+v", rep)
+	}
+}
+
+// With Pdeathsig and the pidfd watchdog out of play (the test starts the
+// runner itself and stays alive), only the runner's request-pipe watcher
+// can see the host go: closing the pipe mid-cell must take the runner and
+// the cell's child down. This is the layer non-Linux hosts rely on.
+func TestRequestPipeHangupMidCellKillsKernel(t *testing.T) {
+	testenv.RequirePython(t)
+	requireProc(t)
+	staging := t.TempDir()
+	for name, data := range runnerFiles {
+		if err := os.WriteFile(filepath.Join(staging, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(testenv.Python, filepath.Join(staging, runnerFile))
+	cmd.Dir = staging
+	cmd.Env = []string{"PATH=/usr/bin:/bin", EnvOutputCaps + "=" + outputCapsValue()}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() }()
+	cell := `import os, subprocess, time\nc = subprocess.Popen(['/bin/sleep', '60'])\nos.write(1, b'CHILD %d\\n' % c.pid)\ntime.sleep(60)`
+	if _, err := io.WriteString(stdin, "KERNPOOL1 "+testSentinel+" -\n"+`{"id":"1","code":"`+cell+`"}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	var child int
+	for sc := bufio.NewScanner(out); child == 0 && sc.Scan(); {
+		_, _ = fmt.Sscanf(sc.Text(), "CHILD %d", &child)
+	}
+	if child == 0 || !alive(child) {
+		t.Fatalf("the cell's child never ran (pid %d)", child)
+	}
+	_ = stdin.Close()
+	if !waitDead(cmd.Process.Pid, 5*time.Second) {
+		t.Fatalf("runner %d survived the end of its request pipe by 5 s", cmd.Process.Pid)
+	}
+	if !waitDead(child, 5*time.Second) {
+		t.Fatalf("the cell's child %d survived the end of the request pipe by 5 s", child)
 	}
 }

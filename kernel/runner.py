@@ -6,13 +6,13 @@ b"\\n" + SENTINEL + b" " + len(body) + b"\\n" + body, preceded on stderr by the
 marker b"\\n" + SENTINEL + b" E " + execution_count + b"\\n".
 
 Start-up cost matters (a kernel is spawned per key), so this file imports
-only modules the interpreter already loaded at start (os, sys, io, _thread,
+only modules the interpreter already loaded at start (os, sys, io,
 _json) and loads json, traceback and asyncio only when a cell needs
 them.
 """
 import _json
 import _signal
-import _thread
+
 import io
 import os
 import sys
@@ -147,31 +147,6 @@ class _PyplotHook:
             spec.loader.exec_module = exec_module
             return spec
         return None
-
-
-def _stdin_reader(fd, put, kill_path, pending=b""):
-    # Reads the protocol fd directly; fd 0 is /dev/null for cells. pending
-    # holds what arrived with the bootstrap line.
-    buf = bytearray(pending)
-    try:
-        while True:
-            if not buf or buf.find(b"\n") < 0:
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    break
-                buf += chunk
-            start = 0
-            while True:
-                nl = buf.find(b"\n", start)
-                if nl < 0:
-                    break
-                put(bytes(buf[start:nl]))
-                start = nl + 1
-            if start:
-                del buf[:start]
-    except OSError:
-        pass
-    _staged("_kernpool_boot").host_gone(kill_path)
 
 
 _scanstring = _json.scanstring
@@ -569,13 +544,11 @@ def main():
     _signal.signal(_signal.SIGINT, _on_sigint)
     sentinel, kill_path, (protocol_in, frame_fd, mark_fd), pending = _start()
     watchdog = _staged("_kernpool_boot").start_watchdog(kill_path)
-    from _queue import SimpleQueue
-    requests = SimpleQueue()
-    _thread.start_new_thread(_stdin_reader, (protocol_in, requests.put, kill_path, pending))
+    requests = _staged("_kernpool_boot").requests(protocol_in, pending, kill_path)
     runner = _Runner(sentinel, frame_fd, mark_fd)
     runner.helpers([os.getpid()] + ([watchdog] if watchdog else []))
-    while True:
-        line = requests.get().strip()
+    for line in requests:
+        line = line.strip()
         if not line:
             continue
         try:
