@@ -42,7 +42,7 @@ func benchExec(b *testing.B, code string, setup string, check func(*Reply) error
 	}
 	ctx := context.Background()
 	cell := Cell{Code: code}
-	cpu := startCPU(k.Pid())
+	report := testenv.MeasureCPU(b, k.Pid())
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		rep, err := k.Exec(ctx, cell)
@@ -59,7 +59,7 @@ func benchExec(b *testing.B, code string, setup string, check func(*Reply) error
 		}
 	}
 	b.StopTimer()
-	cpu.report(b)
+	report()
 }
 
 // BenchmarkExecWarm: one trivial cell on a live kernel.

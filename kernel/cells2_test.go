@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/kernpool/kernpool/internal/testenv"
 )
@@ -80,6 +81,42 @@ func TestStreamFirstChunkBeforeCellEnds(t *testing.T) {
 	}
 	if rep.Stdout != "a\nb\nfd\n" || rep.Stderr != "e\n" || rep.Status != "ok" {
 		t.Fatalf("reply %+v", rep)
+	}
+}
+
+// A partial line (no newline) in a streamed cell still arrives while the
+// cell runs: the runner flushes its live writers on a timer.
+func TestStreamPartialLineBeforeCellEnds(t *testing.T) {
+	k := startKernel(t, baseSpec(t), "")
+	gate := t.TempDir() + "/go"
+	log := newEventLog()
+	done := make(chan *Reply, 1)
+	code := "import os, time\nprint('partial', end='')\nwhile not os.path.exists(" + pyStr(gate) + "): time.sleep(0.01)\nprint(' rest')"
+	go func() {
+		rep, err := k.Exec(context.Background(), Cell{Code: code, Stream: log.add})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- rep
+	}()
+	select {
+	case e := <-log.first:
+		if e.Kind != EventStdout || string(e.Data) != "partial" {
+			t.Fatalf("first event %s %q, want stdout \"partial\"", e.Kind, e.Data)
+		}
+	case <-time.After(10 * time.Second): // the cell waits for the gate forever
+		mustWrite(t, gate, "")
+		<-done
+		t.Fatal("the partial line did not arrive while the cell ran")
+	}
+	select {
+	case <-done:
+		t.Fatal("the cell ended before its gate opened")
+	default:
+	}
+	mustWrite(t, gate, "")
+	if rep := <-done; rep.Stdout != "partial rest\n" || log.text(EventStdout) != "partial rest\n" {
+		t.Fatalf("reply stdout %q, streamed %q", rep.Stdout, log.text(EventStdout))
 	}
 }
 

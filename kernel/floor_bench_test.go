@@ -47,7 +47,7 @@ func BenchmarkExecFloor(b *testing.B) {
 	k := startKernel(b, spec, "")
 	ctx := context.Background()
 	cell := Cell{Code: "x=1"}
-	cpu := startCPU(k.Pid())
+	report := testenv.MeasureCPU(b, k.Pid())
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if _, err := k.Exec(ctx, cell); err != nil {
@@ -55,7 +55,7 @@ func BenchmarkExecFloor(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	cpu.report(b)
+	report()
 }
 
 // BenchmarkExec1MiBStreamed: BenchmarkExec1MiB with a live sink (the

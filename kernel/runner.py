@@ -12,7 +12,7 @@ them.
 """
 import _json
 import _signal
-
+import _thread
 import io
 import os
 import sys
@@ -41,6 +41,8 @@ _IN_CELL = [False]
 # SIGINT between cells never reaches the next cell (the host signals a
 # cell only after it read the cell's begin mark).
 _PENDING = [False]
+# How soon a streamed cell's partial line goes out (see _LiveFlusher).
+_LIVE_FLUSH_SECONDS = 0.05
 
 
 def _on_sigint(signum, frame):
@@ -365,7 +367,9 @@ class _Runner:
                 self.live = tuple(io.TextIOWrapper(io.BufferedWriter(_LiveRaw(fd, self.sentinel)), encoding="utf-8",
                                                    errors="surrogateescape", line_buffering=True)
                                   for fd in (1, 2))
+                self.flusher = _LiveFlusher(self.live)
             out, err = self.live
+            self.flusher.start()
         else:
             out, err = io.StringIO(), io.StringIO()
         saved = sys.stdout, sys.stderr
@@ -378,6 +382,7 @@ class _Runner:
             _IN_CELL[0] = False
             sys.stdout, sys.stderr = saved
         if stream:
+            self.flusher.stop()
             _flush((out, err))
             out = err = None
         _publish_sources(self.cells.sources)
@@ -438,6 +443,33 @@ class _LiveRaw(io.RawIOBase):
         data = bytes(b)
         _write_all(self.fd, data + self.tail if data.endswith(b"\n") else data)
         return len(data)
+
+
+class _LiveFlusher:
+    """Flushes a streamed cell's writers every _LIVE_FLUSH_SECONDS, so a
+    partial line (print(..., end='')) reaches the client without waiting for
+    its newline or the cell's end. Between streamed cells its thread blocks
+    on a lock: no wake-ups."""
+
+    def __init__(self, streams):
+        self.streams = streams
+        self.idle = _thread.allocate_lock()
+        self.idle.acquire()  # held while no streamed cell runs
+        _thread.start_new_thread(self.loop, ())
+
+    def loop(self):
+        import time
+        while True:
+            with self.idle:
+                pass
+            time.sleep(_LIVE_FLUSH_SECONDS)
+            _flush(self.streams)
+
+    def start(self):
+        self.idle.release()
+
+    def stop(self):
+        self.idle.acquire()
 
 
 def _flush(streams):

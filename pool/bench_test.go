@@ -20,12 +20,15 @@ func BenchmarkPoolExecWarm(b *testing.B) {
 		b.Fatalf("warm-up: %+v", res)
 	}
 	b.ReportAllocs()
+	report := testenv.MeasureCPU(b, 0)
 	for b.Loop() {
 		res, err := p.Execute(b.Context(), req)
 		if err != nil || res.Status != StatusSuccess {
 			b.Fatalf("Execute: %v %+v", err, res)
 		}
 	}
+	b.StopTimer()
+	report()
 }
 
 // BenchmarkPoolExecWarmParallel runs `x=1` on one warm kernel per

@@ -89,6 +89,7 @@ func TestStreamerRedactsAcrossChunks(t *testing.T) {
 	var mu sync.Mutex
 	var got strings.Builder
 	s := newStreamer(f, func(e Event) { mu.Lock(); got.WriteString(e.Text); mu.Unlock() })
+	s.partialAfter = 0 // the cut logic alone: no timed release between chunks
 	pem := "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\nVJTUt9Us8cKjMzEfYyjiWA4R4\n-----END PRIVATE KEY-----\n"
 	text := strings.Repeat("filler line\n", 1000) + "key " + secret + " \x1b[31mred\x1b[0m end\n" + pem + strings.Repeat("z", 30000)
 	// Chunks of 7 bytes put a border inside the secret and the escapes.
@@ -103,6 +104,35 @@ func TestStreamerRedactsAcrossChunks(t *testing.T) {
 	}
 	if len(out) > 20000+100 || !strings.Contains(out, "[stream capped") {
 		t.Fatalf("streamed %d bytes past the 20000-byte cap", len(out))
+	}
+}
+
+// A partial line that gets no more bytes is sent after streamPartialAfter,
+// cleaned; an open private-key block is not.
+func TestStreamerSendsQuietPartialLine(t *testing.T) {
+	const secret = "sk-live-0123456789abcdefghij"
+	f := envscrub.NewPipeline(envscrub.OutputConfig{InlineCap: 20000}).ForKernel([]string{secret})
+	got := make(chan Event, 4)
+	s := newStreamer(f, func(e Event) { got <- e })
+	s.add(kernel.Event{Kind: kernel.EventStdout, Data: []byte("50% " + secret)})
+	s.add(kernel.Event{Kind: kernel.EventStderr, Data: []byte("-----BEGIN PRIVATE KEY-----\nMIIEvQ")})
+	select {
+	case e := <-got:
+		if e.Kind != EventStdout || !strings.HasPrefix(e.Text, "50% ") || strings.Contains(e.Text, secret[:10]) {
+			t.Fatalf("partial line sent as %s %q", e.Kind, e.Text)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the quiet partial line was never sent")
+	}
+	time.Sleep(2 * streamPartialAfter) // the key block's timer fired by now
+	select {
+	case e := <-got:
+		t.Fatalf("an open key block was sent: %s %q", e.Kind, e.Text)
+	default:
+	}
+	s.finish()
+	if e := <-got; e.Kind != EventStderr || strings.Contains(e.Text, "MIIEvQ") {
+		t.Fatalf("finish sent %s %q", e.Kind, e.Text)
 	}
 }
 
@@ -141,6 +171,7 @@ func TestStreamerKeepsMultilineSecretWhole(t *testing.T) {
 	f := envscrub.NewPipeline(envscrub.OutputConfig{}).ForKernel([]string{secret})
 	var got strings.Builder
 	s := newStreamer(f, func(e Event) { got.WriteString(e.Text) })
+	s.partialAfter = 0
 	s.add(kernel.Event{Kind: kernel.EventStdout, Data: []byte("before\npre " + secret + " post")})
 	s.add(kernel.Event{Kind: kernel.EventStdout, Data: []byte("\n")})
 	s.finish()

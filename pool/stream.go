@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/kernpool/kernpool/kernel"
@@ -48,6 +49,12 @@ const (
 	// streamWindow is the tail kept back from an over-long line, so that a
 	// secret of up to this many bytes cut at the border is still masked.
 	streamWindow = 8 << 10
+	// streamPartialAfter: a partial line (no newline yet, no open key
+	// block) that got no more bytes for this long is sent as it is, so
+	// `print(x, end='')` reaches the client while the cell runs. A secret
+	// printed in two parts this far apart without a newline between them is
+	// streamed unmasked (the result is unaffected).
+	streamPartialAfter = 200 * time.Millisecond
 )
 
 // pemBegin starts a private key block, masked whole by the redactor: a
@@ -73,14 +80,18 @@ type streamer struct {
 	pending [2][]byte
 	room    [2]int // inline bytes left per stream
 	capped  [2]bool
-	closed  bool
+	// partial sends a held partial line after partialAfter without new
+	// bytes (0: never; tests of the cut logic); one timer per stream.
+	partialAfter time.Duration
+	partial      [2]*time.Timer
+	closed       bool
 }
 
 // cleaner is the part of OutputFilter streaming uses.
 type cleaner interface{ Clean(text string) string }
 
 func newStreamer(filter cleaner, emit func(Event)) *streamer {
-	s := &streamer{filter: filter, emit: emit, room: [2]int{1 << 62, 1 << 62}}
+	s := &streamer{filter: filter, emit: emit, room: [2]int{1 << 62, 1 << 62}, partialAfter: streamPartialAfter}
 	if c, ok := filter.(inlineCapper); ok {
 		s.room[0], s.room[1] = c.InlineCaps()
 	}
@@ -106,6 +117,26 @@ func (s *streamer) add(e kernel.Event) {
 	}
 	s.pending[i] = append(s.pending[i], e.Data...)
 	s.flushLocked(i, false)
+	if len(s.pending[i]) > 0 && s.partialAfter > 0 {
+		if s.partial[i] == nil {
+			s.partial[i] = time.AfterFunc(s.partialAfter, func() { s.sendPartial(i) })
+		} else {
+			s.partial[i].Reset(s.partialAfter)
+		}
+	}
+}
+
+// sendPartial sends stream i's held partial line once no bytes came for
+// partialAfter; an open private-key block stays held until its end.
+func (s *streamer) sendPartial(i int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.pending[i]
+	if s.closed || s.capped[i] || len(p) == 0 || bytes.Contains(p, []byte(pemBegin)) {
+		return
+	}
+	s.pending[i] = nil
+	s.send(i, s.filter.Clean(string(p)))
 }
 
 // finish sends what is held back; later events are dropped.
@@ -115,6 +146,11 @@ func (s *streamer) finish() {
 	s.flushLocked(0, true)
 	s.flushLocked(1, true)
 	s.closed = true
+	for _, t := range s.partial {
+		if t != nil {
+			t.Stop()
+		}
+	}
 }
 
 func streamIndex(k kernel.EventKind) int {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/kernpool/kernpool/internal/testenv"
 	"github.com/kernpool/kernpool/pool"
 )
 
@@ -19,6 +20,7 @@ func BenchmarkAPIExecWarm(b *testing.B) {
 	if _, err := d.client.Execute(ctx, req); err != nil {
 		b.Fatal(err)
 	}
+	report := testenv.MeasureCPU(b, 0)
 	b.ResetTimer()
 	for b.Loop() {
 		res, err := d.client.Execute(ctx, req)
@@ -26,4 +28,6 @@ func BenchmarkAPIExecWarm(b *testing.B) {
 			b.Fatalf("%+v, %v", res, err)
 		}
 	}
+	b.StopTimer()
+	report()
 }
