@@ -18,7 +18,9 @@
 // written while no cell ran, and is dropped and counted
 // (Kernel.DroppedOutput), never delivered.
 //
-// body is a compact UTF-8 JSON object (see wireReply). The per-kernel random
+// body is a compact UTF-8 JSON object (see wireReply); members at their
+// zero value may be left out (a quiet cell's frame is id, status and
+// execution_count). The per-kernel random
 // SENTINEL never reaches cells (it comes on the request pipe, never in the
 // environment, and stays in the runner's locals), so a
 // cell cannot forge frames by accident. Bytes outside frames are fd-level

@@ -323,6 +323,8 @@ class _Runner:
         self.sentinel = sentinel
         self.frame_fd = frame_fd
         self.mark_fd = mark_fd
+        self.begin_mark = b"\n" + sentinel + b" B "
+        self.end_mark = b"\n" + sentinel + b" E "
         self.cells = _Cells()
         self.live = None  # line-buffered writers on fd 1 and 2 (streamed cells)
         _DISPLAYS[1] = self.emit_display
@@ -344,7 +346,7 @@ class _Runner:
         the host drops it."""
         _flush_std()
         _PENDING[0] = False
-        mark = b"\n" + self.sentinel + b" B " + str(self.cells.count + 1).encode() + b"\n"
+        mark = self.begin_mark + str(self.cells.count + 1).encode() + b"\n"
         for fd in (self.frame_fd, self.mark_fd):
             try:
                 os.write(fd, mark)
@@ -408,19 +410,30 @@ class _Runner:
         _flush_std()
         stderr_closed = False
         try:
-            os.write(self.mark_fd, b"\n" + self.sentinel + b" E " + str(n).encode() + b"\n")
+            os.write(self.mark_fd, self.end_mark + str(n).encode() + b"\n")
         except OSError:
             stderr_closed = True
-        body = b"".join((
-            b'{"id":', _jstr(rid), b',"status":"', status.encode(), b'","stdout":', _jstr(stdout),
-            b',"stderr":', _jstr(stderr), b',"stdout_clipped":', b"true" if out_clipped else b"false",
-            b',"stdout_len":', str(stdout_len).encode(),
-            b',"stderr_clipped":', b"true" if err_clipped else b"false",
-            b',"traceback":', _jstr(trace), b',"exit_code":', str(code).encode(),
-            b',"execution_count":', str(n).encode(),
-            b',"displays_dropped":', str(_DISPLAYS[0].dropped if _DISPLAYS[0] else 0).encode(),
-            b',"stderr_closed":', b"true" if stderr_closed else b"false", b"}",
-        ))
+        # Members at their zero value are left out (the host decodes a
+        # missing member as zero): a quiet cell's frame stays short.
+        parts = [b'{"id":', _jstr(rid), b',"status":"', status.encode(), b'","execution_count":', str(n).encode()]
+        if stdout:
+            parts += (b',"stdout":', _jstr(stdout), b',"stdout_len":', str(stdout_len).encode())
+        if stderr:
+            parts += (b',"stderr":', _jstr(stderr))
+        if out_clipped:
+            parts.append(b',"stdout_clipped":true')
+        if err_clipped:
+            parts.append(b',"stderr_clipped":true')
+        if trace:
+            parts += (b',"traceback":', _jstr(trace))
+        if code:
+            parts += (b',"exit_code":', str(code).encode())
+        if _DISPLAYS[0] is not None and _DISPLAYS[0].dropped:
+            parts += (b',"displays_dropped":', str(_DISPLAYS[0].dropped).encode())
+        if stderr_closed:
+            parts.append(b',"stderr_closed":true')
+        parts.append(b"}")
+        body = b"".join(parts)
         head = b"\n" + self.sentinel + b" " + str(len(body)).encode() + b"\n"
         written = os.writev(self.frame_fd, (head, body))
         if written < len(head) + len(body):
