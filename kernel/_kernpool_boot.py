@@ -202,9 +202,9 @@ def requests(fd, pending, kill_path):
         def pump():
             for line in lines:
                 queue.put(line)
-        _thread.start_new_thread(pump, ())
+        start_thread(pump, ())
         return iter(queue.get, None)
-    _thread.start_new_thread(_watch_hangup, (select, fd, kill_path))
+    start_thread(_watch_hangup, (select, fd, kill_path))
     return lines
 
 
@@ -226,6 +226,22 @@ def _lines(fd, pending, kill_path):
         if not chunk:
             host_gone(kill_path)
         buf += chunk
+
+
+def start_thread(fn, args):
+    """Start a helper thread that never takes SIGINT. A SIGINT a helper
+    thread takes leaves the main thread asleep in its cell, uninterrupted
+    (a thread still starting up, waiting for the GIL, took some). SIGINT is
+    blocked around the start, so the thread inherits the block from birth."""
+    import _signal
+    mask = getattr(_signal, "pthread_sigmask", None)
+    if mask is None:  # Windows: no SIGINT for the runner anyway
+        return _thread.start_new_thread(fn, args)
+    old = mask(_signal.SIG_BLOCK, (_signal.SIGINT,))
+    try:
+        return _thread.start_new_thread(fn, args)
+    finally:
+        mask(_signal.SIG_SETMASK, old)
 
 
 def _watch_hangup(select, fd, kill_path):

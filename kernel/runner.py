@@ -468,7 +468,7 @@ class _LiveFlusher:
         self.streams = streams
         self.idle = _thread.allocate_lock()
         self.idle.acquire()  # held while no streamed cell runs
-        _thread.start_new_thread(self.loop, ())
+        _staged("_kernpool_boot").start_thread(self.loop, ())
 
     def loop(self):
         import time

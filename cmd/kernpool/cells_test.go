@@ -129,7 +129,9 @@ func TestInterruptEndsSubprocessInSandbox(t *testing.T) {
 		}
 		return -1
 	}
-	if r := cli(t, "", "exec", "--socket", d.socket, "--owner", "sub", "import subprocess"); r.code != 0 {
+	// Streamed like the cell below: the runner's live-output flusher
+	// thread (started by the first streamed cell) is in the baseline.
+	if r := cli(t, "", "exec", "--socket", d.socket, "--owner", "sub", "--stream", "import subprocess"); r.code != 0 {
 		t.Fatal(r)
 	}
 	before := pids()
