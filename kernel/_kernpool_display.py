@@ -1,7 +1,9 @@
-"""kernpool runner, part 2: rich displays and the variables listing.
+"""kernpool runner, part 2: what it shows of a cell besides its output:
+rich displays, error texts (tracebacks, SystemExit) and the variables
+listing.
 
 Staged beside runner.py and loaded by it on first use (most cells display
-nothing), by path: cells may change sys.path. Displays follow IPython's
+nothing and raise nothing), by path: cells may change sys.path. Displays follow IPython's
 _repr_*_ protocol and go out at once as D frames (kernel/doc.go) through the
 emit function the runner passes in; caps come from KERNPOOL_OUTPUT_CAPS
 (kernel/caps.go).
@@ -135,10 +137,75 @@ class Displays:
             self.publish({"text/plain": safe_repr(fig), "image/png": _normalize("image/png", buf.getvalue())}, {})
         plt.close("all")
 
-    def patch(self, pyplot):
-        def show(*args, **kwargs):
-            self.flush_figures()
-        pyplot.show = show
+    def pyplot_spec(self, hook, name, path, target):
+        """The module spec of matplotlib.pyplot (hook: the runner's finder,
+        skipped), its loader wrapped so show() becomes flush_figures()."""
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            if finder is hook or find is None:
+                continue
+            spec = find(name, path, target)
+            if spec is None or spec.loader is None:
+                continue
+            loader_exec = spec.loader.exec_module
+
+            def exec_module(module):
+                loader_exec(module)
+                module.show = lambda *args, **kwargs: self.flush_figures()
+            spec.loader.exec_module = exec_module
+            return spec
+        return None
+
+
+def exit_code(code):
+    """sys.exit's argument as a process exit code (as Python's own exit)."""
+    if code is None:
+        return 0
+    if isinstance(code, int) and not isinstance(code, bool):
+        return code
+    if isinstance(code, bool):
+        return int(code)
+    sys.stderr.write(str(code) + "\n")
+    return 1
+
+
+def format_exception(exc, handler_code):
+    """Format exc without the runner's frames: the cell's frames onward.
+    handler_code is the runner's SIGINT handler's code object."""
+    import traceback
+    tb = exc.__traceback__
+    while tb is not None and not tb.tb_frame.f_code.co_filename.startswith("<cell-"):
+        tb = tb.tb_next
+    # An interrupt's last frame is the runner's SIGINT handler: not the user's.
+    last, prev = tb, None
+    while last is not None and last.tb_next is not None:
+        prev, last = last, last.tb_next
+    if last is not None and last.tb_frame.f_code is handler_code:
+        if prev is None:
+            tb = None
+        else:
+            prev.tb_next = None
+    return "".join(traceback.format_exception(type(exc), exc, tb))
+
+
+def _group(n):
+    return "{:,}".format(n)
+
+
+def cap_text(text, limit):
+    """Cap text at limit UTF-8 bytes, notice included: head 40 %,
+    the reference's truncation notice, tail 60 %, cut on character
+    boundaries (envscrub.TruncationNotice words the same notice)."""
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= limit:
+        return text
+    room = limit - 96  # the notice's longest rendering
+    head = data[:room * 2 // 5].decode("utf-8", "ignore")
+    tail = data[len(data) - (room - room * 2 // 5):].decode("utf-8", "ignore")
+    kept = len(head.encode("utf-8", "surrogatepass")) + len(tail.encode("utf-8", "surrogatepass"))
+    notice = "\n\n... [OUTPUT TRUNCATED - %s bytes omitted out of %s total] ...\n\n" % (
+        _group(len(data) - kept), _group(len(data)))
+    return head + notice + tail
 
 
 def variables(namespace, max_names, max_repr):

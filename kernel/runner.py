@@ -134,21 +134,7 @@ class _PyplotHook:
     def find_spec(self, name, path=None, target=None):
         if name != "matplotlib.pyplot":
             return None
-        for finder in sys.meta_path:
-            find = getattr(finder, "find_spec", None)
-            if finder is self or find is None:
-                continue
-            spec = find(name, path, target)
-            if spec is None or spec.loader is None:
-                continue
-            loader_exec = spec.loader.exec_module
-
-            def exec_module(module):
-                loader_exec(module)
-                _displays().patch(module)
-            spec.loader.exec_module = exec_module
-            return spec
-        return None
+        return _displays().pyplot_spec(self, name, path, target)
 
 
 _scanstring = _json.scanstring
@@ -236,9 +222,10 @@ class _Cells:
             finally:
                 _IN_CELL[0] = False
         except SystemExit as exc:
-            return "exit", _cap_text("SystemExit: " + _staged("_kernpool_display").safe_repr(exc.code)), _exit_code(exc.code)
+            show = _staged("_kernpool_display")
+            return "exit", show.cap_text("SystemExit: " + show.safe_repr(exc.code), _TRACEBACK_LIMIT), show.exit_code(exc.code)
         except BaseException as exc:
-            return "error", _cap_text(_format(exc, self.sources)), 1
+            return "error", _error_text(exc, self.sources), 1
         return "ok", "", 0
 
 
@@ -252,55 +239,13 @@ def _publish_sources(sources):
     sources.clear()
 
 
-def _exit_code(code):
-    if code is None:
-        return 0
-    if isinstance(code, int) and not isinstance(code, bool):
-        return code
-    if isinstance(code, bool):
-        return int(code)
-    sys.stderr.write(str(code) + "\n")
-    return 1
-
-
-def _format(exc, sources):
-    """Format exc without the runner's frames: the cell's frames onward."""
-    import traceback
+def _error_text(exc, sources):
+    """exc's traceback (from the cell's frames on), capped; formatting
+    lives in the display module, loaded on the first error."""
+    import linecache  # loaded first: tracebacks read the cells' sources there
     _publish_sources(sources)
-    tb = exc.__traceback__
-    while tb is not None and not tb.tb_frame.f_code.co_filename.startswith("<cell-"):
-        tb = tb.tb_next
-    # An interrupt's last frame is the runner's SIGINT handler: not the user's.
-    last, prev = tb, None
-    while last is not None and last.tb_next is not None:
-        prev, last = last, last.tb_next
-    if last is not None and last.tb_frame.f_code is _on_sigint.__code__:
-        if prev is None:
-            tb = None
-        else:
-            prev.tb_next = None
-    return "".join(traceback.format_exception(type(exc), exc, tb))
-
-
-
-def _group(n):
-    return "{:,}".format(n)
-
-
-def _cap_text(text):
-    """Cap text at _TRACEBACK_LIMIT UTF-8 bytes, notice included: head 40 %,
-    the reference's truncation notice, tail 60 %, cut on character
-    boundaries (envscrub.TruncationNotice words the same notice)."""
-    data = text.encode("utf-8", "surrogatepass")
-    if len(data) <= _TRACEBACK_LIMIT:
-        return text
-    room = _TRACEBACK_LIMIT - 96  # the notice's longest rendering
-    head = data[:room * 2 // 5].decode("utf-8", "ignore")
-    tail = data[len(data) - (room - room * 2 // 5):].decode("utf-8", "ignore")
-    kept = len(head.encode("utf-8", "surrogatepass")) + len(tail.encode("utf-8", "surrogatepass"))
-    notice = "\n\n... [OUTPUT TRUNCATED - %s bytes omitted out of %s total] ...\n\n" % (
-        _group(len(data) - kept), _group(len(data)))
-    return head + notice + tail
+    show = _staged("_kernpool_display")
+    return show.cap_text(show.format_exception(exc, _on_sigint.__code__), _TRACEBACK_LIMIT)
 
 
 def _clip(text):
@@ -399,7 +344,7 @@ class _Runner:
             self.reply(rid, "ok", listing, "", "", 0)
         except BaseException as exc:
             _IN_CELL[0] = False
-            self.reply(rid, "error", "", "", _cap_text(_format(exc, {})), 1)
+            self.reply(rid, "error", "", "", _error_text(exc, {}), 1)
 
     def reply(self, rid, status, stdout, stderr, trace, code):
         """Flush fd-level output, mark the end of stderr, then write the frame."""
