@@ -1,11 +1,14 @@
-"""kernpool runner, part 1: confinement before any user code, and dying
-with the host.
+"""kernpool runner, part 1: confinement before any user code, dying with
+the host, the request pipe, helper threads, streamed cells' live writers,
+and binding a spare to its owner.
 
 Staged beside runner.py, which loads it by path first thing (kernel/doc.go,
 "Dying with the host" and "File descriptors"; docs/design.md).
 """
 import _thread
+import io
 import os
+import sys
 
 
 def die(code, message):
@@ -255,3 +258,103 @@ def _watch_hangup(select, fd, kill_path):
         # do not spin while a cell runs.
         import time
         time.sleep(0.05)
+
+
+class LiveRaw(io.RawIOBase):
+    """fd 1 or 2 for a streamed cell. A write ending in a newline gets a K
+    mark after it: the host holds a trailing newline back (it may begin a
+    marker) until more bytes come, and the mark is that "more"."""
+
+    def __init__(self, fd, sentinel):
+        self.fd = fd
+        self.tail = b"\n" + sentinel + b" K 0\n"
+
+    def writable(self):
+        return True
+
+    def write(self, b):
+        data = bytes(b)
+        write_all(self.fd, data + self.tail if data.endswith(b"\n") else data)
+        return len(data)
+
+
+class LiveFlusher:
+    """Flushes a streamed cell's writers every `seconds`, so a
+    partial line (print(..., end='')) reaches the client without waiting for
+    its newline or the cell's end. Between streamed cells its thread blocks
+    on a lock: no wake-ups."""
+
+    def __init__(self, streams, seconds):
+        self.streams = streams
+        self.seconds = seconds
+        self.idle = _thread.allocate_lock()
+        self.idle.acquire()  # held while no streamed cell runs
+        start_thread(self.loop, ())
+
+    def loop(self):
+        import time
+        while True:
+            with self.idle:
+                pass
+            time.sleep(self.seconds)
+            flush_quietly(self.streams)
+
+    def start(self):
+        self.idle.release()
+
+    def stop(self):
+        self.idle.acquire()
+
+
+def flush_quietly(streams):
+    for stream in streams:
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+
+
+def write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def bind(payload, runner_only):
+    """A spare meets its owner before the first cell (kernel/bind.go):
+    staging files, environment, tool endpoint and token, cwd. Raises on
+    anything it cannot do."""
+    import json
+    req = json.loads(payload)
+    staging = os.path.dirname(os.path.abspath(__file__))
+    for name, text in req.get("files", {}).items():
+        if not name or name in (".", "..") or "/" in name or os.sep in name:
+            raise ValueError("bad staging file name %r" % name)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL  # Windows lacks the two below
+        flags |= getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+        fd = os.open(os.path.join(staging, name), flags, 0o600)
+        try:
+            write_all(fd, text.encode("utf-8"))
+        finally:
+            os.close(fd)
+    for finder in list(sys.path_importer_cache.values()):
+        if hasattr(finder, "invalidate_caches"):
+            finder.invalidate_caches()  # the staging dir's listing changed
+    env = os.environ
+    for name in req.get("unset", []):
+        env.pop(name, None)
+    for name, value in req.get("set", {}).items():
+        if name not in runner_only:
+            env[name] = value
+    env["MPLBACKEND"] = "Agg"
+    runtime = sys.modules["_kernpool_runtime"]
+    runtime.rpc_endpoint, runtime.rpc_token = req.get("rpc_endpoint", ""), req.get("rpc_token", "")
+    cwd = req.get("cwd", "")
+    if cwd:
+        prev = os.getcwd()
+        os.chdir(cwd)
+        st = os.stat(".")  # what the chdir reached, not the path again
+        want = (req.get("dev", 0), req.get("ino", 0))
+        if want != (0, 0) and (st.st_dev, st.st_ino) != tuple(want):
+            os.chdir(prev)
+            raise OSError("cwd %s is another directory inside the kernel's sandbox" % cwd)

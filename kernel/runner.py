@@ -41,7 +41,7 @@ _IN_CELL = [False]
 # SIGINT between cells never reaches the next cell (the host signals a
 # cell only after it read the cell's begin mark).
 _PENDING = [False]
-# How soon a streamed cell's partial line goes out (see _LiveFlusher).
+# How soon a streamed cell's partial line goes out (_kernpool_boot.LiveFlusher).
 _LIVE_FLUSH_SECONDS = 0.05
 
 
@@ -303,7 +303,7 @@ class _Runner:
         _flush_std()
         if self.live is not None and sys.stdout in self.live:
             _flush(self.live)
-        _write_all(self.frame_fd, b"\n" + self.sentinel + b" D " + str(len(body)).encode() + b"\n" + body)
+        _staged("_kernpool_boot").write_all(self.frame_fd, b"\n" + self.sentinel + b" D " + str(len(body)).encode() + b"\n" + body)
 
     def cell(self, rid, source, stream):
         self.begin()
@@ -311,10 +311,11 @@ class _Runner:
             _DISPLAYS[0].reset()
         if stream:
             if self.live is None:
-                self.live = tuple(io.TextIOWrapper(io.BufferedWriter(_LiveRaw(fd, self.sentinel)), encoding="utf-8",
+                boot = _staged("_kernpool_boot")
+                self.live = tuple(io.TextIOWrapper(io.BufferedWriter(boot.LiveRaw(fd, self.sentinel)), encoding="utf-8",
                                                    errors="surrogateescape", line_buffering=True)
                                   for fd in (1, 2))
-                self.flusher = _LiveFlusher(self.live)
+                self.flusher = boot.LiveFlusher(self.live, _LIVE_FLUSH_SECONDS)
             out, err = self.live
             self.flusher.start()
         else:
@@ -382,60 +383,11 @@ class _Runner:
         head = b"\n" + self.sentinel + b" " + str(len(body)).encode() + b"\n"
         written = os.writev(self.frame_fd, (head, body))
         if written < len(head) + len(body):
-            _write_all(self.frame_fd, (head + body)[written:])
-
-
-class _LiveRaw(io.RawIOBase):
-    """fd 1 or 2 for a streamed cell. A write ending in a newline gets a K
-    mark after it: the host holds a trailing newline back (it may begin a
-    marker) until more bytes come, and the mark is that "more"."""
-
-    def __init__(self, fd, sentinel):
-        self.fd = fd
-        self.tail = b"\n" + sentinel + b" K 0\n"
-
-    def writable(self):
-        return True
-
-    def write(self, b):
-        data = bytes(b)
-        _write_all(self.fd, data + self.tail if data.endswith(b"\n") else data)
-        return len(data)
-
-
-class _LiveFlusher:
-    """Flushes a streamed cell's writers every _LIVE_FLUSH_SECONDS, so a
-    partial line (print(..., end='')) reaches the client without waiting for
-    its newline or the cell's end. Between streamed cells its thread blocks
-    on a lock: no wake-ups."""
-
-    def __init__(self, streams):
-        self.streams = streams
-        self.idle = _thread.allocate_lock()
-        self.idle.acquire()  # held while no streamed cell runs
-        _staged("_kernpool_boot").start_thread(self.loop, ())
-
-    def loop(self):
-        import time
-        while True:
-            with self.idle:
-                pass
-            time.sleep(_LIVE_FLUSH_SECONDS)
-            _flush(self.streams)
-
-    def start(self):
-        self.idle.release()
-
-    def stop(self):
-        self.idle.acquire()
+            _staged("_kernpool_boot").write_all(self.frame_fd, (head + body)[written:])
 
 
 def _flush(streams):
-    for stream in streams:
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
+    _staged("_kernpool_boot").flush_quietly(streams)
 
 
 # Control characters other than \t \n \r: rare in output, they send a
@@ -459,12 +411,6 @@ def _jstr(text):
                    .replace(b"\t", b"\\t").replace(b"\r", b"\\r")) + b'"'
 
 
-def _write_all(fd, data):
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
 def _preload(runner, rid, names):
     """Import the profile's preload modules (operator-chosen) before the
     first cell; what they print is dropped (kernel/bind.go)."""
@@ -478,7 +424,7 @@ def _preload(runner, rid, names):
             if name:
                 importlib.import_module(name)
     except BaseException as exc:
-        trace = _cap_text(_format(exc, {}))
+        trace = _error_text(exc, {})
     finally:
         _IN_CELL[0] = False
         sys.stdout, sys.stderr = saved
@@ -486,46 +432,12 @@ def _preload(runner, rid, names):
 
 
 def _bind(runner, rid, payload):
-    """A spare meets its owner before the first cell (kernel/bind.go):
-    staging files, environment, tool endpoint and token, cwd."""
+    """A spare meets its owner before the first cell (kernel/bind.go)."""
     try:
-        import json
-        req = json.loads(payload)
-        staging = os.path.dirname(os.path.abspath(__file__))
-        for name, text in req.get("files", {}).items():
-            if not name or name in (".", "..") or "/" in name or os.sep in name:
-                raise ValueError("bad staging file name %r" % name)
-            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL  # Windows lacks the two below
-            flags |= getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
-            fd = os.open(os.path.join(staging, name), flags, 0o600)
-            try:
-                _write_all(fd, text.encode("utf-8"))
-            finally:
-                os.close(fd)
-        for finder in list(sys.path_importer_cache.values()):
-            if hasattr(finder, "invalidate_caches"):
-                finder.invalidate_caches()  # the staging dir's listing changed
-        env = os.environ
-        for name in req.get("unset", []):
-            env.pop(name, None)
-        for name, value in req.get("set", {}).items():
-            if name not in _RUNNER_ONLY:
-                env[name] = value
-        env["MPLBACKEND"] = "Agg"
-        runtime = sys.modules["_kernpool_runtime"]
-        runtime.rpc_endpoint, runtime.rpc_token = req.get("rpc_endpoint", ""), req.get("rpc_token", "")
-        cwd = req.get("cwd", "")
-        if cwd:
-            prev = os.getcwd()
-            os.chdir(cwd)
-            st = os.stat(".")  # what the chdir reached, not the path again
-            want = (req.get("dev", 0), req.get("ino", 0))
-            if want != (0, 0) and (st.st_dev, st.st_ino) != tuple(want):
-                os.chdir(prev)
-                raise OSError("cwd %s is another directory inside the kernel's sandbox" % cwd)
+        _staged("_kernpool_boot").bind(payload, _RUNNER_ONLY)
         runner.reply(rid, "ok", "", "", "", 0)
     except BaseException as exc:
-        runner.reply(rid, "error", "", "", _cap_text(_format(exc, {})), 1)
+        runner.reply(rid, "error", "", "", _error_text(exc, {}), 1)
 
 
 def main():
