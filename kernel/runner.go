@@ -11,7 +11,15 @@ var (
 	runnerBootSource []byte
 	//go:embed _kernpool_display.py
 	runnerDisplaySource []byte
+	// checkpointSource is kernel/checkpoint.py, staged as checkpointFile
+	// beside the runner, which imports it only for checkpoint requests
+	// (checkpoint.go).
+	//go:embed checkpoint.py
+	checkpointSource []byte
 )
+
+// checkpointFile is checkpoint.py's name inside the staging dir.
+const checkpointFile = "_kernpool_checkpoint.py"
 
 // runnerFiles are the runner's files in the staging dir, by name; spec.Files
 // may not replace any of them.
@@ -19,4 +27,5 @@ var runnerFiles = map[string][]byte{
 	runnerFile:             runnerSource,
 	"_kernpool_boot.py":    runnerBootSource,
 	"_kernpool_display.py": runnerDisplaySource,
+	checkpointFile:         checkpointSource,
 }

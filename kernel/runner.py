@@ -440,6 +440,20 @@ def _bind(runner, rid, payload):
         runner.reply(rid, "error", "", "", _error_text(exc, {}), 1)
 
 
+def _checkpoint(runner, rid, op, arg):
+    """A checkpoint request: _kernpool_checkpoint.py (kernel/checkpoint.py,
+    staged beside this file) does the work, interruptible like a cell."""
+    try:
+        _IN_CELL[0] = True
+        import _kernpool_checkpoint
+        out = _kernpool_checkpoint.handle(op, arg, runner.cells)
+        _IN_CELL[0] = False
+        runner.reply(rid, "ok", out, "", "", 0)
+    except BaseException as exc:
+        _IN_CELL[0] = False
+        runner.reply(rid, "error", "", "", _cap_text(_format(exc, {})), 1)
+
+
 def main():
     # Before anything else: the host interrupts only after the H marks
     # (written below), but an operator's Ctrl-C may come at any time.
@@ -466,6 +480,9 @@ def main():
             continue
         if op == "preload":
             _preload(runner, rid, source)
+            continue
+        if op.startswith("checkpoint."):
+            _checkpoint(runner, rid, op, source)
             continue
         if op:
             runner.reply(rid, "error", "", "", "kernpool runner: unknown op %r\n" % op[:64], 1)

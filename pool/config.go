@@ -16,8 +16,12 @@ const (
 	DefaultMaxCellTimeout = 3600 * time.Second
 	DefaultMaxKernels     = 64
 	DefaultMaxToolCalls   = 50
-	minReapInterval       = 30 * time.Second
-	maxReapInterval       = 300 * time.Second
+	// Checkpoint store defaults (CheckpointConfig).
+	DefaultCheckpointMaxBytesPerOwner = 256 << 20
+	DefaultCheckpointRetention        = 24 * time.Hour
+	DefaultCheckpointTimeout          = 60 * time.Second
+	minReapInterval                   = 30 * time.Second
+	maxReapInterval                   = 300 * time.Second
 )
 
 // Config configures a Pool. Zero fields take the documented defaults.
@@ -82,6 +86,9 @@ type Config struct {
 	// Warm); a mode without an entry starts kernels on demand and
 	// preloads nothing. SetWarm changes them while the pool runs.
 	Warm map[string]Warm
+	// Checkpoints configures the checkpoints of modes with
+	// CellPolicy.Persist, kept under <StateDir>/checkpoints.
+	Checkpoints CheckpointConfig
 }
 
 // Quotas are per-owner limits. Over one, Execute fails with a
@@ -141,6 +148,13 @@ func (cfg Config) withDefaults() (Config, error) {
 	cfg.MaxKernels = cmp.Or(cfg.MaxKernels, DefaultMaxKernels)
 	cfg.MaxToolCalls = cmp.Or(cfg.MaxToolCalls, DefaultMaxToolCalls)
 	cfg.ReapInterval = cmp.Or(cfg.ReapInterval, min(max(cfg.IdleTimeout/6, minReapInterval), maxReapInterval))
+	ck := &cfg.Checkpoints
+	if ck.MaxBytesPerOwner < 0 || ck.Retention < 0 || ck.Timeout < 0 {
+		return cfg, fmt.Errorf("checkpoint cap, retention and timeout must not be negative: %w", ErrBadRequest)
+	}
+	ck.MaxBytesPerOwner = cmp.Or(ck.MaxBytesPerOwner, DefaultCheckpointMaxBytesPerOwner)
+	ck.Retention = cmp.Or(ck.Retention, DefaultCheckpointRetention)
+	ck.Timeout = cmp.Or(ck.Timeout, DefaultCheckpointTimeout)
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}

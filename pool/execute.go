@@ -124,9 +124,14 @@ func (p *Pool) executeOn(ctx context.Context, s *slot, rq normalized, start time
 		// Here a fresh kernel (cold or a bound spare) is attached to its
 		// key and has run none of the key's cells: the place for a step
 		// that must precede the key's first cell (persist's restore).
+		var restored *restoreNote
+		if fresh {
+			restored = p.restore(ctx, lv, rq)
+		}
 		fresh = false
 		m.uid = lv.uid
 		res, ranNothing := p.runCell(ctx, s, lv, rq, start, reused, stateReset, m)
+		restored.apply(res)
 		m.takeRedactions(lv.filter) // still under the slot's semaphore
 		if !ranNothing || attempt > 0 {
 			return res, false, nil
@@ -171,6 +176,7 @@ func (p *Pool) spawnInto(ctx context.Context, s *slot, rq normalized, start time
 		}
 		return nil, nil, fmt.Errorf("execute: %w", err)
 	}
+	lv.key = rq.key
 	p.mu.Lock()
 	p.stats.KernelsStarted++
 	var doom teardownReason

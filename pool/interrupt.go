@@ -31,6 +31,10 @@ type CellPolicy struct {
 	// InterruptGrace is how long an interrupted cell may take to end
 	// before its kernel is killed (0: kernel.DefaultInterruptGrace).
 	InterruptGrace time.Duration
+	// Persist checkpoints the mode's kernels when the pool stops them
+	// (eviction, idle reaping, Close) and restores the checkpoint into the
+	// key's next kernel (CheckpointConfig; docs/design.md).
+	Persist bool
 }
 
 // ParseTimeoutAction checks a configured timeout action.

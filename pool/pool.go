@@ -41,6 +41,11 @@ type Pool struct {
 	killCtx context.Context
 	killAll context.CancelFunc
 
+	// ckpt stores checkpoints; saving maps a key to its save in flight
+	// (under mu), which the key's next kernel waits for before restoring.
+	ckpt   *ckptStore
+	saving map[key]chan struct{}
+
 	stopOnce   sync.Once
 	stop       chan struct{} // closed by Close: ends the reaper
 	reaperDone chan struct{}
@@ -61,12 +66,17 @@ func New(cfg Config) (*Pool, error) {
 		quotas:     cfg.Quotas,
 		buckets:    make(map[string]*bucket),
 		sp:         newSpareState(cfg.Warm),
+		saving:     make(map[key]chan struct{}),
 		stop:       make(chan struct{}),
 		reaperDone: make(chan struct{}),
 	}
 	if err := p.prepareSpillRoot(); err != nil {
 		return nil, err
 	}
+	if p.ckpt, err = openCkptStore(cfg.StateDir, cfg.Checkpoints, p.log); err != nil {
+		return nil, err
+	}
+	p.sweepCheckpoints(time.Now())
 	p.killCtx, p.killAll = context.WithCancel(context.Background())
 	go p.reaper()
 	go p.refiller()
@@ -88,6 +98,7 @@ func (p *Pool) reaper() {
 			p.pruneBucketsLocked(now)
 			p.mu.Unlock()
 			p.teardownAll(gone)
+			p.sweepCheckpoints(now)
 		}
 	}
 }
@@ -167,6 +178,7 @@ func (p *Pool) ShutdownOwner(owner string) int {
 		owner = defaultName
 	}
 	gone := p.killWhere(reasonOwner, func(s *slot) bool { return s.key.owner == owner })
+	p.dropOwnerCheckpoints(owner)
 	if len(gone) > 0 {
 		p.log.Info("owner shut down", "owner", owner, "kernels", len(gone))
 	}

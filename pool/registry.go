@@ -67,6 +67,7 @@ type slot struct {
 // live is one started kernel with what the pool attached to it.
 type live struct {
 	k           *kernel.Kernel
+	key         key // the key it was bound to
 	id          string
 	owner, mode string
 	pid, uid    int
@@ -88,6 +89,10 @@ type live struct {
 	spare, counted, observed, down bool
 	interp                         os.FileInfo
 	claimed                        chan struct{}
+
+	// saveDone is closed once a checkpoint save marked for the kernel
+	// (markSaveLocked, under Pool.mu) finished; nil when none is.
+	saveDone chan struct{}
 }
 
 // doomed is a kernel taken out of the registry, to be torn down outside the lock.
@@ -196,6 +201,7 @@ func (p *Pool) removeLocked(s *slot, doom teardownReason) {
 	}
 	s.removed = true
 	s.doom = doom
+	p.markSaveLocked(s, doom)
 	delete(p.slots, s.key)
 	if s.live != nil {
 		delete(p.byID, s.live.id)
@@ -268,6 +274,7 @@ func (p *Pool) teardown(lv *live, reason teardownReason) {
 		tools, counted, observed, owner := lv.tools, lv.counted, lv.observed, lv.owner
 		lv.counted = false
 		p.mu.Unlock()
+		p.saveCheckpoint(lv, reason)
 		if err := lv.k.Kill(); err != nil {
 			p.log.Warn("kernel kill failed", "id", lv.id, "owner", owner, "error", err)
 		}

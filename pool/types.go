@@ -66,6 +66,11 @@ type Result struct {
 	// as GET /v1/kernels/{id}/spill/{name} and `kernpool spill` take it.
 	StdoutSpillName string `json:"stdout_spill_name,omitempty"`
 	Warning         string `json:"warning,omitempty"`
+	// Restored and Lost name, on the first result after a restore, the
+	// names the checkpoint brought back and those it could not (they did
+	// not pickle or unpickle); Warning says so in words.
+	Restored []string `json:"restored,omitempty"`
+	Lost     []string `json:"lost,omitempty"`
 	// Displays are the cell's rich displays (IPython's display_data:
 	// mime type to value, binary as base64), text types redacted.
 	Displays []Display `json:"displays,omitempty"`
@@ -95,6 +100,9 @@ type KernelResult struct {
 	StatePreserved bool `json:"state_preserved"`
 	// OOMKilled: the kernel's memory limit killed it during this cell.
 	OOMKilled bool `json:"oom_killed,omitempty"`
+	// Restored: this is the key's first cell on a new kernel, which got
+	// the previous kernel's checkpoint (Result.Restored, Result.Lost).
+	Restored bool `json:"restored,omitempty"`
 	// Isolation is what was enforced for the kernel (docs/api.md); absent
 	// only when no kernel was reached (interrupted while waiting or spawning).
 	Isolation *kernel.Isolation `json:"isolation,omitempty"`
