@@ -153,7 +153,7 @@ func (c *ckptStore) usageLocked(owner, skip string) int64 {
 func (c *ckptStore) room(k key) int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return max(c.maxBytes-c.usageLocked(k.owner, c.path(k))-maxCkptHeader-int64(ckptTrailer), 0)
+	return max(c.maxBytes-c.usageLocked(k.owner, c.path(k))-int64(ckptTrailer), 0)
 }
 
 // create opens a temporary file in k's owner dir.

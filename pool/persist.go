@@ -113,6 +113,11 @@ func (p *Pool) saveCheckpoint(lv *live, reason teardownReason) {
 		return
 	}
 	h.Size = saved.Size
+	if saved.SavedTotal == 0 && saved.LostTotal == 0 {
+		_ = f.Close()
+		_ = os.Remove(f.Name())
+		return // nothing to restore
+	}
 	note, err := p.ckpt.commit(f, k, h)
 	switch {
 	case err != nil:

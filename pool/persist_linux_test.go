@@ -144,3 +144,124 @@ func TestPersistIdleReapAndClose(t *testing.T) {
 		t.Fatalf("after restart: %+v", res)
 	}
 }
+
+// TestPersistCapRefusedWithNote: a state over the owner's checkpoint cap
+// is refused, nothing of it is kept, and the owner's next first cell says
+// so with the figures.
+func TestPersistCapRefusedWithNote(t *testing.T) {
+	const capBytes = 1 << 20
+	p := newPersistPool(t, func(c *Config) { c.MaxKernels = 1; c.Checkpoints.MaxBytesPerOwner = capBytes })
+	run(t, p, Request{Owner: "a", Code: "import os\nblob = os.urandom(3 << 20)\nsmall = 1"})
+	run(t, p, Request{Owner: "b", Code: "pass"}) // evicts a (b's empty namespace is never saved)
+	infos := p.Checkpoints()
+	if len(infos) != 1 || infos[0].Owner != "a" || !strings.Contains(infos[0].Refused, "over the 1048564 bytes left under the owner's 1048576-byte checkpoint cap") {
+		t.Fatalf("checkpoints = %+v", infos)
+	}
+	// Only the refusal note is on disk: no blob, no temporary file.
+	files := ckptFiles(t, p)
+	if len(files) != 1 || strings.Contains(filepath.Base(files[0]), ".tmp-") {
+		t.Fatalf("files = %v", files)
+	}
+	if fi, err := os.Stat(files[0]); err != nil || fi.Size() > 4096 {
+		t.Fatalf("refusal file: %v %v", fi, err)
+	}
+	res := run(t, p, Request{Owner: "a", Code: "'blob' in globals(), 'small' in globals()"})
+	if res.Output != "(False, False)\n" || res.Kernel.Restored || res.Restored != nil ||
+		!strings.Contains(res.Warning, "its state was not saved: it pickles to") || !strings.Contains(res.Warning, "1048576-byte checkpoint cap") {
+		t.Fatalf("after a refused save: %+v", res)
+	}
+	if len(ckptFiles(t, p)) != 0 { // a's note was consumed
+		t.Fatalf("files = %v", ckptFiles(t, p))
+	}
+}
+
+// TestPersistOwnCheckpointOnly: an owner never loads another owner's
+// checkpoint, even with every other part of the key equal, and even when
+// that checkpoint's file is placed where its own would be.
+func TestPersistOwnCheckpointOnly(t *testing.T) {
+	p := newPersistPool(t, func(c *Config) { c.MaxKernels = 1 })
+	run(t, p, Request{Owner: "a", Code: "x = 'secret of a'"})
+	res := run(t, p, Request{Owner: "b", Code: "'x' in globals()"}) // evicts a
+	if res.Output != "False\n" || res.Kernel.Restored {
+		t.Fatalf("b's first cell: %+v", res)
+	}
+	infos := p.Checkpoints()
+	if len(infos) != 1 || infos[0].Owner != "a" {
+		t.Fatalf("checkpoints = %+v", infos)
+	}
+	aKey := key{owner: "a", mode: defaultName, interpreter: testenv.Python}
+	bKey := aKey
+	bKey.owner = "b"
+	if p.ckpt.path(aKey) == p.ckpt.path(bKey) || filepath.Dir(p.ckpt.path(aKey)) == filepath.Dir(p.ckpt.path(bKey)) {
+		t.Fatal("two owners share a checkpoint path or dir")
+	}
+	data, err := os.ReadFile(p.ckpt.path(aKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// b's kernel goes; a's checkpoint is then planted at b's path.
+	p.ShutdownOwner("b")
+	if err := os.MkdirAll(filepath.Dir(p.ckpt.path(bKey)), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p.ckpt.path(bKey), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res = run(t, p, Request{Owner: "b", Code: "'x' in globals()"})
+	if res.Output != "False\n" || res.Kernel.Restored || res.Restored != nil {
+		t.Fatalf("b loaded a's checkpoint: %+v", res)
+	}
+}
+
+// TestPersistExpiredRemoved: the sweep removes checkpoints past their
+// retention, and an expired checkpoint is never restored.
+func TestPersistExpiredRemoved(t *testing.T) {
+	p := newPersistPool(t, func(c *Config) {
+		c.MaxKernels = 1
+		c.Checkpoints.Retention = 300 * time.Millisecond
+		c.ReapInterval = 20 * time.Millisecond
+	})
+	run(t, p, Request{Owner: "a", Code: "x = 1"})
+	run(t, p, Request{Owner: "b", Code: "pass"}) // evicts a
+	if len(p.Checkpoints()) != 1 {
+		t.Fatalf("checkpoints = %+v", p.Checkpoints())
+	}
+	waitFor(t, "the sweep", func() bool { return len(ckptFiles(t, p)) == 0 })
+	if res := run(t, p, Request{Owner: "a", Code: "'x' in globals()"}); res.Output != "False\n" || res.Kernel.Restored {
+		t.Fatalf("after expiry: %+v", res)
+	}
+}
+
+// TestPersistResetAndShutdownDelete: reset deletes the key's checkpoint
+// (the reset kernel starts empty), owner shutdown deletes all of the
+// owner's.
+func TestPersistResetAndShutdownDelete(t *testing.T) {
+	p := newPersistPool(t, func(c *Config) { c.MaxKernels = 1 })
+	run(t, p, Request{Owner: "a", Code: "x = 1"})
+	run(t, p, Request{Owner: "b", Code: "y = 1"}) // evicts a
+	if infos := p.Checkpoints(); len(infos) != 1 || infos[0].Owner != "a" {
+		t.Fatalf("checkpoints = %+v", infos)
+	}
+	res := run(t, p, Request{Owner: "a", Code: "w = 0\n'x' in globals()", Reset: true}) // evicts b
+	if res.Output != "False\n" || res.Kernel.Restored {
+		t.Fatalf("reset cell: %+v", res)
+	}
+	if infos := p.Checkpoints(); len(infos) != 1 || infos[0].Owner != "b" {
+		t.Fatalf("checkpoints after reset = %+v", infos)
+	}
+	if r := run(t, p, Request{Owner: "a", Code: "x = 2", Cwd: "/usr"}); r.Status != StatusSuccess {
+		t.Fatalf("%+v", r)
+	}
+	run(t, p, Request{Owner: "a", Code: "x = 3", Cwd: "/"}) // evicts a's /usr key
+	if infos := p.Checkpoints(); len(infos) != 3 {
+		t.Fatalf("checkpoints = %+v", infos)
+	}
+	p.ShutdownOwner("a")
+	if infos := p.Checkpoints(); len(infos) != 1 || infos[0].Owner != "b" {
+		t.Fatalf("checkpoints after a's shutdown = %+v", infos)
+	}
+	p.ShutdownOwner("b")
+	if files := ckptFiles(t, p); len(files) != 0 {
+		t.Fatalf("files after owner shutdowns = %v", files)
+	}
+}
