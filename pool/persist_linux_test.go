@@ -230,6 +230,21 @@ func TestPersistExpiredRemoved(t *testing.T) {
 	if res := run(t, p, Request{Owner: "a", Code: "'x' in globals()"}); res.Output != "False\n" || res.Kernel.Restored {
 		t.Fatalf("after expiry: %+v", res)
 	}
+
+	// Without a sweep in between, the restore itself refuses an expired one.
+	t.Run("no sweep", func(t *testing.T) {
+		q := newPersistPool(t, func(c *Config) {
+			c.MaxKernels = 1
+			c.Checkpoints.Retention = 200 * time.Millisecond
+			c.ReapInterval = time.Hour
+		})
+		run(t, q, Request{Owner: "a", Code: "x = 1"})
+		run(t, q, Request{Owner: "b", Code: "pass"}) // evicts a
+		time.Sleep(300 * time.Millisecond)           // the retention passes
+		if res := run(t, q, Request{Owner: "a", Code: "'x' in globals()"}); res.Output != "False\n" || res.Kernel.Restored {
+			t.Fatalf("expired checkpoint restored: %+v", res)
+		}
+	})
 }
 
 // TestPersistResetAndShutdownDelete: reset deletes the key's checkpoint
