@@ -204,11 +204,20 @@ func (c *Client) AnswerToolCall(ctx context.Context, id string, a ToolAnswer) er
 
 // List returns the live kernels.
 func (c *Client) List(ctx context.Context) ([]pool.KernelInfo, error) {
+	out, err := c.Listing(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return out.Kernels, nil
+}
+
+// Listing returns the live kernels and the stored checkpoints.
+func (c *Client) Listing(ctx context.Context) (*KernelList, error) {
 	var out KernelList
 	if err := c.do(ctx, http.MethodGet, "/v1/kernels", nil, &out); err != nil {
 		return nil, fmt.Errorf("list: %w", err)
 	}
-	return out.Kernels, nil
+	return &out, nil
 }
 
 // ShutdownOwner kills every kernel of owner and returns how many.

@@ -141,11 +141,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) SetDraining() { s.draining.Store(true) }
 
 func (s *Server) handleList(w http.ResponseWriter, _ *http.Request) {
-	kernels := s.pool.List()
+	kernels, ckpts := s.pool.List(), s.pool.Checkpoints()
 	if kernels == nil {
 		kernels = []pool.KernelInfo{}
 	}
-	writeJSON(w, http.StatusOK, KernelList{Kernels: kernels})
+	if ckpts == nil {
+		ckpts = []pool.CheckpointInfo{}
+	}
+	writeJSON(w, http.StatusOK, KernelList{Kernels: kernels, Checkpoints: ckpts})
 }
 
 func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {

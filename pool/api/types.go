@@ -176,6 +176,9 @@ type ErrorBody struct {
 // KernelList is the body of GET /v1/kernels.
 type KernelList struct {
 	Kernels []pool.KernelInfo `json:"kernels"`
+	// Checkpoints are the saved states of stopped kernels of profiles
+	// with persist = true (docs/design.md, "Lossless eviction").
+	Checkpoints []pool.CheckpointInfo `json:"checkpoints"`
 }
 
 // KillResponse is the body of DELETE /v1/kernels/{id}.
