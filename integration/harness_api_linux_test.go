@@ -29,6 +29,9 @@ type Result struct {
 	StdoutBytesTotal int          `json:"stdout_bytes_total"`
 	StdoutSpillPath  string       `json:"stdout_spill_path"`
 	Warning          string       `json:"warning"`
+	// Restored and Lost name what a restore brought back (persist = true).
+	Restored []string `json:"restored"`
+	Lost     []string `json:"lost"`
 }
 
 // KernelResult is the result's kernel block.
@@ -40,6 +43,7 @@ type KernelResult struct {
 	StateReset     bool   `json:"state_reset"`
 	Ended          bool   `json:"ended"`
 	OOMKilled      bool   `json:"oom_killed"`
+	Restored       bool   `json:"restored"`
 	// Isolation is what was enforced (docs/api.md).
 	Isolation *Isolation `json:"isolation"`
 }
@@ -171,6 +175,25 @@ func (a *API) Kernels(ctx context.Context) ([]KernelInfo, error) {
 	}
 	err := a.do(ctx, http.MethodGet, "/v1/kernels", nil, &out)
 	return out.Kernels, err
+}
+
+// Checkpoint is one entry of GET /v1/kernels' checkpoints.
+type Checkpoint struct {
+	Owner   string `json:"owner"`
+	Mode    string `json:"mode"`
+	Bytes   int64  `json:"bytes"`
+	Names   int    `json:"names"`
+	Reason  string `json:"reason"`
+	Refused string `json:"refused"`
+}
+
+// Checkpoints lists the stored checkpoints.
+func (a *API) Checkpoints(ctx context.Context) ([]Checkpoint, error) {
+	var out struct {
+		Checkpoints []Checkpoint `json:"checkpoints"`
+	}
+	err := a.do(ctx, http.MethodGet, "/v1/kernels", nil, &out)
+	return out.Checkpoints, err
 }
 
 // Health reads /v1/health.
