@@ -46,6 +46,11 @@ max_cells_per_minute_per_owner = 0  # one owner's cells per minute (0: unlimited
 # audit_max_size = "100MiB"   # rotate before the file grows past this
 # audit_keep     = 5          # rotated files kept (audit.log.1 is the newest)
 
+# Checkpoints of profiles with persist = true (docs/design.md, "Lossless eviction").
+checkpoint_max_bytes_per_owner = "256MiB" # one owner's checkpoints together; over it: refused with a note
+checkpoint_retention           = "24h"    # older checkpoints are removed and never restored
+checkpoint_timeout             = "1m"     # bounds one save or one restore
+
 # Child environment (see docs/config.md for the scrubbing rules).
 env {
   passthrough = []          # names every kernel keeps, e.g. ["HTTP_PROXY"]
@@ -90,6 +95,7 @@ profile "default" {
   tmp_size        = "64MiB" # each private /tmp, /var/tmp, /dev/shm (counts as memory)
   spares          = 2       # kernels started ahead for new owners (count toward max_kernels)
   preload         = []      # modules every kernel imports before its first cell, e.g. ["pandas"]
+  persist         = false   # true: evicted, reaped or drained kernels keep their variables
 }
 
 # An example of a tighter mode (not a default).

@@ -77,6 +77,10 @@ type Config struct {
 	Profiles map[string]Profile
 	// Ceiling bounds per-request limit overrides.
 	Ceiling Ceiling
+	// Checkpoints configures the checkpoints of profiles with Persist
+	// (checkpoint_max_bytes_per_owner, checkpoint_retention,
+	// checkpoint_timeout; docs/design.md, "Lossless eviction").
+	Checkpoints pool.CheckpointConfig
 }
 
 // AuditConfig configures the audit log (one JSON line per cell).
@@ -174,6 +178,10 @@ type Profile struct {
 	// Preload are modules every kernel of the profile imports before its
 	// first cell (spares and cold starts alike).
 	Preload []string
+	// Persist checkpoints the profile's kernels when the pool evicts,
+	// reaps or drains them and restores the state into the key's next
+	// kernel (pool.CellPolicy.Persist).
+	Persist bool
 }
 
 // Ceiling bounds per-request resource overrides.
@@ -210,6 +218,8 @@ func DefaultConfig() *Config {
 		Users:           UsersConfig{Enabled: true, UIDFirst: 60000, UIDLast: 60999},
 		Profiles:        map[string]Profile{DefaultProfile: defaultProfile()},
 		Ceiling:         Ceiling{MemoryMax: 4 << 30, PidsMax: 4096, CPUMax: 2.0},
+		Checkpoints: pool.CheckpointConfig{MaxBytesPerOwner: pool.DefaultCheckpointMaxBytesPerOwner,
+			Retention: pool.DefaultCheckpointRetention, Timeout: pool.DefaultCheckpointTimeout},
 	}
 }
 
@@ -283,6 +293,8 @@ func (c *Config) Validate() error {
 			fmt.Sprintf("output.inline_cap + 3 x output.stderr_cap must stay within %d bytes (one result: stdout, stderr, traceback, error)", envscrub.ResultTextBudget)},
 		{c.Output.SpillQuota > 0 && c.Output.SpillQuota < int64(c.Output.SpillCap), "output.spill_quota must hold at least one spill (spill_cap)"},
 		{c.Users.UIDFirst <= 0 || c.Users.UIDLast < c.Users.UIDFirst, "users.uid_range must be FIRST-LAST with 0 < FIRST <= LAST"},
+		{c.Checkpoints.MaxBytesPerOwner <= 0 || c.Checkpoints.Retention <= 0 || c.Checkpoints.Timeout <= 0,
+			"checkpoint_max_bytes_per_owner, checkpoint_retention and checkpoint_timeout must be positive"},
 	}
 	for _, ch := range check {
 		if ch.bad {
@@ -328,7 +340,7 @@ func (c *Config) Modes() []string {
 func (c *Config) Policies() map[string]pool.CellPolicy {
 	out := make(map[string]pool.CellPolicy, len(c.Profiles))
 	for name, p := range c.Profiles {
-		out[name] = pool.CellPolicy{TimeoutAction: pool.TimeoutAction(p.TimeoutAction), InterruptGrace: p.InterruptGrace}
+		out[name] = pool.CellPolicy{TimeoutAction: pool.TimeoutAction(p.TimeoutAction), InterruptGrace: p.InterruptGrace, Persist: p.Persist}
 	}
 	return out
 }

@@ -36,6 +36,9 @@ type fileConfig struct {
 	AuditCode       *bool          `hcl:"audit_code,optional"`
 	AuditMaxSize    hcl.Expression `hcl:"audit_max_size,optional"`
 	AuditKeep       *int           `hcl:"audit_keep,optional"`
+	CheckpointCap   hcl.Expression `hcl:"checkpoint_max_bytes_per_owner,optional"`
+	CheckpointKeep  hcl.Expression `hcl:"checkpoint_retention,optional"`
+	CheckpointTime  hcl.Expression `hcl:"checkpoint_timeout,optional"`
 	Env             *fileEnv       `hcl:"env,block"`
 	Output          *fileOutput    `hcl:"output,block"`
 	Cgroup          *fileCgroup    `hcl:"cgroup,block"`
@@ -84,6 +87,7 @@ type fileProfile struct {
 	InterruptGrace hcl.Expression `hcl:"interrupt_grace,optional"`
 	Spares         *int           `hcl:"spares,optional"`
 	Preload        []string       `hcl:"preload,optional"`
+	Persist        *bool          `hcl:"persist,optional"`
 }
 
 type fileCeiling struct {
@@ -116,6 +120,9 @@ func (f *fileConfig) apply(cfg *Config) hcl.Diagnostics {
 	setBool(&cfg.Audit.IncludeCode, f.AuditCode)
 	diags = append(diags, sizeAttr(f.AuditMaxSize, "audit_max_size", &cfg.Audit.MaxSize)...)
 	setInt(&cfg.Audit.Keep, f.AuditKeep)
+	diags = append(diags, sizeAttr(f.CheckpointCap, "checkpoint_max_bytes_per_owner", &cfg.Checkpoints.MaxBytesPerOwner)...)
+	diags = append(diags, durationAttr(f.CheckpointKeep, "checkpoint_retention", &cfg.Checkpoints.Retention)...)
+	diags = append(diags, durationAttr(f.CheckpointTime, "checkpoint_timeout", &cfg.Checkpoints.Timeout)...)
 	if f.Env != nil {
 		cfg.Env.Passthrough = nonEmpty(f.Env.Passthrough)
 		if f.Env.Refuse != nil {
@@ -183,6 +190,7 @@ func (f *fileConfig) applyProfiles(cfg *Config) hcl.Diagnostics {
 		if fp.Preload != nil {
 			p.Preload = nonEmpty(fp.Preload)
 		}
+		setBool(&p.Persist, fp.Persist)
 		cfg.Profiles[fp.Name] = p
 	}
 	return diags

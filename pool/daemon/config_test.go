@@ -104,6 +104,21 @@ ceiling { memory_max = "8GiB" }
 		}},
 		{name: "unknown isolation", src: "\nisolation = \"vm\"\n", err: []string{"test.hcl:2", "isolation", `"sandbox" or "process"`, `"vm"`}},
 		{name: "result over its budget", src: "output {\n  inline_cap = \"990KB\"\n}\n", err: []string{"inline_cap + 3 x output.stderr_cap", "1000000"}},
+		{name: "persist and checkpoints", src: "checkpoint_max_bytes_per_owner = \"1GiB\"\ncheckpoint_retention = \"2h\"\ncheckpoint_timeout = 30\nprofile \"keep\" {\n  persist = true\n}\n", check: func(t *testing.T, c *Config) {
+			if c.Checkpoints.MaxBytesPerOwner != 1<<30 || c.Checkpoints.Retention != 2*time.Hour || c.Checkpoints.Timeout != 30*time.Second {
+				t.Errorf("checkpoints = %+v", c.Checkpoints)
+			}
+			if pol := c.Policies(); !pol["keep"].Persist || pol[DefaultProfile].Persist {
+				t.Errorf("policies = %+v, want persist only for keep", pol)
+			}
+		}},
+		{name: "checkpoint defaults", src: "", check: func(t *testing.T, c *Config) {
+			if c.Checkpoints.MaxBytesPerOwner != 256<<20 || c.Checkpoints.Retention != 24*time.Hour || c.Profiles[DefaultProfile].Persist {
+				t.Errorf("checkpoints = %+v, default persist %v", c.Checkpoints, c.Profiles[DefaultProfile].Persist)
+			}
+		}},
+		{name: "bad checkpoint cap", src: "\ncheckpoint_max_bytes_per_owner = \"much\"\n", err: []string{"test.hcl:2", "checkpoint_max_bytes_per_owner"}},
+		{name: "zero checkpoint retention", src: "checkpoint_retention = 0\n", err: []string{"checkpoint_retention"}},
 		{name: "spill quota below one spill", src: "output {\n  spill_quota = \"1MB\"\n}\n", err: []string{"spill_quota"}},
 		{name: "spill quota", src: "output {\n  spill_quota = \"64MiB\"\n}\n", check: func(t *testing.T, c *Config) {
 			if c.Output.SpillQuota != 64<<20 {
