@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"text/tabwriter"
+	"time"
 
 	"github.com/kernpool/kernpool/pool"
 	"github.com/kernpool/kernpool/pool/api"
@@ -17,7 +18,7 @@ import (
 func psFlags(fs *pflag.FlagSet) runFunc {
 	socket := new(string)
 	addSocketFlag(fs, socket)
-	asJSON := fs.Bool("json", false, `print {"kernels": [...]} as JSON`)
+	asJSON := fs.Bool("json", false, `print {"kernels": [...], "checkpoints": [...]} as JSON`)
 	return func(ctx context.Context, e *env, args []string) int { return runPs(ctx, e, *socket, *asJSON, args) }
 }
 
@@ -27,18 +28,36 @@ func runPs(ctx context.Context, e *env, socket string, asJSON bool, args []strin
 	}
 	client := api.NewClient(socketPath(socket, e.getenv))
 	defer client.CloseIdleConnections()
-	kernels, err := client.List(ctx)
+	list, err := client.Listing(ctx)
 	if err != nil {
 		return connError(e, "ps", err)
 	}
 	if asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(api.KernelList{Kernels: kernels})
+		_ = enc.Encode(list)
 		return exitOK
 	}
-	printKernelTable(e, kernels)
+	printKernelTable(e, list.Kernels)
+	printCheckpointTable(e, list.Checkpoints)
 	return exitOK
+}
+
+// printCheckpointTable prints the stored checkpoints (persist = true)
+// after a blank line, when there are any: OWNER MODE SIZE NAMES LOST
+// REASON SAVED (age) and NOTE (why a state was not saved).
+func printCheckpointTable(e *env, ckpts []pool.CheckpointInfo) {
+	if len(ckpts) == 0 {
+		return
+	}
+	fmt.Fprintln(e.stdout)
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHECKPOINT OWNER\tMODE\tSIZE\tNAMES\tLOST\tREASON\tSAVED\tNOTE")
+	for _, c := range ckpts {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s ago\t%s\n", c.Owner, c.Mode, humanBytes(c.Bytes), c.Names, c.Lost,
+			c.Reason, formatSeconds(time.Since(c.SavedAt).Seconds()), c.Refused)
+	}
+	_ = tw.Flush()
 }
 
 // printKernelTable prints ID OWNER MODE PID IDLE EXEC BUSY, plus MEM,

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -441,5 +442,33 @@ func TestSpillCommand(t *testing.T) {
 	}
 	if got := cli(t, "", "spill", "--socket", d.socket, res.Kernel.ID); got.code != 2 {
 		t.Fatalf("spill without a name: %+v", got)
+	}
+}
+
+// TestPsListsCheckpoints: with persist = true and a cap of one kernel,
+// the evicted owner's checkpoint shows in ps (table and --json).
+func TestPsListsCheckpoints(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "persist.hcl")
+	src := fmt.Sprintf("cgroup {\n  parent = \"kernpool-clitest-%d-persist\"\n}\nprofile \"default\" {\n  persist = true\n}\n", os.Getpid())
+	if err := os.WriteFile(conf, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := startServe(t, "--config", conf, "--max-kernels", "1")
+	for _, owner := range []string{"alice", "bob"} { // bob's kernel evicts alice's
+		if r := cli(t, "", "exec", "--socket", d.socket, "--owner", owner, "x = 1"); r.code != 0 {
+			t.Fatalf("exec %s: %+v", owner, r)
+		}
+	}
+	r := cli(t, "", "ps", "--socket", d.socket)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if r.code != 0 || len(lines) != 5 || lines[2] != "" || !strings.HasPrefix(lines[3], "CHECKPOINT OWNER") ||
+		!strings.HasPrefix(lines[4], "alice") || !strings.Contains(lines[4], "evicted") {
+		t.Fatalf("ps: %+v", r)
+	}
+	var list api.KernelList
+	r = cli(t, "", "ps", "--socket", d.socket, "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list.Kernels) != 1 || len(list.Checkpoints) != 1 ||
+		list.Checkpoints[0].Owner != "alice" || list.Checkpoints[0].Names != 1 {
+		t.Fatalf("ps --json: %v\n%s", err, r.stdout)
 	}
 }
