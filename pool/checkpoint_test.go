@@ -14,7 +14,7 @@ import (
 
 func newStore(t *testing.T, maxBytes int64) *ckptStore {
 	t.Helper()
-	c, err := openCkptStore(t.TempDir(), CheckpointConfig{MaxBytesPerOwner: maxBytes, Retention: time.Hour}, hclog.NewNullLogger())
+	c, err := openCkptStore(testTempDir(t), CheckpointConfig{MaxBytesPerOwner: maxBytes, Retention: time.Hour}, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestCkptStoreMalformed(t *testing.T) {
 	good, _ := os.ReadFile(path)
 	forged := append([]byte{}, good...)
 	binary.BigEndian.PutUint32(forged[len(forged)-ckptTrailer:], 1<<31)
-	target := filepath.Join(t.TempDir(), "elsewhere")
+	target := filepath.Join(testTempDir(t), "elsewhere")
 	if err := os.WriteFile(target, good, 0o600); err != nil {
 		t.Fatal(err)
 	}
