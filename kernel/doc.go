@@ -6,7 +6,9 @@
 // # Wire protocol
 //
 // The host writes one JSON object {"id","code"} per line to the runner's
-// stdin. For each request the runner writes, in order:
+// stdin (with "op": "vars" for a variables listing, "checkpoint.*" for the
+// checkpoint requests of checkpoint.go, whose "code" carries the argument).
+// For each request the runner writes, in order:
 //
 //	stdout and stderr: "\n" SENTINEL " B " <execution_count> "\n"  (begin)
 //	... the cell runs ...

@@ -32,4 +32,10 @@
 // printed at the Python level by a cell that is killed is lost with the
 // kernel, as in the reference; fd-level output the kernel package returns
 // with the error is kept.
+//
+// Lossless eviction (persist.go, checkpoint.go; docs/design.md): for modes
+// whose CellPolicy has Persist, eviction, idle reaping and Close first
+// checkpoint the kernel (inside it, as opaque bytes to the pool) into a
+// per-key file under <StateDir>/checkpoints, and Pool.restore loads it into
+// the key's next kernel before its first cell.
 package pool
