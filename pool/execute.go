@@ -176,7 +176,6 @@ func (p *Pool) spawnInto(ctx context.Context, s *slot, rq normalized, start time
 		}
 		return nil, nil, fmt.Errorf("execute: %w", err)
 	}
-	lv.key = rq.key
 	p.mu.Lock()
 	p.stats.KernelsStarted++
 	var doom teardownReason

@@ -43,7 +43,9 @@ func savesOn(reason teardownReason) bool {
 // kernel of the key waits for it before restoring.
 func (p *Pool) markSaveLocked(s *slot, doom teardownReason) {
 	lv := s.live
-	if lv == nil || lv.saveDone != nil || !savesOn(doom) || !p.policy(lv.key.mode).Persist {
+	// A kernel not yet bound to a key (a spare, or one not past restore)
+	// has no state of its key to save.
+	if lv == nil || lv.key == (key{}) || lv.saveDone != nil || !savesOn(doom) || !p.policy(lv.key.mode).Persist {
 		return
 	}
 	lv.saveDone = make(chan struct{})
@@ -137,10 +139,14 @@ type restoreNote struct {
 }
 
 // restore is the single restore point: lv was just bound to rq's key
-// (spawned, or a spare claimed) and runs no cell yet. It loads the key's
-// checkpoint into lv (waiting for a save in flight) and consumes it.
+// (spawned, or a spare claimed) and runs no cell yet. It records the key
+// on lv (what a later save is filed under), loads the key's checkpoint
+// into lv (waiting for a save in flight) and consumes it.
 func (p *Pool) restore(ctx context.Context, lv *live, rq normalized) *restoreNote {
 	k := rq.key
+	p.mu.Lock()
+	lv.key = k
+	p.mu.Unlock()
 	if rq.reset {
 		if p.waitSave(ctx, k) {
 			p.ckpt.remove(k)

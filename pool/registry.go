@@ -67,7 +67,7 @@ type slot struct {
 // live is one started kernel with what the pool attached to it.
 type live struct {
 	k           *kernel.Kernel
-	key         key // the key it was bound to
+	key         key // the key it was bound to (set by restore, under Pool.mu)
 	id          string
 	owner, mode string
 	pid, uid    int
