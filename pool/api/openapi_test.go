@@ -47,6 +47,7 @@ var goTypes = map[string]reflect.Type{
 	"pool.Display":          reflect.TypeFor[pool.Display](),
 	"pool.ToolCall":         reflect.TypeFor[pool.ToolCall](),
 	"pool.KernelInfo":       reflect.TypeFor[pool.KernelInfo](),
+	"pool.CheckpointInfo":   reflect.TypeFor[pool.CheckpointInfo](),
 	"pool.Variables":        reflect.TypeFor[pool.Variables](),
 	"pool.Variable":         reflect.TypeFor[pool.Variable](),
 	"pool.PoolStats":        reflect.TypeFor[pool.PoolStats](),
