@@ -132,6 +132,9 @@ class KernelResult(_FromJSON):
     ended: bool = False
     state_preserved: bool = False
     oom_killed: bool = False
+    # The key's first cell on a new kernel that restored the checkpoint of
+    # the previous one (persist = true; Result.restored and Result.lost).
+    restored: bool = False
     isolation: Optional[Isolation] = None
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
@@ -164,6 +167,9 @@ class Result(_FromJSON):
     stdout_spill_path: str = ""
     stdout_spill_name: str = ""
     warning: str = ""
+    # After a restore (persist = true): the names brought back and lost.
+    restored: List[str] = field(default_factory=list)
+    lost: List[str] = field(default_factory=list)
     displays: List[Display] = field(default_factory=list)
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
