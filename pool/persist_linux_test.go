@@ -218,7 +218,7 @@ func TestPersistOwnCheckpointOnly(t *testing.T) {
 func TestPersistExpiredRemoved(t *testing.T) {
 	p := newPersistPool(t, func(c *Config) {
 		c.MaxKernels = 1
-		c.Checkpoints.Retention = 300 * time.Millisecond
+		c.Checkpoints.Retention = 3 * time.Second // outlasts the eviction on a loaded host
 		c.ReapInterval = 20 * time.Millisecond
 	})
 	run(t, p, Request{Owner: "a", Code: "x = 1"})
