@@ -131,16 +131,24 @@ func TestPersistIdleReapAndClose(t *testing.T) {
 	if res.Output != "'kept!'\n" || !res.Kernel.Restored || !strings.Contains(res.Warning, "(idle)") {
 		t.Fatalf("after reap: %+v", res)
 	}
+	waitFor(t, "the second idle checkpoint", func() bool { return len(p.Checkpoints()) == 1 })
 	if err := p.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if infos := p.Checkpoints(); len(infos) != 1 || infos[0].Reason != string(reasonClosed) {
+	// A pool that reaps nothing: its Close saves the live kernel.
+	p2 := mk(time.Hour)
+	if res := run(t, p2, Request{Code: "y = 1\nx"}); res.Output != "'kept!'\n" || !res.Kernel.Restored {
+		t.Fatalf("after the first pool's close: %+v", res)
+	}
+	if err := p2.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if infos := p2.Checkpoints(); len(infos) != 1 || infos[0].Reason != string(reasonClosed) || infos[0].Names != 2 {
 		t.Fatalf("checkpoints after Close = %+v", infos)
 	}
-	p2 := mk(time.Hour)
-	defer func() { _ = p2.Close(context.Background()) }()
-	res = run(t, p2, Request{Code: "x"})
-	if res.Output != "'kept!'\n" || !res.Kernel.Restored {
+	p3 := mk(time.Hour)
+	defer func() { _ = p3.Close(context.Background()) }()
+	if res := run(t, p3, Request{Code: "x, y"}); res.Output != "('kept!', 1)\n" || !res.Kernel.Restored || !strings.Contains(res.Warning, "(pool closed)") {
 		t.Fatalf("after restart: %+v", res)
 	}
 }
