@@ -20,7 +20,7 @@ const persistConfig = "profile \"default\" {\n  persist = true\n}\n"
 // the idle kernel; `kernpool ps --json` of the restarted daemon lists the
 // checkpoint, and the owner's next cell finds x again.
 func TestPersistAcrossRestart(t *testing.T) {
-	requireRoot(t)
+	requireDaemon(t)
 	o := capped()
 	o.Config = persistConfig
 	d := StartDaemon(t, o)
@@ -58,7 +58,7 @@ func TestPersistAcrossRestart(t *testing.T) {
 // cell lands on a kernel that was evicted and restored: every cell sees
 // its owner's state intact, and at the end every owner's variables are.
 func TestLoadPersist(t *testing.T) {
-	requireRoot(t)
+	requireDaemon(t)
 	owners, cells := envInt("KERNPOOL_LOAD_OWNERS", 200), envInt("KERNPOOL_LOAD_CELLS", 20)
 	o := capped()
 	o.MaxKernels = 32
