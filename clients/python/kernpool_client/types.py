@@ -218,6 +218,8 @@ class KernelInfo(_FromJSON):
     pids: int = 0
     cpu_seconds: float = 0.0
     dropped_output_bytes: int = 0
+    # A warm spare waiting for a new key (owner empty); False for owners' kernels.
+    spare: bool = False
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
 
