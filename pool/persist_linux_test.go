@@ -288,3 +288,27 @@ func TestPersistResetAndShutdownDelete(t *testing.T) {
 		t.Fatalf("files after owner shutdowns = %v", files)
 	}
 }
+
+// TestPersistRestoreOnSpare: the evicted owner's next kernel is a claimed
+// spare; the restore runs on it after its bind, before the first cell.
+func TestPersistRestoreOnSpare(t *testing.T) {
+	p := newPersistPool(t, func(c *Config) {
+		c.MaxKernels = 3
+		c.Warm = map[string]Warm{defaultName: {Spares: 1}}
+	})
+	waitSpares(t, p, defaultName, 1)
+	for _, o := range []string{"a", "b", "c"} { // each claims the spare; no refill room after c
+		run(t, p, Request{Owner: o, Code: "x = 'kept by " + o + "'"})
+	}
+	run(t, p, Request{Owner: "d", Code: "pass"}) // cold, evicts a (saved)
+	if infos := p.Checkpoints(); len(infos) != 1 || infos[0].Owner != "a" {
+		t.Fatalf("checkpoints = %+v", infos)
+	}
+	p.ShutdownOwner("d") // room for a spare again
+	waitSpares(t, p, defaultName, 1)
+	claimed := p.Stats().SparesClaimed
+	res := run(t, p, Request{Owner: "a", Code: "x"})
+	if res.Output != "'kept by a'\n" || !res.Kernel.Restored || p.Stats().SparesClaimed != claimed+1 {
+		t.Fatalf("restore on a spare: %+v (claimed %d -> %d)", res, claimed, p.Stats().SparesClaimed)
+	}
+}
