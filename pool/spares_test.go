@@ -103,7 +103,7 @@ func TestSpareBoundLikeACold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cwd := t.TempDir()
+	cwd := testTempDir(t)
 	probe := Request{Cwd: cwd, Passthrough: []string{"SPARE_PASS"}, Code: `import os, sys, json
 env = {k: v for k, v in os.environ.items() if k not in ("KERNPOOL_KERNEL_ID", "TMPDIR", "TMP", "TEMP", "PYTHONPATH", "MPLCONFIGDIR")}
 print(json.dumps([os.getcwd(), env, sys.path[2:], os.environ["TMPDIR"].endswith("/tmp")], sort_keys=True))`}
