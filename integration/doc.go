@@ -12,5 +12,6 @@
 //
 // Run on the host: go test -tags integration ./integration/... (as root;
 // skips with a reason otherwise). Knobs: KERNPOOL_BIN, KERNPOOL_CHURN,
-// KERNPOOL_LOAD_OWNERS, KERNPOOL_LOAD_CELLS, KERNPOOL_DEATH_DEADLINE.
+// KERNPOOL_LOAD_OWNERS, KERNPOOL_LOAD_CELLS, KERNPOOL_LOAD_PERSIST_OWNERS,
+// KERNPOOL_LOAD_PERSIST_CELLS (default: the load knobs), KERNPOOL_DEATH_DEADLINE.
 package integration

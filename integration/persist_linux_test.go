@@ -59,7 +59,11 @@ func TestPersistAcrossRestart(t *testing.T) {
 // its owner's state intact, and at the end every owner's variables are.
 func TestLoadPersist(t *testing.T) {
 	requireDaemon(t)
-	owners, cells := envInt("KERNPOOL_LOAD_OWNERS", 200), envInt("KERNPOOL_LOAD_CELLS", 20)
+	// Its own knobs: nearly every cell here is a kernel start plus a save
+	// and a restore, ten times the work of TestLoad's cells, so the VM
+	// suites run it smaller (integration/vm/lib/payload.sh).
+	owners := envInt("KERNPOOL_LOAD_PERSIST_OWNERS", envInt("KERNPOOL_LOAD_OWNERS", 200))
+	cells := envInt("KERNPOOL_LOAD_PERSIST_CELLS", envInt("KERNPOOL_LOAD_CELLS", 20))
 	o := capped()
 	o.MaxKernels = 32
 	o.Config = persistConfig
