@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -44,6 +45,30 @@ func TestTimeoutGraceKillsStubbornCell(t *testing.T) {
 	want := "Cell timed out after 200ms and did not stop within the 300ms interrupt grace; the session kernel was killed and its state was lost. The next call starts a fresh kernel."
 	if res.Kernel.StatePreserved || res.Error != want {
 		t.Fatalf("result = %+v", res)
+	}
+	assertDead(t, pid)
+}
+
+// SetPolicies (the daemon's reload) changes what the next timeout does
+// on a kernel already running; a policy that does not validate is
+// refused and the running one stays.
+func TestSetPoliciesAppliesToNextCell(t *testing.T) {
+	p := newTestPool(t)
+	warm := run(t, p, Request{Code: "x = 1"})
+	pid := pidOf(t, p, warm.Kernel.ID)
+	if err := p.SetPolicies(map[string]CellPolicy{defaultName: {TimeoutAction: "pause"}}); !errors.Is(err, ErrBadRequest) {
+		t.Fatalf("SetPolicies with timeout action \"pause\": %v, want ErrBadRequest", err)
+	}
+	sleep := Request{Code: "import time\ntime.sleep(30)", Timeout: 300 * time.Millisecond}
+	if res := run(t, p, sleep); res.Status != StatusTimeout || !res.Kernel.StatePreserved {
+		t.Fatalf("timeout under the default policy (interrupt) = %+v", res)
+	}
+	if err := p.SetPolicies(map[string]CellPolicy{defaultName: {TimeoutAction: TimeoutKill}}); err != nil {
+		t.Fatal(err)
+	}
+	res := run(t, p, sleep)
+	if res.Status != StatusTimeout || res.Kernel.StatePreserved || res.Kernel.ID != warm.Kernel.ID {
+		t.Fatalf("timeout after SetPolicies(kill) = %+v", res)
 	}
 	assertDead(t, pid)
 }

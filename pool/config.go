@@ -127,13 +127,8 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Quotas.MaxKernelsPerOwner < 0 || cfg.Quotas.MaxCellsPerMinutePerOwner < 0 {
 		return cfg, fmt.Errorf("quotas must not be negative: %w", ErrBadRequest)
 	}
-	for mode, pol := range cfg.Policies {
-		if a := pol.TimeoutAction; a != "" && a != TimeoutInterrupt && a != TimeoutKill {
-			return cfg, fmt.Errorf("mode %q: timeout action %q is neither %q nor %q: %w", mode, a, TimeoutInterrupt, TimeoutKill, ErrBadRequest)
-		}
-		if pol.InterruptGrace < 0 {
-			return cfg, fmt.Errorf("mode %q: interrupt grace must not be negative: %w", mode, ErrBadRequest)
-		}
+	if err := checkPolicies(cfg.Policies); err != nil {
+		return cfg, err
 	}
 	if err := checkWarm(cfg.Warm); err != nil {
 		return cfg, err

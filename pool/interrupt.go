@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/kernpool/kernpool/kernel"
@@ -46,12 +47,41 @@ func ParseTimeoutAction(s string) (TimeoutAction, error) {
 	return "", fmt.Errorf("timeout action %q is neither %q nor %q: %w", s, TimeoutInterrupt, TimeoutKill, ErrBadRequest)
 }
 
+// checkPolicies validates the cell policies of Config.Policies and
+// SetPolicies.
+func checkPolicies(policies map[string]CellPolicy) error {
+	for mode, pol := range policies {
+		if a := pol.TimeoutAction; a != "" && a != TimeoutInterrupt && a != TimeoutKill {
+			return fmt.Errorf("mode %q: timeout action %q is neither %q nor %q: %w", mode, a, TimeoutInterrupt, TimeoutKill, ErrBadRequest)
+		}
+		if pol.InterruptGrace < 0 {
+			return fmt.Errorf("mode %q: interrupt grace must not be negative: %w", mode, ErrBadRequest)
+		}
+	}
+	return nil
+}
+
+// SetPolicies replaces the cell policies by mode (the daemon's SIGHUP
+// reload): cells that start from now on time out and take their grace by
+// the new ones, and kernels the pool stops from now on are checkpointed
+// by the new Persist. A policy that does not validate is refused and
+// nothing changes.
+func (p *Pool) SetPolicies(policies map[string]CellPolicy) error {
+	if err := checkPolicies(policies); err != nil {
+		return fmt.Errorf("set policies: %w", err)
+	}
+	next := maps.Clone(policies)
+	p.policies.Store(&next)
+	return nil
+}
+
 // policy is mode's cell policy (its own, else the default's).
 func (p *Pool) policy(mode string) CellPolicy {
-	if pol, ok := p.cfg.Policies[mode]; ok {
+	policies := *p.policies.Load()
+	if pol, ok := policies[mode]; ok {
 		return pol
 	}
-	return p.cfg.Policies[defaultName]
+	return policies[defaultName]
 }
 
 // Interrupt interrupts the cell running on kernel id: KeyboardInterrupt

@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -33,6 +35,9 @@ type Pool struct {
 	buckets map[string]*bucket
 	// sp are the warm spares (spares.go; under mu).
 	sp spareState
+	// policies are the cell policies by mode: cfg.Policies until
+	// SetPolicies replaces them (read without mu: persist asks under it).
+	policies atomic.Pointer[map[string]CellPolicy]
 
 	// spawns counts kernel starts in flight; Close waits for them so that
 	// no kernel outlives it.
@@ -70,6 +75,8 @@ func New(cfg Config) (*Pool, error) {
 		stop:       make(chan struct{}),
 		reaperDone: make(chan struct{}),
 	}
+	policies := maps.Clone(cfg.Policies)
+	p.policies.Store(&policies)
 	if err := p.prepareSpillRoot(); err != nil {
 		return nil, err
 	}

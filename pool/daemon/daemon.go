@@ -241,10 +241,12 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 }
 
 // Reload applies a reread configuration: profile limits (for kernels
-// started from now on; running kernels keep their cgroup limits) and the
-// per-owner quotas. A configuration whose changes cannot be applied is
-// refused whole (the error says why) and the running one stays; other
-// changed settings are logged as needing a restart.
+// started from now on; running kernels keep their cgroup limits), cell
+// policies (timeout_action, interrupt_grace, persist: for cells and
+// teardowns from now on), spares and preload, and the per-owner quotas.
+// A configuration whose changes cannot be applied is refused whole (the
+// error says why) and the running one stays; other changed settings are
+// logged as needing a restart.
 func (d *Daemon) Reload(next *Config) error {
 	c := *next
 	if err := c.Complete(os.Getenv); err != nil {

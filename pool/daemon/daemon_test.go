@@ -149,6 +149,7 @@ func TestReloadAndHandler(t *testing.T) {
 	next.Profiles = map[string]daemon.Profile{daemon.DefaultProfile: cfg.Profiles[daemon.DefaultProfile]}
 	p := next.Profiles[daemon.DefaultProfile]
 	p.MemoryMax = 96 << 20
+	p.TimeoutAction = string(pool.TimeoutKill)
 	next.Profiles[daemon.DefaultProfile] = p
 	next.MaxKernelsPerOwner = 1
 	if err := d.Reload(&next); err != nil {
@@ -166,6 +167,11 @@ func TestReloadAndHandler(t *testing.T) {
 	}
 	if _, err := c.Execute(ctx, pool.Request{Owner: "carol", Tools: []string{"t"}, Code: "1"}); !errors.Is(err, pool.ErrQuota) {
 		t.Errorf("a second kernel of carol under the reloaded per-owner cap of 1: %v, want ErrQuota", err)
+	}
+	// The reloaded timeout_action "kill": a timeout loses the state.
+	slow, err := c.Execute(ctx, pool.Request{Owner: "carol", Code: "import time\ntime.sleep(30)", Timeout: 300 * time.Millisecond})
+	if err != nil || slow.Status != pool.StatusTimeout || slow.Kernel.StatePreserved {
+		t.Fatalf("a timeout after reloading timeout_action kill: %+v, %v", slow, err)
 	}
 	bad := next
 	bad.MaxKernels = 0

@@ -13,9 +13,11 @@ import (
 
 // reloader applies a reread configuration (Daemon.Reload): profile
 // limits (for kernels started from now on; running kernels keep their
-// cgroup limits) and the per-owner quotas. A configuration whose profile
-// changes cannot be applied is refused whole: the old one stays. Other
-// changed settings are logged as needing a restart.
+// cgroup limits), cell policies (timeout_action, interrupt_grace and
+// persist, for cells and teardowns from now on), spares and preload, and
+// the per-owner quotas. A configuration whose profile changes cannot be
+// applied is refused whole: the old one stays. Other changed settings
+// are logged as needing a restart.
 type reloader struct {
 	mu    sync.Mutex
 	cur   *Config
@@ -49,6 +51,9 @@ func (r *reloader) apply(next *Config) error {
 	if err := r.pool.SetQuotas(quotas(next)); err != nil {
 		return err
 	}
+	if err := r.pool.SetPolicies(next.Policies()); err != nil {
+		return err
+	}
 	// What is applied becomes current; what needs a restart stays as it runs.
 	applied := *r.cur
 	applied.Profiles = withPassthrough(next.Profiles, r.cur.Profiles)
@@ -68,7 +73,8 @@ func (r *reloader) apply(next *Config) error {
 }
 
 // diffConfig describes what changed between two configurations: the
-// reloadable settings (profile limits, quotas) with old and new values,
+// reloadable settings (profile limits, policies, spares, quotas) with old
+// and new values,
 // and the names of the others that differ.
 func diffConfig(old, next *Config) (changed, restart []string) {
 	for _, name := range sortedProfileNames(next) {
@@ -78,6 +84,9 @@ func diffConfig(old, next *Config) (changed, restart []string) {
 		}
 		if !reflect.DeepEqual(o.Passthrough, n.Passthrough) {
 			restart = append(restart, fmt.Sprintf("profile %q passthrough", name))
+		}
+		if lo, ln := profilePolicyText(o), profilePolicyText(n); lo != ln {
+			changed = append(changed, fmt.Sprintf("profile %q: %s -> %s", name, lo, ln))
 		}
 		if o.Spares != n.Spares || !reflect.DeepEqual(o.Preload, n.Preload) {
 			changed = append(changed, fmt.Sprintf("profile %q: spares %d, preload %v -> spares %d, preload %v", name, o.Spares, o.Preload, n.Spares, n.Preload))
@@ -112,6 +121,10 @@ func withPassthrough(profiles, running map[string]Profile) map[string]Profile {
 		out[name] = p
 	}
 	return out
+}
+
+func profilePolicyText(p Profile) string {
+	return fmt.Sprintf("timeout_action %q, interrupt_grace %s, persist %t", p.TimeoutAction, p.InterruptGrace, p.Persist)
 }
 
 func profileLimitsText(p Profile) string {
