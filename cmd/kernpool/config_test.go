@@ -14,7 +14,7 @@ import (
 )
 
 func TestFlagsOverrideConfigFile(t *testing.T) {
-	dir := t.TempDir()
+	dir := testTempDir(t)
 	file := filepath.Join(dir, "k.hcl")
 	src := "socket = \"/from/file.sock\"\nmax_kernels = 3\nprofile \"default\" {\n  memory_max = \"1GiB\"\n  pids_max = 10\n}\n"
 	if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
@@ -47,7 +47,7 @@ func TestFlagsOverrideConfigFile(t *testing.T) {
 // The cgroup parent defaults to one derived from the state dir, and
 // --cgroup-parent and --isolation override the file.
 func TestCgroupParentAndIsolationFlags(t *testing.T) {
-	dir := t.TempDir()
+	dir := testTempDir(t)
 	parse := func(args ...string) *daemon.Config {
 		t.Helper()
 		fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)

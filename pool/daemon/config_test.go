@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -188,11 +189,12 @@ func TestDefaultPaths(t *testing.T) {
 	}
 	delete(env, "KERNPOOL_SOCKET")
 	sock, state := DefaultSocket(getenv), DefaultStateDir(getenv)
+	// filepath.FromSlash: the paths are joined with the OS's separator.
 	if os.Getuid() == 0 {
-		if sock != "/run/kernpool/kernpool.sock" || state != "/run/kernpool/state" {
+		if sock != filepath.FromSlash("/run/kernpool/kernpool.sock") || state != filepath.FromSlash("/run/kernpool/state") {
 			t.Errorf("root defaults: %q %q", sock, state)
 		}
-	} else if sock != "/run/user/1000/kernpool/kernpool.sock" || state != "/run/user/1000/kernpool/state" {
+	} else if sock != filepath.FromSlash("/run/user/1000/kernpool/kernpool.sock") || state != filepath.FromSlash("/run/user/1000/kernpool/state") {
 		t.Errorf("user defaults: %q %q", sock, state)
 	}
 }

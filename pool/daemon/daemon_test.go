@@ -112,7 +112,7 @@ func TestNewServeShutdown(t *testing.T) {
 // New fails closed: a config the host cannot honour starts nothing.
 func TestNewFailsClosed(t *testing.T) {
 	cfg := testConfig(t)
-	cfg.Interpreter = filepath.Join(t.TempDir(), "no-python")
+	cfg.Interpreter = filepath.Join(testTempDir(t), "no-python")
 	if d, err := daemon.New(context.Background(), cfg); err == nil {
 		_ = d.Shutdown(context.Background())
 		t.Fatal("New accepted a missing interpreter")
