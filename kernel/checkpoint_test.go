@@ -77,6 +77,21 @@ func TestCheckpointTooBig(t *testing.T) {
 	}
 }
 
+// TestCheckpointOpFailureKeepsKernel: an op that raises in the kernel is
+// an error reply (its last traceback line in the error); the kernel stays.
+func TestCheckpointOpFailureKeepsKernel(t *testing.T) {
+	k := startKernel(t, baseSpec(t), "")
+	mustExec(t, k, "import _kernpool_checkpoint as m\ndef broken(op, arg, cells):\n    raise ValueError('no save today')\nm.handle = broken\nx = 3")
+	var blob bytes.Buffer
+	_, err := k.SaveCheckpoint(context.Background(), 1<<20, &blob)
+	if err == nil || !strings.Contains(err.Error(), "ValueError: no save today") {
+		t.Fatalf("err = %v, want the kernel's ValueError", err)
+	}
+	if rep := mustExec(t, k, "x"); rep.Stdout != "3\n" {
+		t.Fatalf("after the failed op: %+v", rep)
+	}
+}
+
 // TestCheckpointHostileLoadReply: a kernel that answers the load with an
 // over-long name list or garbage breaks the protocol.
 func TestCheckpointHostileLoadReply(t *testing.T) {

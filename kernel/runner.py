@@ -451,7 +451,7 @@ def _checkpoint(runner, rid, op, arg):
         runner.reply(rid, "ok", out, "", "", 0)
     except BaseException as exc:
         _IN_CELL[0] = False
-        runner.reply(rid, "error", "", "", _cap_text(_format(exc, {})), 1)
+        runner.reply(rid, "error", "", "", _error_text(exc, {}), 1)
 
 
 def main():
