@@ -11,11 +11,14 @@ import (
 
 // MeasureCPU starts counting CPU time; the returned function, called after
 // the timed loop, reports per op (next to ns/op) this process's CPU
-// ("host-cpu-ns/op") and, for pid > 0, that process's ("runner-cpu-ns/op").
+// ("host-cpu-ns/op") and, for pid > 0, that process's ("runner-cpu-ns/op"),
+// and the context switches of each ("host-cs/op", "runner-cs/op"): on a
+// VM a switch costs microseconds, and the protocol's wake-ups drive them.
 // On a shared, loaded machine wall time mostly measures the neighbours;
 // CPU time much less so.
 func MeasureCPU(b *testing.B, pid int) func() {
 	runner, host := procCPU(pid), selfCPU()
+	runnerCS, hostCS := procSwitches(pid), selfSwitches()
 	return func() {
 		if b.N == 0 {
 			return
@@ -24,7 +27,43 @@ func MeasureCPU(b *testing.B, pid int) func() {
 		if r := procCPU(pid); pid > 0 && runner >= 0 && r >= 0 {
 			b.ReportMetric(float64(r-runner)/float64(b.N), "runner-cpu-ns/op")
 		}
+		b.ReportMetric(float64(selfSwitches()-hostCS)/float64(b.N), "host-cs/op")
+		if r := procSwitches(pid); pid > 0 && runnerCS >= 0 && r >= 0 {
+			b.ReportMetric(float64(r-runnerCS)/float64(b.N), "runner-cs/op")
+		}
 	}
+}
+
+// procSwitches counts the context switches (voluntary and not) of all
+// threads of pid (-1 when unknown).
+func procSwitches(pid int) int64 {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return -1
+	}
+	var n int64
+	for _, t := range tasks {
+		data, err := os.ReadFile(dir + "/" + t.Name() + "/status")
+		if err != nil {
+			continue // a thread that ended
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if name, v, ok := strings.Cut(line, ":"); ok && strings.HasSuffix(name, "voluntary_ctxt_switches") {
+				c, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				n += c // voluntary and nonvoluntary
+			}
+		}
+	}
+	return n
+}
+
+func selfSwitches() int64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return ru.Nvcsw + ru.Nivcsw
 }
 
 // procCPU is utime+stime of pid (-1 when unknown); USER_HZ is 100 on
