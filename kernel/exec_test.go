@@ -67,11 +67,80 @@ func TestFinalExpressionDisplay(t *testing.T) {
 		{"print('p')", "p\n"},
 		{"[y for _ in range(2)]", "[6, 6]\n"},
 		{"y  # comment", "6\n"},
+		// The runner compiles a cell without its AST when the last line
+		// is certainly a statement: the cases around that rule.
+		{"y = 7; y", "7\n"},
+		{"y = 7\n8", "8\n"},
+		{"y == 7", "True\n"},
+		{"y <= 7", "True\n"},
+		{"y >= 8", "False\n"},
+		{"y != 7", "False\n"},
+		{"not y", "False\n"},
+		{"y if y else 0", "7\n"},
+		{"-1", "-1\n"},
+		{"...", "Ellipsis\n"},
+		{"y\n# a comment\n\n", "7\n"},
+		{"y\n \t\n", "7\n"},
+		{"y += 1", ""},
+		{"y", "8\n"},
+		{"w: int = 3", ""},
+		{"v: int", ""},
+		{"z = 1 + \\\n    y", ""},
+		{"z == \\\n    9", "True\n"},
+		{"f = lambda a=1: a", ""},
+		{"(lambda a=1: a + 1)()", "2\n"},
+		{"g = (lambda a=1:\n    a)", ""},
+		{"if y:\n    y", ""},
+		{"for i in range(2):\n    i\nelse: i", ""},
+		{"import os", ""},
+		{"del z", ""},
+		{"pass", ""},
+		{"s = \"\"\"\nq = 1\"\"\"", ""},
+		{"str(\"\"\"\nq = 1\"\"\")", "'\\nq = 1'\n"},
+		{"", ""},
 	}
 	for _, c := range cases {
 		if r := mustExec(t, k, c.code); r.Stdout != c.want || r.Status != "ok" {
 			t.Errorf("%q: stdout %q (status %q), want %q", c.code, r.Stdout, r.Status, c.want)
 		}
+	}
+	// A lambda's default looks like an assignment on the last line.
+	if r := mustExec(t, k, "lambda a=1: a"); !strings.HasPrefix(r.Stdout, "<function <lambda> at ") {
+		t.Errorf("a final lambda is not displayed: %+v", r)
+	}
+}
+
+// TestCompileErrorsOnStatementCells: a cell whose last line is a statement
+// is compiled from its text, not its AST; its compile errors, warnings and
+// __future__ imports behave as the parser's path does.
+func TestCompileErrorsOnStatementCells(t *testing.T) {
+	k := startKernel(t, baseSpec(t), "")
+	// (The compiler's errors carry no source line, in either path.)
+	r := mustExec(t, k, "x = 1\nbreak")
+	if want := "  File \"<cell-1>\", line 2\nSyntaxError: 'break' outside loop\n"; r.Status != "error" || r.Traceback != want {
+		t.Errorf("break outside a loop: traceback %q, want %q", r.Traceback, want)
+	}
+	r = mustExec(t, k, "x = 1\nfrom __future__ import braces")
+	if r.Status != "error" || !strings.Contains(r.Traceback, "SyntaxError: from __future__ imports must occur at the beginning of the file") {
+		t.Errorf("late __future__ import: %+v", r)
+	}
+	// The annotation is never evaluated under the future import; without
+	// it, it is (a NameError).
+	if r := mustExec(t, k, "from __future__ import annotations\nx: undefined_name = 1"); r.Status != "ok" {
+		t.Errorf("from __future__ import annotations: %+v", r)
+	}
+	if r := mustExec(t, k, "x: undefined_name = 1"); r.Status != "error" || !strings.Contains(r.Traceback, "NameError") {
+		t.Errorf("annotation evaluated without the future import: %+v", r)
+	}
+	r = mustExec(t, k, "import warnings\nwarnings.simplefilter('always')\nx = 1 is 1")
+	if r.Status != "ok" || !strings.Contains(r.Stderr, `<cell-5>:3: SyntaxWarning: "is" with a literal`) {
+		t.Errorf("compile warning: %+v", r)
+	}
+	if r := mustExec(t, k, "x = await asyncio.sleep(0, 'slept')"); r.Status != "error" || !strings.Contains(r.Traceback, "NameError") {
+		t.Errorf("top-level await before asyncio is imported: %+v", r)
+	}
+	if r := mustExec(t, k, "import asyncio\nx = await asyncio.sleep(0, 'slept')\nprint(x)"); r.Stdout != "slept\n" {
+		t.Errorf("top-level await in an assignment: %+v", r)
 	}
 }
 

@@ -171,6 +171,43 @@ _INTERACTIVE = type(compile("0", "<kernpool>", "single", _PYCF_ONLY_AST))
 _EXPR = type(compile("0", "<kernpool>", "single", _PYCF_ONLY_AST).body[0])
 
 
+# _ends_in_statement's tables: first words of statements that are not
+# expressions; characters that make a line need the parser's judgement
+# (strings, brackets, ";", continuations, comments, unusual whitespace).
+_STATEMENT_WORDS = frozenset((
+    "import", "from", "del", "pass", "assert", "raise", "return", "global", "nonlocal", "break",
+    "continue", "if", "elif", "else", "for", "while", "with", "def", "class", "try", "except",
+    "finally", "async",
+))
+_PARSER_CHARS = frozenset("'\"()[]{};\\#\r\f\v\x00")
+
+
+def _ends_in_statement(source):
+    """True only when the cell's last top-level statement is certainly not
+    an expression (so there is no value to display), judged from its last
+    line; False means "ask the parser". Exact because the line is taken only
+    when it has no strings, brackets, ";", comment or continuation: then it
+    is one whole logical line. Indented, it ends a compound statement; at
+    column 0 it is a statement when it starts with a statement keyword or
+    holds ":" or an "=" outside a comparison (without lambda, an expression
+    has neither). Invalid source fails in compile() with the parser's error
+    either way."""
+    text = source.rstrip(" \t\n")
+    if not text:
+        return True
+    nl = text.rfind("\n")
+    line = text[nl + 1:]
+    if not line.isascii() or not _PARSER_CHARS.isdisjoint(line) or "lambda" in line:
+        return False
+    if nl >= 0 and text[:nl].rstrip().endswith("\\"):
+        return False  # the line continues the one before
+    if line[0] in " \t":
+        return True
+    if ":" in line or line.split(None, 1)[0] in _STATEMENT_WORDS:
+        return True
+    return "=" in line.replace("==", "").replace("!=", "").replace("<=", "").replace(">=", "")
+
+
 class _Cells:
     """The persistent namespace and the cell counter."""
 
@@ -203,12 +240,17 @@ class _Cells:
         self.sources[filename] = source
         _publish_sources(self.sources)
         try:
-            tree = compile(source, filename, "exec", _PYCF_ONLY_AST | _PYCF_ALLOW_TOP_LEVEL_AWAIT)
-            last = None
-            if tree.body and type(tree.body[-1]) is _EXPR:
-                last = _INTERACTIVE(body=[tree.body.pop()])
-            body = compile(tree, filename, "exec", _PYCF_ALLOW_TOP_LEVEL_AWAIT)
-            tail = compile(last, filename, "single", _PYCF_ALLOW_TOP_LEVEL_AWAIT) if last else None
+            if _ends_in_statement(source):
+                # Nothing to display: compiling the text directly skips
+                # building the AST's Python objects (about half the cost).
+                body, tail = compile(source, filename, "exec", _PYCF_ALLOW_TOP_LEVEL_AWAIT), None
+            else:
+                tree = compile(source, filename, "exec", _PYCF_ONLY_AST | _PYCF_ALLOW_TOP_LEVEL_AWAIT)
+                last = None
+                if tree.body and type(tree.body[-1]) is _EXPR:
+                    last = _INTERACTIVE(body=[tree.body.pop()])
+                body = compile(tree, filename, "exec", _PYCF_ALLOW_TOP_LEVEL_AWAIT)
+                tail = compile(last, filename, "single", _PYCF_ALLOW_TOP_LEVEL_AWAIT) if last else None
             try:
                 _IN_CELL[0] = True
                 if _PENDING[0]:
