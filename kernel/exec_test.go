@@ -97,6 +97,7 @@ func TestFinalExpressionDisplay(t *testing.T) {
 		{"pass", ""},
 		{"s = \"\"\"\nq = 1\"\"\"", ""},
 		{"str(\"\"\"\nq = 1\"\"\")", "'\\nq = 1'\n"},
+		{"\"\"\"\nq = 1\"\"\"", "'\\nq = 1'\n"},
 		{"", ""},
 	}
 	for _, c := range cases {
