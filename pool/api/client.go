@@ -22,6 +22,14 @@ import (
 // carries at most the output caps, far below this).
 const maxResponseBytes = 256 << 20
 
+// The client's connections: dial timeout, idle connections kept, and how
+// long one may stay idle (below the daemon's own idle timeout).
+const (
+	dialTimeout     = 5 * time.Second
+	maxIdleConns    = 16
+	idleConnTimeout = 90 * time.Second
+)
+
 // Client is a typed client of the API on a Unix socket. Safe for
 // concurrent use; it keeps idle connections for reuse (CloseIdleConnections
 // releases them).
@@ -32,16 +40,7 @@ type Client struct {
 
 // NewClient returns a client of the daemon listening on socketPath.
 func NewClient(socketPath string) *Client {
-	dialer := &net.Dialer{Timeout: 5 * time.Second}
-	tr := &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return dialer.DialContext(ctx, "unix", socketPath)
-		},
-		MaxIdleConnsPerHost: 16,
-		IdleConnTimeout:     90 * time.Second,
-		DisableCompression:  true,
-	}
-	return &Client{socket: socketPath, http: &http.Client{Transport: tr}}
+	return &Client{socket: socketPath, http: &http.Client{Transport: newTransport(socketPath)}}
 }
 
 // Socket returns the socket path the client dials.

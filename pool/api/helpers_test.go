@@ -47,6 +47,8 @@ type daemonOpts struct {
 	server func(*api.ServerConfig)
 	// maxConns, when set, serves through api.LimitConns(ln, maxConns).
 	maxConns int
+	// connState, when set, is the http.Server's ConnState hook.
+	connState func(net.Conn, http.ConnState)
 }
 
 // shortTempDir returns a short private dir: a Unix socket path must fit
@@ -87,7 +89,7 @@ func startDaemon(tb testing.TB, o daemonOpts) *daemon {
 		tb.Fatalf("Listen: %v", err)
 	}
 	d.pool, d.server = p, api.NewServer(p, scfg)
-	srv := &http.Server{Handler: d.server, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: d.server, ReadHeaderTimeout: 5 * time.Second, ConnState: o.connState}
 	served := make(chan struct{})
 	var serveLn net.Listener = ln
 	if o.maxConns > 0 {

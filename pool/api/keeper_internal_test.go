@@ -1,0 +1,142 @@
+//go:build unix
+
+package api
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// keeperServer serves h on a Unix socket and counts the connections it
+// accepted and saw closed.
+func keeperServer(t *testing.T, h http.HandlerFunc) (socket string, accepted, closed *atomic.Int32) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "kpkeep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	socket = filepath.Join(dir, "k.sock")
+	ln, err := net.Listen("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted, closed = new(atomic.Int32), new(atomic.Int32)
+	srv := &http.Server{Handler: h, ConnState: func(_ net.Conn, st http.ConnState) {
+		switch st {
+		case http.StateNew:
+			accepted.Add(1)
+		case http.StateClosed:
+			closed.Add(1)
+		}
+	}}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = srv.Serve(ln)
+	}()
+	t.Cleanup(func() {
+		_ = srv.Close()
+		<-served
+	})
+	return socket, accepted, closed
+}
+
+// get sends one request through k and reads its answer to EOF.
+func get(k *connKeeper) error {
+	req, err := http.NewRequest(http.MethodGet, "http://kernpool/v1/health", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := k.RoundTrip(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	return err
+}
+
+// A connection idle longer than the keeper's idle timeout is closed, not
+// reused (the daemon's own idle timeout is longer, so the client never
+// writes into a connection the daemon is closing).
+func TestKeeperIdleTimeout(t *testing.T) {
+	sock, accepted, closed := keeperServer(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "{}\n") })
+	k := newTransport(sock).(*connKeeper)
+	defer k.CloseIdleConnections()
+	for range 2 {
+		if err := get(k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := accepted.Load(); n != 1 {
+		t.Fatalf("within the idle timeout: %d connections, want 1", n)
+	}
+	k.idleTimeout = time.Nanosecond
+	time.Sleep(time.Millisecond)
+	if err := get(k); err != nil {
+		t.Fatal(err)
+	}
+	if n := accepted.Load(); n != 2 {
+		t.Fatalf("past the idle timeout: %d connections, want 2", n)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for closed.Load() != 1 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := closed.Load(); n != 1 {
+		t.Fatalf("the expired connection: %d closed, want 1", n)
+	}
+}
+
+// At most maxIdle connections stay idle; the others are closed when their
+// request ends.
+func TestKeeperIdleCap(t *testing.T) {
+	const conc = maxIdleConns + 4
+	var arrived sync.WaitGroup
+	arrived.Add(conc)
+	sock, accepted, closed := keeperServer(t, func(w http.ResponseWriter, _ *http.Request) {
+		arrived.Done()
+		arrived.Wait() // every request holds its own connection
+		_, _ = io.WriteString(w, "{}\n")
+	})
+	k := newTransport(sock).(*connKeeper)
+	var done sync.WaitGroup
+	for range conc {
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			if err := get(k); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	done.Wait()
+	k.mu.Lock()
+	idle := len(k.idle)
+	k.mu.Unlock()
+	if n := accepted.Load(); n != conc || idle != maxIdleConns {
+		t.Fatalf("%d concurrent requests: %d connections, %d idle; want %d, %d", conc, n, idle, conc, maxIdleConns)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for closed.Load() != conc-maxIdleConns && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := closed.Load(); n != conc-maxIdleConns {
+		t.Fatalf("%d connections closed, want %d", n, conc-maxIdleConns)
+	}
+	k.CloseIdleConnections()
+	for closed.Load() != conc && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := closed.Load(); n != conc {
+		t.Fatalf("after CloseIdleConnections: %d closed, want %d", n, conc)
+	}
+}
