@@ -41,7 +41,9 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, timeout tim
 
 // decodeObject is decodeBody's parsing half (the fuzz target).
 func decodeObject(body io.Reader, limit int64, timeout time.Duration, dst any) error {
-	br := bufio.NewReader(body)
+	// A small buffer: expectObject reads a byte or a few, and the decoder's
+	// own larger reads then bypass it.
+	br := bufio.NewReaderSize(body, 64)
 	if err := expectObject(br); err != nil {
 		return describeDecodeError(err, limit, timeout, dst)
 	}

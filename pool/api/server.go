@@ -128,8 +128,14 @@ func (s *Server) routes() *http.ServeMux {
 	return mux
 }
 
-// ServeHTTP logs each request at debug level and dispatches it.
+// ServeHTTP logs each request at debug level and dispatches it. Below
+// debug level it only dispatches: the log line's arguments cost
+// allocations on every request even when the logger drops them.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.log.IsDebug() {
+		s.mux.ServeHTTP(w, r)
+		return
+	}
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 	s.mux.ServeHTTP(rec, r)
@@ -229,11 +235,23 @@ func classify(err error) (int, string) {
 	return http.StatusInternalServerError, CodeInternal
 }
 
+// writeJSON answers status with v encoded as JSON and a newline. The body
+// is encoded first (encoding/json builds the whole value in memory either
+// way) so that the answer carries a Content-Length and a value that
+// cannot be encoded is a 500 rather than a cut-off body.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b, _ = json.Marshal(ErrorBody{Error: "encode response: " + err.Error(), Code: CodeInternal})
+	}
+	b = append(b, '\n')
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
 	// The status line is out; a failed write means the client went away.
-	_ = json.NewEncoder(w).Encode(v)
+	_, _ = w.Write(b)
 }
 
 func writeError(w http.ResponseWriter, status int, code, msg string) {
