@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/kernpool/kernpool/internal/testenv"
 	"github.com/kernpool/kernpool/pool"
@@ -25,6 +26,7 @@ func BenchmarkAPIExecWarm(b *testing.B) {
 	if _, err := d.client.Execute(ctx, req); err != nil {
 		b.Fatal(err)
 	}
+	b.ReportAllocs()
 	report := testenv.MeasureCPU(b, 0)
 	b.ResetTimer()
 	for b.Loop() {
@@ -46,18 +48,34 @@ func BenchmarkAPIExecWarm(b *testing.B) {
 // on the client's side.
 func BenchmarkAPIExecWarmRaw(b *testing.B) {
 	d := startDaemon(b, daemonOpts{})
+	cell := d.rawCell(b)
+	cell()
+	b.ReportAllocs()
+	report := testenv.MeasureCPU(b, 0)
+	b.ResetTimer()
+	for b.Loop() {
+		cell()
+	}
+	b.StopTimer()
+	report()
+}
+
+// rawCell returns a function that runs `x=1` for owner "bench" over one
+// persistent connection with a pre-serialised request (see
+// BenchmarkAPIExecWarmRaw).
+func (d *daemon) rawCell(b *testing.B) func() {
 	conn, err := net.Dial("unix", d.socket)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer conn.Close()
+	b.Cleanup(func() { _ = conn.Close() })
 	body := `{"owner":"bench","code":"x=1"}`
 	wire := []byte("POST /v1/execute HTTP/1.1\r\nHost: kernpool\r\nContent-Type: application/json\r\n" +
 		"Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
 	br := bufio.NewReader(conn)
 	var got bytes.Buffer
 	success := []byte(`"status":"success"`)
-	cell := func() {
+	return func() {
 		if _, err := conn.Write(wire); err != nil {
 			b.Fatal(err)
 		}
@@ -71,12 +89,49 @@ func BenchmarkAPIExecWarmRaw(b *testing.B) {
 			b.Fatalf("HTTP %d (close %v): %q, %v", resp.StatusCode, resp.Close, got.Bytes(), err)
 		}
 	}
-	cell()
-	report := testenv.MeasureCPU(b, 0)
-	b.ResetTimer()
-	for b.Loop() {
-		cell()
+}
+
+// BenchmarkAPIOverhead runs the same warm `x=1` cell three ways in turn
+// on one daemon and kernel: through the pool (the library), through the
+// typed client, and over a raw connection (BenchmarkAPIExecWarmRaw). The
+// order rotates every iteration, so a shared machine's noise hits all
+// three alike; it reports each one's median and the API's medians minus
+// the library's (the issue's target: client - library <= 60 µs).
+func BenchmarkAPIOverhead(b *testing.B) {
+	d := startDaemon(b, daemonOpts{})
+	ctx := context.Background()
+	req := pool.Request{Owner: "bench", Code: "x=1"}
+	ways := []func(){
+		func() {
+			res, err := d.pool.Execute(ctx, req)
+			if err != nil || res.Status != pool.StatusSuccess {
+				b.Fatalf("library: %+v, %v", res, err)
+			}
+		},
+		func() {
+			res, err := d.client.Execute(ctx, req)
+			if err != nil || res.Status != pool.StatusSuccess {
+				b.Fatalf("client: %+v, %v", res, err)
+			}
+		},
+		d.rawCell(b),
 	}
-	b.StopTimer()
-	report()
+	times := make([][]time.Duration, len(ways))
+	for _, w := range ways {
+		w()
+	}
+	for i := 0; b.Loop(); i++ {
+		for j := range ways {
+			k := (i + j) % len(ways)
+			start := time.Now()
+			ways[k]()
+			times[k] = append(times[k], time.Since(start))
+		}
+	}
+	lib, client, raw := median(times[0]), median(times[1]), median(times[2])
+	b.ReportMetric(float64(lib.Nanoseconds()), "lib-ns")
+	b.ReportMetric(float64(client.Nanoseconds()), "client-ns")
+	b.ReportMetric(float64(raw.Nanoseconds()), "raw-ns")
+	b.ReportMetric(float64((client - lib).Nanoseconds()), "client-lib-ns")
+	b.ReportMetric(float64((raw - lib).Nanoseconds()), "raw-lib-ns")
 }

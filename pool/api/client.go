@@ -35,19 +35,29 @@ const (
 // releases them).
 type Client struct {
 	socket string
-	http   *http.Client
+	// rt carries the requests: the connection keeper on Unix systems
+	// (keeper_unix.go), http.Transport elsewhere. It is used without an
+	// http.Client, whose per-request work (a copy of the headers for
+	// redirects, which the daemon never sends) is of no use here.
+	rt transport
+}
+
+// transport is an http.RoundTripper that keeps idle connections.
+type transport interface {
+	http.RoundTripper
+	CloseIdleConnections()
 }
 
 // NewClient returns a client of the daemon listening on socketPath.
 func NewClient(socketPath string) *Client {
-	return &Client{socket: socketPath, http: &http.Client{Transport: newTransport(socketPath)}}
+	return &Client{socket: socketPath, rt: newTransport(socketPath)}
 }
 
 // Socket returns the socket path the client dials.
 func (c *Client) Socket() string { return c.socket }
 
 // CloseIdleConnections closes kept-alive connections. Idempotent.
-func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
+func (c *Client) CloseIdleConnections() { c.rt.CloseIdleConnections() }
 
 // Execute runs one cell without streaming: a tool call of the cell is
 // refused. A cell failure is a Result, not an error; errors are bad
@@ -84,7 +94,7 @@ func (c *Client) ExecuteLive(ctx context.Context, req pool.Request, h pool.ToolH
 	}
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/x-ndjson") {
 		var res pool.Result
-		if err := decodeResponse(resp.Body, &res); err != nil {
+		if err := decodeResponse(resp, &res); err != nil {
 			return nil, fmt.Errorf("execute: %w", err)
 		}
 		return &res, nil
@@ -282,7 +292,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBytes))
 		return nil
 	}
-	return decodeResponse(resp.Body, out)
+	return decodeResponse(resp, out)
 }
 
 func (c *Client) send(ctx context.Context, method, path string, in any) (*http.Response, error) {
@@ -301,8 +311,10 @@ func (c *Client) send(ctx context.Context, method, path string, in any) (*http.R
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := c.http.Do(req)
+	resp, err := c.rt.RoundTrip(req)
 	if err != nil {
+		// Worded as http.Client words it: `Post "http://kernpool/...": ...`.
+		err = &url.Error{Op: req.Method[:1] + strings.ToLower(req.Method[1:]), URL: req.URL.String(), Err: err}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -315,8 +327,21 @@ func (c *Client) send(ctx context.Context, method, path string, in any) (*http.R
 	return resp, nil
 }
 
-func decodeResponse(r io.Reader, out any) error {
-	if err := json.NewDecoder(io.LimitReader(r, maxResponseBytes)).Decode(out); err != nil {
+// decodeResponse decodes a JSON answer into out. An answer with a
+// length (every JSON answer of the daemon has one) is read whole and
+// unmarshaled, which spares the streaming decoder's buffers.
+func decodeResponse(resp *http.Response, out any) error {
+	if n := resp.ContentLength; n >= 0 && n <= maxResponseBytes {
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(resp.Body, buf); err != nil {
+			return fmt.Errorf("%w: %v", ErrProtocol, err)
+		}
+		if err := json.Unmarshal(buf, out); err != nil {
+			return fmt.Errorf("%w: %v", ErrProtocol, err)
+		}
+		return nil
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxResponseBytes)).Decode(out); err != nil {
 		return fmt.Errorf("%w: %v", ErrProtocol, err)
 	}
 	return nil

@@ -10,7 +10,7 @@ import (
 
 // newTransport is the Client's round tripper where there is no
 // connKeeper (keeper_unix.go): net/http's Transport.
-func newTransport(socket string) http.RoundTripper {
+func newTransport(socket string) transport {
 	dialer := &net.Dialer{Timeout: dialTimeout}
 	return &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {

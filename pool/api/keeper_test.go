@@ -214,6 +214,20 @@ func TestClientConnectionReuseRules(t *testing.T) {
 			t.Fatalf("3 plain answers: %d connections, %d closed; want 1, 0", n, closed)
 		}
 	})
+	t.Run("empty-body", func(t *testing.T) {
+		// An answer without a body leaves the connection free at once,
+		// even when the caller never reads (here: it is not the JSON
+		// Health expects, so Health fails before reading).
+		rd, c := startRawDaemon(t, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+		for i := range 3 {
+			if _, err := c.Health(testCtx(t)); !errors.Is(err, api.ErrProtocol) {
+				t.Fatalf("request %d: %v, want a protocol error", i, err)
+			}
+		}
+		if n, closed := rd.accepted.Load(), rd.closed.Load(); n != 1 || closed != 0 {
+			t.Fatalf("3 empty answers: %d connections, %d closed; want 1, 0", n, closed)
+		}
+	})
 	t.Run("unread-body", func(t *testing.T) {
 		var cc connCounter
 		big := strings.Repeat("s", 1<<20)

@@ -19,7 +19,7 @@ import (
 
 // newTransport is the Client's round tripper on a Unix socket: a
 // connKeeper.
-func newTransport(socket string) http.RoundTripper {
+func newTransport(socket string) transport {
 	return &connKeeper{socket: socket, dialer: net.Dialer{Timeout: dialTimeout},
 		maxIdle: maxIdleConns, idleTimeout: idleConnTimeout}
 }
@@ -75,7 +75,10 @@ func (k *connKeeper) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeRequestBody(req)
 		return nil, err
 	}
-	stop := context.AfterFunc(ctx, func() { _ = kc.conn.Close() })
+	stop := neverCanceled
+	if ctx.Done() != nil {
+		stop = context.AfterFunc(ctx, func() { _ = kc.conn.Close() })
+	}
 	fail := func(err error) (*http.Response, error) {
 		stop()
 		_ = kc.conn.Close()
@@ -99,10 +102,17 @@ func (k *connKeeper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return fail(cmp.Or(werr, err))
 	}
-	resp.Body = &keptBody{body: resp.Body, ctx: ctx, k: k, kc: kc, stop: stop,
+	body := &keptBody{body: resp.Body, ctx: ctx, k: k, kc: kc, stop: stop,
 		reusable: werr == nil && !req.Close && !resp.Close}
+	if resp.Body == http.NoBody {
+		body.release(true) // nothing to read: the connection is free now
+	}
+	resp.Body = body
 	return resp, nil
 }
+
+// neverCanceled is the stop function for a context without Done.
+func neverCanceled() bool { return true }
 
 func closeRequestBody(req *http.Request) {
 	if req.Body != nil {
