@@ -255,7 +255,7 @@ func (b *keptBody) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !b.done {
-		b.release(false)
+		b.release(false) // closed before EOF: never reused
 	}
 	return nil
 }
