@@ -140,3 +140,62 @@ func TestKeeperIdleCap(t *testing.T) {
 		t.Fatalf("after CloseIdleConnections: %d closed, want %d", n, conc)
 	}
 }
+
+// Closing a body from another goroutine ends a read blocked on a stream
+// that sends nothing more (a client giving up on a streamed cell), and
+// the connection is closed, not reused.
+func TestKeeperCloseUnblocksStreamRead(t *testing.T) {
+	release := make(chan struct{})
+	socket, _, closed := keeperServer(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "first\n")
+		w.(http.Flusher).Flush()
+		select { // a stream that stalls until the client goes
+		case <-r.Context().Done():
+		case <-release:
+		}
+	})
+	defer close(release)
+	k := newTransport(socket).(*connKeeper)
+	req, err := http.NewRequest(http.MethodGet, "http://kernpool/v1/stream", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := k.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 6)
+	if _, err := io.ReadFull(resp.Body, buf); err != nil || string(buf) != "first\n" {
+		t.Fatalf("first event: %q, %v", buf, err)
+	}
+	readDone := make(chan error, 1)
+	go func() {
+		_, err := resp.Body.Read(make([]byte, 16))
+		readDone <- err
+	}()
+	closeDone := make(chan struct{})
+	go func() {
+		_ = resp.Body.Close()
+		close(closeDone)
+	}()
+	select {
+	case <-closeDone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close blocked behind a stalled Read")
+	}
+	select {
+	case err := <-readDone:
+		if err == nil {
+			t.Fatal("the blocked Read returned no error after Close")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not end the blocked Read")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for closed.Load() != 1 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := closed.Load(); n != 1 || len(k.idle) != 0 {
+		t.Fatalf("after Close: server saw %d closed connections, %d idle kept", n, len(k.idle))
+	}
+}

@@ -231,13 +231,22 @@ type keptBody struct {
 	done bool // kc handed back or closed; body no longer read
 }
 
+// Read reads the body. It does not hold mu while it waits, so that Close
+// from another goroutine can close the connection and end a stream's
+// blocked read, as http.Transport's bodies allow.
 func (b *keptBody) Read(p []byte) (int, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.done {
+	done := b.done
+	b.mu.Unlock()
+	if done {
 		return 0, io.EOF
 	}
 	n, err := b.body.Read(p)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.done { // closed meanwhile: the connection is gone
+		return n, cmp.Or(err, io.EOF)
+	}
 	switch {
 	case err == io.EOF:
 		b.release(true)
