@@ -123,7 +123,7 @@ func (k *Kernel) run(ctx context.Context, req []byte, cell Cell) (_ *wireReply, 
 	if werr != nil && ctx.Err() != nil {
 		return nil, nil, k.abort(ctxCause(ctx))
 	}
-	var grace, killAt <-chan time.Time
+	var grace, killAt, resend <-chan time.Time
 	var ready <-chan struct{} // set once interrupted: signal once the cell began
 	if werr != nil {
 		// Most likely the kernel is exiting; let its exit status say why.
@@ -165,7 +165,12 @@ func (k *Kernel) run(ctx context.Context, req []byte, cell Cell) (_ *wireReply, 
 			ready = nil
 			if !k.interrupt() {
 				killAt = time.After(0)
+			} else {
+				resend = time.After(interruptResend)
 			}
+		case <-resend:
+			resend = time.After(interruptResend)
+			_ = signalInterrupt(k.cmd.Process.Pid)
 		case <-killAt:
 			return nil, nil, k.abort(interrupted)
 		}

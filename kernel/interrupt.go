@@ -33,6 +33,15 @@ func (k *Kernel) Interrupt() error {
 	return nil
 }
 
+// interruptResend is how often SIGINT is repeated until the interrupted
+// cell ends or its grace runs out. CPython runs a Python-level signal
+// handler only between bytecodes: a SIGINT that lands after the last
+// check before a blocking call (time.sleep, a read) is handled only when
+// that call returns, so one SIGINT could leave the cell asleep until the
+// grace kills the kernel. A repeat interrupts the call (EINTR), and the
+// handler then raises KeyboardInterrupt.
+const interruptResend = 100 * time.Millisecond
+
 func graceTimer(grace time.Duration) <-chan time.Time {
 	grace = cmp.Or(max(grace, 0), DefaultInterruptGrace)
 	return time.After(grace)

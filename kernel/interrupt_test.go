@@ -157,3 +157,30 @@ func TestInterruptDuringOutput(t *testing.T) {
 		t.Fatalf("after storm: %q", got)
 	}
 }
+
+// A SIGINT can land where CPython does not act on it until a blocking call
+// returns (after its last bytecode check, before time.sleep starts): the
+// interrupt repeats SIGINT until the cell ends. The cell here stands in
+// for that lost first signal with a handler that swallows it; the repeat
+// ends the cell within the grace and the kernel keeps its state.
+func TestInterruptRepeatsLostSIGINT(t *testing.T) {
+	k := startKernel(t, baseSpec(t), "")
+	mustExec(t, k, "x = 5")
+	code := "import signal, time\nseen = []\ndef swallow_first(signum, frame):\n" +
+		"    seen.append(signum)\n    if len(seen) > 1:\n        raise KeyboardInterrupt\n" +
+		"signal.signal(signal.SIGINT, swallow_first)\nprint('sleeping', flush=True)\ntime.sleep(30)\n"
+	log := newEventLog()
+	go func() {
+		<-log.first
+		if err := k.Interrupt(); err != nil {
+			t.Error(err)
+		}
+	}()
+	rep, err := k.Exec(context.Background(), Cell{Code: code, Grace: 5 * time.Second, Stream: log.add})
+	if err != nil || !errors.Is(rep.Interrupted, ErrInterrupted) || !strings.Contains(rep.Traceback, "KeyboardInterrupt") {
+		t.Fatalf("reply %+v, err = %v; want the cell interrupted by the repeated SIGINT", rep, err)
+	}
+	if got := mustExec(t, k, "print(x, len(seen) >= 2)").Stdout; got != "5 True\n" {
+		t.Fatalf("after the interrupt: %q, want the state kept and 2 or more SIGINTs seen", got)
+	}
+}
