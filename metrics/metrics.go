@@ -31,6 +31,7 @@ type Metrics struct {
 	cellDuration                                   *prometheus.HistogramVec
 	live, spares                                   *prometheus.GaugeVec
 	outputBytes, droppedBytes, spillBytes          prometheus.Counter
+	betweenCellsBytes                              prometheus.Counter
 	redactions, auditFailures                      prometheus.Counter
 	daemonBytes                                    prometheus.Histogram
 }
@@ -66,6 +67,7 @@ func New(version, revision string, modes []string) *Metrics {
 	}
 	m.outputBytes = plain("output_bytes_total", "Bytes of stdout and stderr cells produced, before caps.")
 	m.droppedBytes = plain("dropped_bytes_total", "Output bytes the inline caps left out of results.")
+	m.betweenCellsBytes = plain("output_between_cells_dropped_bytes_total", "Output kernels wrote while none of their cells ran (a thread or process of an earlier cell): dropped, never in a result; counted at the kernel's next cell.")
 	m.spillBytes = plain("spill_bytes_total", "Bytes written to stdout spill files.")
 	m.redactions = plain("redactions_total", "Secrets masked in cell output.")
 	m.auditFailures = plain("audit_write_failures_total", "Audit log lines that could not be written.")
@@ -78,7 +80,7 @@ func New(version, revision string, modes []string) *Metrics {
 		Help: "Always 1; the labels carry the daemon's version and VCS revision."}, []string{"version", "revision"})
 	build.WithLabelValues(version, revision).Set(1)
 	m.reg.MustRegister(m.cells, m.kernelStarts, m.kernelEnds, m.spawnFailures, m.oomKills, m.refusals,
-		m.toolCalls, m.cellDuration, m.live, m.spares, m.outputBytes, m.droppedBytes, m.spillBytes,
+		m.toolCalls, m.cellDuration, m.live, m.spares, m.outputBytes, m.droppedBytes, m.betweenCellsBytes, m.spillBytes,
 		m.redactions, m.auditFailures, m.daemonBytes, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.precreate(modes)
@@ -152,6 +154,7 @@ func (m *Metrics) CellDone(ev *pool.CellEvent) {
 	}
 	m.outputBytes.Add(float64(ev.OutputBytes))
 	m.droppedBytes.Add(float64(ev.DroppedBytes))
+	m.betweenCellsBytes.Add(float64(ev.BetweenCellsBytes))
 	m.spillBytes.Add(float64(ev.SpillBytes))
 	if ev.Redactions > 0 {
 		m.redactions.Add(float64(ev.Redactions))

@@ -24,7 +24,7 @@ func TestObserverSeries(t *testing.T) {
 	m.CellDone(&pool.CellEvent{Owner: "alice", KernelID: "k1", Mode: "default", Code: "secret_code()",
 		Status: pool.StatusError, Duration: 2 * time.Second, OOMKilled: true,
 		ToolOutcomes: map[pool.ToolOutcome]int{pool.ToolOK: 2, pool.ToolError: 1},
-		OutputBytes:  10, DroppedBytes: 4, SpillBytes: 7, Redactions: 3, ReplyBytes: 2048})
+		OutputBytes:  10, DroppedBytes: 4, BetweenCellsBytes: 5, SpillBytes: 7, Redactions: 3, ReplyBytes: 2048})
 	m.AuditWriteFailed()
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
@@ -50,6 +50,7 @@ func TestObserverSeries(t *testing.T) {
 		`kernpool_tool_calls_total{outcome="error"} 1`,
 		`kernpool_output_bytes_total 10`,
 		`kernpool_dropped_bytes_total 4`,
+		`kernpool_output_between_cells_dropped_bytes_total 5`,
 		`kernpool_spill_bytes_total 7`,
 		`kernpool_redactions_total 3`,
 		`kernpool_audit_write_failures_total 1`,

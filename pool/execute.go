@@ -230,6 +230,7 @@ func (p *Pool) runCell(ctx context.Context, s *slot, lv *live, rq normalized, st
 		st.finish()
 	}
 	m.noteReply(reply)
+	m.between = lv.takeBetween()
 	if err == nil && (reply == nil || !reply.Status.Known()) {
 		status := kernel.ReplyStatus("<none>")
 		if reply != nil {

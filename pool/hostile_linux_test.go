@@ -97,7 +97,8 @@ func TestHostileHugeException(t *testing.T) {
 // stderr) reaches no cell; it is dropped and counted exactly, and the
 // count is in the kernel listing.
 func TestHostileOutputBetweenCells(t *testing.T) {
-	p := newTestPool(t)
+	rec := newRecorder()
+	p := newTestPool(t, func(c *Config) { c.Observer = rec })
 	flag := filepath.Join(testTempDir(t), "done")
 	const lines = 50
 	res := run(t, p, Request{Owner: "a", Code: fmt.Sprintf(`import os, sys, threading, time
@@ -121,5 +122,11 @@ threading.Thread(target=noise).start()
 	ks := p.List()
 	if want := int64(lines * 3 * len("bg-000\n")); len(ks) != 1 || ks[0].DroppedOutputBytes != want {
 		t.Fatalf("listing %+v, want dropped_output_bytes %d", ks, want)
+	}
+	// The observer (the metrics) gets the count with the kernel's next cell.
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if want := int64(lines * 3 * len("bg-000\n")); len(rec.cells) != 2 || rec.cells[0].BetweenCellsBytes != 0 || rec.cells[1].BetweenCellsBytes != want {
+		t.Fatalf("cell events %+v, want between-cells bytes 0 then %d", rec.cells, want)
 	}
 }

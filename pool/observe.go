@@ -86,6 +86,10 @@ type CellEvent struct {
 	// DroppedBytes the part the inline caps left out; SpillBytes what the
 	// spill file holds; ReplyBytes what the daemon buffered for the reply.
 	OutputBytes, DroppedBytes, SpillBytes, ReplyBytes int64
+	// BetweenCellsBytes is output the kernel wrote while none of its cells
+	// ran (a thread or process of an earlier cell), dropped since the
+	// kernel's previous cell; it reached no result.
+	BetweenCellsBytes int64
 	// Redactions counts masked secrets in the cell's output (-1: the
 	// output filter does not count).
 	Redactions int

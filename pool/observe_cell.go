@@ -16,7 +16,10 @@ type cellMeta struct {
 	tools      *cellTools // nil when the kernel has no tool set
 	replyBytes int64
 	// dropped counts output bytes the inline caps left out.
-	dropped    int64
+	dropped int64
+	// between counts the kernel's output dropped between cells since its
+	// previous cell (live.takeBetween).
+	between    int64
 	redactions int
 }
 
@@ -86,7 +89,7 @@ func (p *Pool) observeCell(rq normalized, start time.Time, m *cellMeta, res *Res
 		ev.UID = -1
 	}
 	ev.ToolCalls, ev.ToolOutcomes = m.tools.counts()
-	ev.DroppedBytes = m.dropped
+	ev.DroppedBytes, ev.BetweenCellsBytes = m.dropped, m.between
 	if res.StdoutSpillPath != "" {
 		if fi, err := os.Stat(res.StdoutSpillPath); err == nil {
 			ev.SpillBytes = fi.Size()

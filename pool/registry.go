@@ -79,7 +79,10 @@ type live struct {
 	isolation   kernel.Isolation // fixed at spawn
 	// execCount is the kernel's cell counter after its last cell (Pool.mu).
 	execCount int
-	once      sync.Once
+	// betweenSeen is the kernel's between-cells drop count at its last
+	// cell (takeBetween; only the goroutine running its cell touches it).
+	betweenSeen int64
+	once        sync.Once
 
 	// Warm spares (spares.go), guarded by Pool.mu. spare: started for no
 	// owner and not bound yet (owner is set when it is claimed); interp is
@@ -93,6 +96,15 @@ type live struct {
 	// saveDone is closed once a checkpoint save marked for the kernel
 	// (markSaveLocked, under Pool.mu) finished; nil when none is.
 	saveDone chan struct{}
+}
+
+// takeBetween returns the output lv's kernel dropped between cells since
+// the last call; called once per cell, which runs alone on its kernel.
+func (lv *live) takeBetween() int64 {
+	n := lv.k.DroppedOutput()
+	d := n - lv.betweenSeen
+	lv.betweenSeen = n
+	return d
 }
 
 // doomed is a kernel taken out of the registry, to be torn down outside the lock.
