@@ -329,11 +329,12 @@ func (c *Client) send(ctx context.Context, method, path string, in any) (*http.R
 
 // decodeResponse decodes a JSON answer into out. An answer with a
 // length (every JSON answer of the daemon has one) is read whole and
-// unmarshaled, which spares the streaming decoder's buffers.
+// unmarshaled, which spares the streaming decoder's buffers; the buffer
+// grows with the bytes that arrive, never to the length an answer claims.
 func decodeResponse(resp *http.Response, out any) error {
 	if n := resp.ContentLength; n >= 0 && n <= maxResponseBytes {
-		buf := make([]byte, n)
-		if _, err := io.ReadFull(resp.Body, buf); err != nil {
+		buf, err := io.ReadAll(resp.Body)
+		if err != nil {
 			return fmt.Errorf("%w: %v", ErrProtocol, err)
 		}
 		if err := json.Unmarshal(buf, out); err != nil {

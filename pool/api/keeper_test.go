@@ -4,16 +4,19 @@ package api_test
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/kernpool/kernpool/pool"
 	"github.com/kernpool/kernpool/pool/api"
@@ -321,5 +324,23 @@ func TestClientOverConnectionCap(t *testing.T) {
 		if !errors.As(err, &ae) || ae.StatusCode != http.StatusServiceUnavailable || ae.Code != api.CodeTooManyConnections || ae.RetryAfter <= 0 {
 			t.Fatalf("over the cap: %v (%+v), want a 503 %s with Retry-After", err, ae, api.CodeTooManyConnections)
 		}
+	}
+}
+
+// An answer claiming a huge Content-Length and sending two bytes costs the
+// client what arrived, not what was claimed.
+func TestClientDoesNotAllocateAClaimedLength(t *testing.T) {
+	_, c := startRawDaemon(t, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 268435456\r\n\r\n{}")
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := c.Health(ctx)
+	runtime.ReadMemStats(&after)
+	if err == nil {
+		t.Fatal("a 2-byte body under a 256 MiB length decoded")
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 16<<20 {
+		t.Fatalf("the client allocated %d bytes for a 2-byte body claiming 256 MiB", grew)
 	}
 }
