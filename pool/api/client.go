@@ -327,22 +327,16 @@ func (c *Client) send(ctx context.Context, method, path string, in any) (*http.R
 	return resp, nil
 }
 
-// decodeResponse decodes a JSON answer into out. An answer with a
-// length (every JSON answer of the daemon has one) is read whole and
-// unmarshaled, which spares the streaming decoder's buffers; the buffer
-// grows with the bytes that arrive, never to the length an answer claims.
+// decodeResponse decodes a JSON answer into out. The answer is read whole
+// (a buffer that grows with the bytes that arrive, never to a length the
+// answer claims) and unmarshaled, which spares a streaming decoder's
+// buffers; reading to EOF also frees the connection for reuse.
 func decodeResponse(resp *http.Response, out any) error {
-	if n := resp.ContentLength; n >= 0 && n <= maxResponseBytes {
-		buf, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return fmt.Errorf("%w: %v", ErrProtocol, err)
-		}
-		if err := json.Unmarshal(buf, out); err != nil {
-			return fmt.Errorf("%w: %v", ErrProtocol, err)
-		}
-		return nil
+	buf, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+	if err == nil {
+		err = json.Unmarshal(buf, out)
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxResponseBytes)).Decode(out); err != nil {
+	if err != nil {
 		return fmt.Errorf("%w: %v", ErrProtocol, err)
 	}
 	return nil

@@ -179,33 +179,26 @@ var healthAnswer = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent
 // after it, that allows keep-alive; otherwise the client closes it at
 // once (not when it next needs one) and dials a new one.
 func TestClientConnectionReuseRules(t *testing.T) {
-	t.Run("close", func(t *testing.T) {
+	for _, tc := range []struct{ name, answer string }{
 		// The answer says Connection: close but the connection stays open.
-		rd, c := startRawDaemon(t, healthAnswer+"Connection: close\r\n\r\n"+healthJSON)
-		for i := range 3 {
-			if h, err := c.Health(testCtx(t)); err != nil || h.Version != "fake" {
-				t.Fatalf("request %d: %+v, %v", i, h, err)
-			}
-			waitFor(t, "the client to close the connection", func() bool { return rd.closed.Load() == int32(i+1) })
-		}
-		if n := rd.accepted.Load(); n != 3 {
-			t.Fatalf("3 answers with Connection: close used %d connections, want 3", n)
-		}
-	})
-	t.Run("extra-bytes", func(t *testing.T) {
+		{"close", healthAnswer + "Connection: close\r\n\r\n" + healthJSON},
 		// Bytes after the answer (no daemon of ours sends any) must not be
 		// read as the next request's answer.
-		rd, c := startRawDaemon(t, healthAnswer+"\r\n"+healthJSON+"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nbogus")
-		for i := range 3 {
-			if h, err := c.Health(testCtx(t)); err != nil || h.Version != "fake" {
-				t.Fatalf("request %d: %+v, %v", i, h, err)
+		{"extra-bytes", healthAnswer + "\r\n" + healthJSON + "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nbogus"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rd, c := startRawDaemon(t, tc.answer)
+			for i := range 3 {
+				if h, err := c.Health(testCtx(t)); err != nil || h.Version != "fake" {
+					t.Fatalf("request %d: %+v, %v", i, h, err)
+				}
+				waitFor(t, "the client to close the connection", func() bool { return rd.closed.Load() == int32(i+1) })
 			}
-			waitFor(t, "the client to close the connection", func() bool { return rd.closed.Load() == int32(i+1) })
-		}
-		if n := rd.accepted.Load(); n != 3 {
-			t.Fatalf("3 requests used %d connections, want 3", n)
-		}
-	})
+			if n := rd.accepted.Load(); n != 3 {
+				t.Fatalf("3 requests used %d connections, want 3", n)
+			}
+		})
+	}
 	t.Run("kept", func(t *testing.T) {
 		rd, c := startRawDaemon(t, healthAnswer+"\r\n"+healthJSON)
 		for i := range 3 {
