@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/kernpool/kernpool/internal/testenv"
@@ -14,6 +15,11 @@ import (
 // over the same pipes and driven by the same Go code (Kernel.Exec) as the
 // runner. BenchmarkExecWarm should stay within 1.25x of BenchmarkExecFloor.
 const echoRunner = `import os
+MARKS = False
+RUN = False
+if RUN:
+    import _json
+    ns = {}
 fd = os.dup(0)
 buf = b""
 while b"\n" not in buf:
@@ -31,6 +37,14 @@ while True:
     n += 1
     rid = line[7:line.index(b'"', 7)]
     c = str(n).encode()
+    if RUN:
+        code = _json.scanstring(line.decode(), line.index(b'"code":"') + 8, True)[0]
+        co = compile(code, "<cell>", "exec")
+    if MARKS:
+        os.write(1, b"\n" + s + b" B " + c + b"\n")
+        os.write(2, b"\n" + s + b" B " + c + b"\n")
+    if RUN:
+        exec(co, ns)
     os.write(2, b"\n" + s + b" E " + c + b"\n")
     body = (b'{"id":"' + rid + b'","status":"ok","stdout":"","stderr":"","traceback":"",'
             b'"exit_code":0,"execution_count":' + c + b"}")
@@ -38,11 +52,29 @@ while True:
 `
 
 // BenchmarkExecFloor: BenchmarkExecWarm's cell against the echo loop.
-func BenchmarkExecFloor(b *testing.B) {
+func BenchmarkExecFloor(b *testing.B) { benchFloor(b, echoRunner) }
+
+// BenchmarkExecFloorMarks: the echo loop that also writes the begin marks
+// the runner writes before each cell (issue 10's exact boundary between
+// output written between cells and a cell's own): what the marks alone
+// cost over the floor.
+func BenchmarkExecFloorMarks(b *testing.B) {
+	benchFloor(b, strings.Replace(echoRunner, "MARKS = False", "MARKS = True", 1))
+}
+
+// BenchmarkExecFloorRun: BenchmarkExecFloorMarks that also compiles the
+// cell's code, then (after the marks, as the runner does) runs it in one
+// namespace, with no capture, display or caps: what executing the cell
+// costs over the marks, and what is left is the runner's own.
+func BenchmarkExecFloorRun(b *testing.B) {
+	benchFloor(b, strings.NewReplacer("MARKS = False", "MARKS = True", "RUN = False", "RUN = True").Replace(echoRunner))
+}
+
+func benchFloor(b *testing.B, runner string) {
 	testenv.RequirePython(b)
 	spec := baseSpec(b)
 	spec.Setup = func(staging string) ([]string, error) {
-		return nil, os.WriteFile(filepath.Join(staging, runnerFile), []byte(echoRunner), 0o600)
+		return nil, os.WriteFile(filepath.Join(staging, runnerFile), []byte(runner), 0o600)
 	}
 	k := startKernel(b, spec, "")
 	ctx := context.Background()
