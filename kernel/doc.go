@@ -10,6 +10,7 @@
 // checkpoint requests of checkpoint.go, whose "code" carries the argument).
 // For each request the runner writes, in order:
 //
+//	... the cell is compiled ...
 //	stdout and stderr: "\n" SENTINEL " B " <execution_count> "\n"  (begin)
 //	... the cell runs ...
 //	stderr: "\n" SENTINEL " E " <execution_count> "\n"            (end)
@@ -18,7 +19,9 @@
 // The runner flushes Python's stdout and stderr buffers before the begin
 // markers: what threads of earlier cells wrote lands before them, was
 // written while no cell ran, and is dropped and counted
-// (Kernel.DroppedOutput), never delivered.
+// (Kernel.DroppedOutput), never delivered. The markers follow the compile
+// (which writes nothing at the fd level): a quick cell's markers then
+// reach the host with its reply, one wake-up of each reader, not two.
 //
 // body is a compact UTF-8 JSON object (see wireReply); members at their
 // zero value may be left out (a quiet cell's frame is id, status and
