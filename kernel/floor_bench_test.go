@@ -2,9 +2,9 @@ package kernel
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/kernpool/kernpool/internal/testenv"
@@ -14,9 +14,8 @@ import (
 // answers each request with the stderr end mark and an empty "ok" frame,
 // over the same pipes and driven by the same Go code (Kernel.Exec) as the
 // runner. BenchmarkExecWarm should stay within 1.25x of BenchmarkExecFloor.
+// benchFloor prefixes it with MARKS and RUN, which pick the variant.
 const echoRunner = `import os
-MARKS = False
-RUN = False
 if RUN:
     import _json
     ns = {}
@@ -52,25 +51,22 @@ while True:
 `
 
 // BenchmarkExecFloor: BenchmarkExecWarm's cell against the echo loop.
-func BenchmarkExecFloor(b *testing.B) { benchFloor(b, echoRunner) }
+func BenchmarkExecFloor(b *testing.B) { benchFloor(b, false, false) }
 
 // BenchmarkExecFloorMarks: the echo loop that also writes the begin marks
 // the runner writes before each cell (issue 10's exact boundary between
 // output written between cells and a cell's own): what the marks alone
 // cost over the floor.
-func BenchmarkExecFloorMarks(b *testing.B) {
-	benchFloor(b, strings.Replace(echoRunner, "MARKS = False", "MARKS = True", 1))
-}
+func BenchmarkExecFloorMarks(b *testing.B) { benchFloor(b, true, false) }
 
 // BenchmarkExecFloorRun: BenchmarkExecFloorMarks that also compiles the
 // cell's code, then (after the marks, as the runner does) runs it in one
 // namespace, with no capture, display or caps: what executing the cell
 // costs over the marks, and what is left is the runner's own.
-func BenchmarkExecFloorRun(b *testing.B) {
-	benchFloor(b, strings.NewReplacer("MARKS = False", "MARKS = True", "RUN = False", "RUN = True").Replace(echoRunner))
-}
+func BenchmarkExecFloorRun(b *testing.B) { benchFloor(b, true, true) }
 
-func benchFloor(b *testing.B, runner string) {
+func benchFloor(b *testing.B, marks, run bool) {
+	runner := fmt.Sprintf("MARKS = %s\nRUN = %s\n", pyBool(marks), pyBool(run)) + echoRunner
 	testenv.RequirePython(b)
 	spec := baseSpec(b)
 	spec.Setup = func(staging string) ([]string, error) {
@@ -118,4 +114,11 @@ func BenchmarkExec1MiBStreamed(b *testing.B) {
 			b.Fatalf("streamed %d bytes of %d, want %d of %d", got, rep.StdoutBytesTotal, DefaultRawStdoutCap, 1<<20)
 		}
 	}
+}
+
+func pyBool(v bool) string {
+	if v {
+		return "True"
+	}
+	return "False"
 }

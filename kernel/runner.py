@@ -338,7 +338,7 @@ class _Runner:
                 pass
 
     def begin(self):
-        """Mark where the next cell's fd-level output starts on both streams.
+        """Mark where this cell's fd-level output starts on both streams.
 
         What threads of earlier cells left in Python's buffers is flushed
         first, so it lands before the marks: written while no cell ran,
