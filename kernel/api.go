@@ -219,6 +219,21 @@ type Cell struct {
 	KillOnTimeout bool
 }
 
+// Exception is a cell's exception as Jupyter's error message carries it:
+// the class name, its str() and the traceback entries (a header, one
+// entry per frame, the exception line), whose concatenation is the
+// traceback text. kernpool's own frames are left out and the staging
+// dir's path is replaced by StagingName; nothing is redacted yet.
+type Exception struct {
+	EName     string
+	EValue    string
+	Traceback []string
+}
+
+// StagingName replaces the staging dir's path in tenant-visible error
+// texts (the runner's _kernpool_errors.STAGING_NAME).
+const StagingName = "<kernel-dir>"
+
 // ReplyStatus is the runner's verdict on a cell (the "status" member of its
 // reply frame, parity §3).
 type ReplyStatus string
@@ -260,6 +275,9 @@ type Reply struct {
 	StdoutBytesTotal int
 	// Traceback is the formatted exception for ReplyError and ReplyExit.
 	Traceback string
+	// Exception is the structured form of ReplyError's exception (nil
+	// otherwise, and from a runner that does not send it).
+	Exception *Exception
 	// ExitCode is the sys.exit code for ReplyExit.
 	ExitCode int
 	// ExecutionCount is the kernel's cell counter after this cell.

@@ -19,6 +19,13 @@ const (
 	// runner reports, in UTF-8 bytes, notice included: head 40 %, the
 	// reference's truncation notice, tail 60 %.
 	TracebackBytes = 64 << 10
+	// ErrorNameBytes caps an exception's class name (ename); its message
+	// (evalue) and its traceback entries together (frames) are capped at
+	// TracebackBytes each, like the traceback text.
+	ErrorNameBytes = 256
+	// errorFieldBytes is what one exception may take in a frame: the
+	// traceback text, evalue, frames and ename.
+	errorFieldBytes = 3*TracebackBytes + ErrorNameBytes
 
 	// maxEscapedPerChar: the runner's JSON escaping writes at most 6 bytes
 	// for one character (a control character as \u00XX); non-ASCII stays
@@ -41,10 +48,10 @@ const (
 
 	// DefaultMaxFrameBytes is the largest reply frame an honest runner
 	// writes: stdout and stderr at CaptureChars each, fully escaped, plus
-	// the traceback and the overhead (about 12.4 MB). Displays travel in
+	// the exception's fields and the overhead (about 13.2 MB). Displays travel in
 	// D frames of their own (at most DisplayBytes each) and add
 	// DisplayCellBytes to Budget.
-	DefaultMaxFrameBytes = 2*CaptureChars*maxEscapedPerChar + TracebackBytes*maxEscapedPerChar + frameOverhead
+	DefaultMaxFrameBytes = 2*CaptureChars*maxEscapedPerChar + errorFieldBytes*maxEscapedPerChar + frameOverhead
 	// captureFieldBytes caps the decoded stdout and stderr members.
 	captureFieldBytes = CaptureChars * maxDecodedPerChar
 )
@@ -68,7 +75,7 @@ func outputCapsValue() string {
 func (s Spec) Budget() int64 {
 	spec := s
 	spec.fillCaps()
-	return int64(2*captureFieldBytes+TracebackBytes+8*smallFieldBytes+DisplayCellBytes) +
+	return int64(2*captureFieldBytes+errorFieldBytes+8*smallFieldBytes+DisplayCellBytes) +
 		int64(spec.RawStdoutCap) + int64(spec.StderrCap)
 }
 

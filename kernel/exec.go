@@ -66,6 +66,7 @@ func (k *Kernel) Exec(ctx context.Context, cell Cell) (*Reply, error) {
 		StdoutClipped:    rep.StdoutClipped || stdoutTotal > len(stdout),
 		StdoutBytesTotal: rep.StdoutLen + stdoutTotal,
 		Traceback:        rep.Traceback,
+		Exception:        rep.exception(),
 		ExitCode:         rep.ExitCode,
 		ExecutionCount:   rep.ExecutionCount,
 		Duration:         time.Since(started),

@@ -276,8 +276,8 @@ class _Cells:
             finally:
                 _IN_CELL[0] = False
         except SystemExit as exc:
-            show = _staged("_kernpool_display")
-            return "exit", show.cap_text("SystemExit: " + show.safe_repr(exc.code), _TRACEBACK_LIMIT), show.exit_code(exc.code)
+            show, errors = _staged("_kernpool_display"), _staged("_kernpool_errors")
+            return "exit", errors.cap_text("SystemExit: " + show.safe_repr(exc.code), _TRACEBACK_LIMIT), show.exit_code(exc.code)
         except BaseException as exc:
             return "error", _error_text(exc, self.sources), 1
         return "ok", "", 0
@@ -294,12 +294,12 @@ def _publish_sources(sources):
 
 
 def _error_text(exc, sources):
-    """exc's traceback (from the cell's frames on), capped; formatting
-    lives in the display module, loaded on the first error."""
+    """exc as (traceback text, ename, evalue, traceback entries), capped,
+    without kernpool's frames or the staging dir's path; formatting lives
+    in _kernpool_errors.py, loaded on the first error."""
     import linecache  # loaded first: tracebacks read the cells' sources there
     _publish_sources(sources)
-    show = _staged("_kernpool_display")
-    return show.cap_text(show.format_exception(exc, _on_sigint.__code__), _TRACEBACK_LIMIT)
+    return _staged("_kernpool_errors").describe(exc, _on_sigint.__code__, _HERE, _TRACEBACK_LIMIT)
 
 
 def _clip(text):
@@ -378,7 +378,7 @@ class _Runner:
         try:
             status, trace, code = self.cells.run(source, self.begin)
         except KeyboardInterrupt:  # arrived between the cell's end and its bookkeeping
-            status, trace, code = "error", "KeyboardInterrupt\n", 1
+            status, trace, code = "error", ("KeyboardInterrupt\n", "KeyboardInterrupt", "", ["KeyboardInterrupt\n"]), 1
         finally:
             _IN_CELL[0] = False
             sys.stdout, sys.stderr = saved
@@ -426,6 +426,10 @@ class _Runner:
         if err_clipped:
             parts.append(b',"stderr_clipped":true')
         if trace:
+            if type(trace) is tuple:
+                trace, ename, evalue, entries = trace
+                parts += (b',"ename":', _jstr(ename), b',"evalue":', _jstr(evalue),
+                          b',"frames":', _jstr("\x00".join(entries)))
             parts += (b',"traceback":', _jstr(trace))
         if code:
             parts += (b',"exit_code":', str(code).encode())

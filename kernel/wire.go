@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -25,6 +26,27 @@ type wireReply struct {
 	StderrClosed   bool        `json:"stderr_closed"`
 	// DisplaysDropped counts displays the runner dropped at their caps.
 	DisplaysDropped int `json:"displays_dropped"`
+	// EName, EValue and Frames are the exception's structured form
+	// (Frames: its traceback entries joined by NUL).
+	EName  string `json:"ename"`
+	EValue string `json:"evalue"`
+	Frames string `json:"frames"`
+}
+
+// maxTracebackEntries bounds the entries of one exception's traceback
+// (the runner sends at most 101: the first 40, a gap notice, the last 60).
+const maxTracebackEntries = 128
+
+// exception is the reply's structured exception, nil when it has none.
+func (r *wireReply) exception() *Exception {
+	if r.EName == "" {
+		return nil
+	}
+	entries := strings.SplitN(r.Frames, "\x00", maxTracebackEntries)
+	if r.Frames == "" {
+		entries = nil
+	}
+	return &Exception{EName: r.EName, EValue: r.EValue, Traceback: entries}
 }
 
 // maxNumberLen bounds a number token (an int64 has 20 characters with its sign).
@@ -38,7 +60,8 @@ const maxNumberLen = 32
 // are skipped unread), not a general JSON decoder: nothing is allocated for
 // what the frame claims, each member is decoded into a buffer that grows
 // only as its bytes arrive, capped per member (captureFieldBytes for stdout
-// and stderr, TracebackBytes, smallFieldBytes for the rest), and every byte
+// and stderr, TracebackBytes for the traceback, evalue and frames,
+// ErrorNameBytes for ename, smallFieldBytes for the rest), and every byte
 // kept is charged to acct. Escape-free runs are copied with memchr.
 // Arrays, nested objects and trailing bytes are protocol errors. Invalid
 // UTF-8 is replaced with U+FFFD, as encoding/json does. An error reading r
@@ -85,7 +108,8 @@ type wireParser struct {
 // memberNames are the members the runner writes; memberName returns one of
 // these (or unknownMember), never a string built from the frame.
 var memberNames = []string{"id", "status", "stdout", "stderr", "stdout_clipped", "stdout_len",
-	"stderr_clipped", "traceback", "exit_code", "execution_count", "stderr_closed", "displays_dropped"}
+	"stderr_clipped", "traceback", "exit_code", "execution_count", "stderr_closed", "displays_dropped",
+	"ename", "evalue", "frames"}
 
 const unknownMember = "(unknown member)"
 
@@ -220,6 +244,12 @@ func (p *wireParser) member(rep *wireReply, key string) (err error) {
 		rep.Stderr, err = p.str(captureFieldBytes, key)
 	case "traceback":
 		rep.Traceback, err = p.str(TracebackBytes, key)
+	case "ename":
+		rep.EName, err = p.str(ErrorNameBytes, key)
+	case "evalue":
+		rep.EValue, err = p.str(TracebackBytes, key)
+	case "frames":
+		rep.Frames, err = p.str(TracebackBytes, key)
 	case "stdout_clipped":
 		rep.StdoutClipped, err = p.boolean(key)
 	case "stderr_clipped":

@@ -60,6 +60,7 @@ func (p *Pool) settled(c cellState) *Result {
 	res := c.base()
 	out := p.finish(c, res)
 	res.Kernel.StatePreserved = true
+	res.Exception = cleanException(c.lv.filter, r.Exception)
 	stdout, stderr := out.Stdout, out.Stderr
 	switch r.Status {
 	case kernel.ReplyError:
@@ -198,6 +199,7 @@ func (p *Pool) finish(c cellState, res *Result) CellOutput {
 	res.StdoutTruncated, res.StdoutBytesTotal = out.StdoutTruncated, out.StdoutBytesTotal
 	res.StderrTruncated, res.StderrBytesTotal = out.StderrTruncated, out.StderrBytesTotal
 	res.StdoutSpillPath, res.Warning = out.SpillPath, out.Warning
+	res.Stdout, res.Stderr = out.Stdout, out.Stderr
 	if out.SpillPath != "" {
 		res.StdoutSpillName = filepath.Base(out.SpillPath)
 		res.Warning += fmt.Sprintf(" The daemon also serves it: kernpool spill %s %s (GET /v1/kernels/%s/spill/%s).",
