@@ -90,7 +90,7 @@ func BenchmarkDecodeFrame1MiB(b *testing.B) {
 		var epoch atomic.Uint64
 		s := newScanner(strings.NewReader(in), []byte("\n@@S@@ "), " ", &epoch)
 		err := s.run(func([]byte, uint64) {}, func(_ byte, n int64) error {
-			_, err := decodeFrame(s.body(n), &budget{limit: 1 << 30})
+			_, err := decodeFrame(s.body(n), &budget{limit: 1 << 30}, defaultFrameCaps)
 			return err
 		})
 		if !errors.Is(err, io.EOF) {

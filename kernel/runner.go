@@ -13,6 +13,8 @@ var (
 	runnerDisplaySource []byte
 	//go:embed _kernpool_errors.py
 	runnerErrorsSource []byte
+	//go:embed _kernpool_shell.py
+	runnerShellSource []byte
 	// checkpointSource is kernel/checkpoint.py, staged as checkpointFile
 	// beside the runner, which imports it only for checkpoint requests
 	// (checkpoint.go).
@@ -30,5 +32,6 @@ var runnerFiles = map[string][]byte{
 	"_kernpool_boot.py":    runnerBootSource,
 	"_kernpool_display.py": runnerDisplaySource,
 	"_kernpool_errors.py":  runnerErrorsSource,
+	"_kernpool_shell.py":   runnerShellSource,
 	checkpointFile:         checkpointSource,
 }

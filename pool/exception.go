@@ -2,6 +2,9 @@ package pool
 
 import "github.com/kernpool/kernpool/kernel"
 
+// This file holds what a result says of a cell's exception and how its
+// streams are finished.
+
 // Exception is a cell's exception as Jupyter's error message (and E2B's
 // ExecutionError) carries it: the class name, its str() and the traceback
 // entries (a header, one entry per frame, the exception line) whose
@@ -24,4 +27,14 @@ func cleanException(f OutputFilter, e *kernel.Exception) *Exception {
 		out.Traceback[i] = f.CapText(entry)
 	}
 	return out
+}
+
+// finishStreams finishes r's streams with f, as clipped streams when f
+// can (see clippedFinisher).
+func finishStreams(f OutputFilter, r *kernel.Reply, spillDir string, cell int) (CellOutput, error) {
+	if cf, ok := f.(clippedFinisher); ok {
+		return cf.FinishClipped(Clipped{r.Stdout, r.StdoutTail, r.StdoutBytesTotal},
+			Clipped{r.Stderr, r.StderrTail, r.StderrBytesTotal}, spillDir, cell)
+	}
+	return f.Finish(r.Stdout, r.Stderr, spillDir, cell)
 }

@@ -187,7 +187,7 @@ func (p *Pool) failed(ctx context.Context, c cellState, err error, doom teardown
 // A filter error loses nothing: the texts are still cleaned and returned.
 func (p *Pool) finish(c cellState, res *Result) CellOutput {
 	r := c.reply
-	out, err := c.lv.filter.Finish(r.Stdout, r.Stderr, p.spillDir(c.lv.id), c.count)
+	out, err := finishStreams(c.lv.filter, r, p.spillDir(c.lv.id), c.count)
 	if err != nil {
 		p.log.Warn("output filter failed", "id", c.lv.id, "error", err)
 		out = CellOutput{
@@ -219,8 +219,6 @@ func (p *Pool) finish(c cellState, res *Result) CellOutput {
 	if r.StdoutClipped {
 		res.StdoutTruncated = true
 		res.StdoutBytesTotal = max(res.StdoutBytesTotal, r.StdoutBytesTotal)
-		clip := fmt.Sprintf("The kernel clipped the cell's Python-level stdout at its 1,000,000-character cap (%d in total).", r.StdoutBytesTotal)
-		res.Warning = strings.TrimSpace(res.Warning + " " + clip)
 	}
 	return out
 }
