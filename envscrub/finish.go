@@ -199,7 +199,7 @@ func capSpill(c Clipped, limit int) string {
 			omitted = c.Total - cut - len(end)
 		}
 		cut = min(max(limit-len(notice(omitted))-len(end), 0), room)
-		for cut > 0 && !utf8.RuneStart(c.Head[cut]) {
+		for cut > 0 && cut < len(c.Head) && !utf8.RuneStart(c.Head[cut]) {
 			cut--
 		}
 	}

@@ -273,7 +273,7 @@ func TestFinishClipped(t *testing.T) {
 	f := NewPipeline(OutputConfig{InlineCap: 100, SpillCap: 1000}).ForKernel([]string{secret})
 	dir := filepath.Join(testTempDir(t), "spill")
 	head := strings.Repeat("h", 2000)
-	tail := secret[5:] + "\n" + strings.Repeat("t", 200) + "\nthe real end\n"
+	tail := secret[5:] + "\n" + strings.Repeat("t", 20) + "\nthe real end\n"
 	out, err := f.FinishClipped(Clipped{Head: head, Tail: tail, Total: 10_000}, Clipped{Head: "e"}, dir, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -294,5 +294,22 @@ func TestFinishClipped(t *testing.T) {
 	}
 	if out.Stderr != "e" || out.StderrTruncated {
 		t.Fatalf("stderr %q", out.Stderr)
+	}
+}
+
+// A kernel that kept less than the spill cap of a clipped stream (its
+// caps are its own): the spill is all of the head, the notice and the end.
+func TestSpillOfAShortClippedHead(t *testing.T) {
+	f := NewPipeline(OutputConfig{InlineCap: 100, SpillCap: 100_000}).ForKernel(nil)
+	dir := filepath.Join(testTempDir(t), "spill")
+	head := strings.Repeat("é", 500) // 1,000 bytes
+	out, err := f.FinishClipped(Clipped{Head: head, Tail: "x\nend\n", Total: 1_000_000}, Clipped{}, dir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(out.SpillPath)
+	want := head + "\n\n[... spill capped at 100,000 bytes: 998,996 of 1,000,000 bytes omitted ...]\n\nend\n"
+	if err != nil || string(data) != want {
+		t.Fatalf("spill %q, %v", data, err)
 	}
 }
