@@ -209,3 +209,26 @@ func TestInterruptStructuredException(t *testing.T) {
 	}
 	requireNoOwnFrames(t, k, rep)
 }
+
+// An interrupt ends a running shell line: KeyboardInterrupt in the cell,
+// its command killed, the kernel and its state kept.
+func TestInterruptShellLine(t *testing.T) {
+	k := startKernel(t, baseSpec(t), "")
+	requireIPython(t, k)
+	mustExec(t, k, "kept = 1")
+	log := newEventLog()
+	go func() {
+		<-log.first // the command runs: interrupt it
+		if err := k.Interrupt(); err != nil {
+			t.Error(err)
+		}
+	}()
+	rep, err := k.Exec(context.Background(), Cell{Code: "!echo started; exec sleep 60", Stream: log.add})
+	if err != nil || !errors.Is(rep.Interrupted, ErrInterrupted) || rep.Exception == nil || rep.Exception.EName != "KeyboardInterrupt" {
+		t.Fatalf("reply %+v, err %v", rep, err)
+	}
+	requireNoOwnFrames(t, k, rep)
+	if r := mustExec(t, k, "print(kept)"); r.Stdout != "1\n" {
+		t.Fatalf("state after the interrupt: %+v", r)
+	}
+}
