@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -77,4 +78,32 @@ func TestToolErrorTraceback(t *testing.T) {
 	if want := "  File \"<cell-1>\", line 2, in <module>\n    kernpool_tools.search(q=1)\n"; len(e.Traceback) != 3 || e.Traceback[1] != want {
 		t.Errorf("traceback %q, want the cell's one frame %q", e.Traceback, want)
 	}
+}
+
+// A 4 MB exception message reaches the result capped like stderr in each
+// part, and the whole result stays small.
+func TestHugeExceptionResultBounded(t *testing.T) {
+	testenv.RequirePython(t)
+	p := newTestPool(t, func(c *Config) { c.Output = realOutput{envscrub.OutputConfig{}} })
+	res := run(t, p, Request{Code: "raise ValueError('é' * (2 << 20))"})
+	wantStatus(t, res, StatusError)
+	e := res.Exception
+	if e == nil || e.EName != "ValueError" {
+		t.Fatalf("exception %+v", e)
+	}
+	const most = envscrub.DefaultStderrCap + 128 // the cap plus its notice
+	parts := append([]string{res.Error, e.EValue}, e.Traceback...)
+	for _, part := range parts {
+		if len(part) > most {
+			t.Errorf("a part of %d bytes, want at most %d", len(part), most)
+		}
+	}
+	if len(e.EValue) < envscrub.DefaultStderrCap/2 || !strings.Contains(e.EValue, "bytes omitted out of") {
+		t.Errorf("evalue %d bytes without the truncation notice", len(e.EValue))
+	}
+	body, err := json.Marshal(res)
+	if err != nil || len(body) > 100_000 {
+		t.Fatalf("result JSON %d bytes (%v), want under 100,000", len(body), err)
+	}
+	t.Logf("result JSON of a 4 MB exception: %d bytes", len(body))
 }
