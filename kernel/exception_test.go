@@ -108,3 +108,20 @@ func TestHugeExceptionBounded(t *testing.T) {
 		}
 	}
 }
+
+// A forged frame cannot make an exception carry more entries than the
+// runner sends, nor one without a class name.
+func TestForgedExceptionEntriesBounded(t *testing.T) {
+	rep, err := decodeReply([]byte(`{"id":"1","status":"error","ename":"E","evalue":"v","frames":"` +
+		strings.Repeat(`a\u0000`, 300) + `"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := rep.exception()
+	if e == nil || len(e.Traceback) != 101 {
+		t.Fatalf("exception %+v, want 101 entries", e)
+	}
+	if rep, err := decodeReply([]byte(`{"id":"1","status":"error","frames":"a"}`)); err != nil || rep.exception() != nil {
+		t.Fatalf("an exception without ename: %v %v", rep, err)
+	}
+}

@@ -38,9 +38,10 @@ type wireReply struct {
 	Frames string `json:"frames"`
 }
 
-// maxTracebackEntries bounds the entries of one exception's traceback
-// (the runner sends at most 101: the first 40, a gap notice, the last 60).
-const maxTracebackEntries = 128
+// maxTracebackEntries bounds the entries of one exception's traceback as
+// the runner sends them (the first 40, a gap notice, the last 60); a
+// forged frame's extra entries stay in the last one.
+const maxTracebackEntries = 101
 
 // exception is the reply's structured exception, nil when it has none.
 func (r *wireReply) exception() *Exception {
