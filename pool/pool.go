@@ -213,6 +213,9 @@ func (p *Pool) ShutdownOwner(owner string) int {
 func (p *Pool) Close(ctx context.Context) error {
 	p.mu.Lock()
 	p.closing = true
+	for _, s := range p.slots {
+		s.interruptIdleSaveLocked() // Close's own save follows, bounded
+	}
 	var wait chan struct{}
 	if p.users > 0 {
 		if p.drained == nil {
