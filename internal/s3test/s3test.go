@@ -4,6 +4,7 @@
 package s3test
 
 import (
+	"net/http"
 	"net/http/httptest"
 	"testing"
 
@@ -16,21 +17,38 @@ type Server struct {
 	// URL is the endpoint, http://127.0.0.1:port.
 	URL     string
 	Backend *s3mem.Backend
+	// Transport trusts a StartTLS server's certificate (nil for Start).
+	Transport http.RoundTripper
 }
 
-// Start serves a fresh in-memory S3 with the given buckets until the test
-// ends.
+// Start serves a fresh in-memory S3 with the given buckets over plain
+// http until the test ends.
 func Start(t testing.TB, buckets ...string) *Server {
 	t.Helper()
+	be := newBackend(t, buckets)
+	srv := httptest.NewServer(gofakes3.New(be, gofakes3.WithLogger(gofakes3.DiscardLog())).Server())
+	t.Cleanup(srv.Close)
+	return &Server{URL: srv.URL, Backend: be}
+}
+
+// StartTLS is Start over https (a test certificate: Transport trusts it),
+// as a production store is reached.
+func StartTLS(t testing.TB, buckets ...string) *Server {
+	t.Helper()
+	be := newBackend(t, buckets)
+	srv := httptest.NewTLSServer(gofakes3.New(be, gofakes3.WithLogger(gofakes3.DiscardLog())).Server())
+	t.Cleanup(srv.Close)
+	return &Server{URL: srv.URL, Backend: be, Transport: srv.Client().Transport}
+}
+
+func newBackend(t testing.TB, buckets []string) *s3mem.Backend {
 	be := s3mem.New()
 	for _, b := range buckets {
 		if err := be.CreateBucket(b); err != nil {
 			t.Fatal(err)
 		}
 	}
-	srv := httptest.NewServer(gofakes3.New(be, gofakes3.WithLogger(gofakes3.DiscardLog())).Server())
-	t.Cleanup(srv.Close)
-	return &Server{URL: srv.URL, Backend: be}
+	return be
 }
 
 // Env is an environment with the endpoint and a test key, as the
