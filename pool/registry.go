@@ -189,7 +189,7 @@ func (p *Pool) enterFor(k key, tools []string, rq *normalized) (*slot, []doomed,
 			p.byID[claimed.id] = s
 		}
 	}
-	s.interruptIdleSaveLocked()
+	s.interruptIdleSaveLocked() // a cell wants the kernel
 	s.users++
 	p.users++
 	s.lastUsed = now

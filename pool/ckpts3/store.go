@@ -148,8 +148,8 @@ func (s *Store) Put(ctx context.Context, name string, gen uint64, body io.Reader
 	if err != nil {
 		return fmt.Errorf("checkpoint put: %w", err)
 	}
-	if n := len(gens); n > 0 && gens[n-1].Generation >= gen {
-		return fmt.Errorf("checkpoint put: generation %d, stored %d: %w", gen, gens[n-1].Generation, pool.ErrStaleGeneration)
+	if len(gens) > 0 && gens[len(gens)-1].Generation >= gen {
+		return fmt.Errorf("checkpoint put: generation %d, stored %d: %w", gen, gens[len(gens)-1].Generation, pool.ErrStaleGeneration)
 	}
 	opts := minio.PutObjectOptions{ContentType: "application/octet-stream", DisableMultipart: size <= 64<<20}
 	opts.SetMatchETagExcept("*")
@@ -188,8 +188,13 @@ func (s *Store) Get(ctx context.Context, name string) (pool.CheckpointObject, po
 		return nil, e, fmt.Errorf("checkpoint get: %d bytes, over %d: %w", e.Size, s.maxBytes, ErrObjectTooBig)
 	}
 	// The object outlives ctx (the caller streams it after Get returns):
-	// it gets a context of its own, ended by Close.
+	// it gets a context of its own, ended by Close, with ctx's deadline
+	// still bounding a server that stops answering.
 	octx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	if dl, ok := ctx.Deadline(); ok {
+		cancel()
+		octx, cancel = context.WithDeadline(context.WithoutCancel(ctx), dl)
+	}
 	obj, err := s.c.GetObject(octx, s.bucket, s.objectKey(name, e.Generation), minio.GetObjectOptions{})
 	if err != nil {
 		cancel()
