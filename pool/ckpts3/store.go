@@ -26,6 +26,10 @@ type Store struct {
 
 var _ pool.CheckpointStore = (*Store)(nil)
 
+// MaxObjectBytes is the largest object one PUT stores (S3's limit), so
+// the largest checkpoint_max_bytes_per_owner an S3 store takes.
+const MaxObjectBytes = 5 << 30
+
 // genDigits is the width of a generation in an object key: keys sort as
 // their generations do.
 const genDigits = 20
@@ -38,7 +42,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open checkpoint store: %w", err)
 	}
-	opts := &minio.Options{Creds: p.creds, Secure: p.secure, Region: p.region, Transport: cfg.Transport}
+	// Three tries, not ten: a save or a start that cannot reach the store
+	// says why (the last error) well within checkpoint_timeout.
+	opts := &minio.Options{Creds: p.creds, Secure: p.secure, Region: p.region, Transport: cfg.Transport, MaxRetries: 3}
 	if p.path {
 		opts.BucketLookup = minio.BucketLookupPath
 	}
@@ -151,7 +157,12 @@ func (s *Store) Put(ctx context.Context, name string, gen uint64, body io.Reader
 	if len(gens) > 0 && gens[len(gens)-1].Generation >= gen {
 		return fmt.Errorf("checkpoint put: generation %d, stored %d: %w", gen, gens[len(gens)-1].Generation, pool.ErrStaleGeneration)
 	}
-	opts := minio.PutObjectOptions{ContentType: "application/octet-stream", DisableMultipart: size <= 64<<20}
+	if size > MaxObjectBytes {
+		return fmt.Errorf("checkpoint put: %d bytes: %w", size, ErrObjectTooBig)
+	}
+	// One PUT, never a multipart upload: the conditional create then
+	// holds for the whole object, and a file body is streamed as it is.
+	opts := minio.PutObjectOptions{ContentType: "application/octet-stream", DisableMultipart: true}
 	opts.SetMatchETagExcept("*")
 	if _, err := s.c.PutObject(ctx, s.bucket, s.objectKey(name, gen), body, size, opts); err != nil {
 		if isPrecondition(err) {

@@ -22,6 +22,9 @@ func openStore(ctx context.Context, c *Config, log hclog.Logger) (pool.Checkpoin
 	if c.CheckpointStore.URL == "" {
 		return nil, nil
 	}
+	if limit := c.Checkpoints.MaxBytesPerOwner + 2<<20; limit > ckpts3.MaxObjectBytes {
+		return nil, fmt.Errorf("checkpoint_store: checkpoint_max_bytes_per_owner %d is over the %d bytes one S3 PUT stores: %w", c.Checkpoints.MaxBytesPerOwner, int64(ckpts3.MaxObjectBytes), ErrConfig)
+	}
 	ctx, cancel := context.WithTimeout(ctx, min(storeOpenTimeout, c.Checkpoints.Timeout))
 	defer cancel()
 	st, err := ckpts3.Open(ctx, ckpts3.Config{
