@@ -545,6 +545,9 @@ def _checkpoint(runner, rid, op, arg):
     staged beside this file) does the work, interruptible like a cell."""
     try:
         _IN_CELL[0] = True
+        # The begin marks let the host interrupt the request (it signals
+        # only after it read them): an idle save a cell is waiting for.
+        runner.begin()
         import _kernpool_checkpoint
         out = _kernpool_checkpoint.handle(op, arg, runner.cells)
         _IN_CELL[0] = False
