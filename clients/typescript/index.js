@@ -184,7 +184,9 @@ export class Client {
   // Sends one request; resolves with the response once its head arrived.
   _send(method, p, body, { timeoutMs, signal } = {}) {
     const data = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-    const headers = { Host: 'kernpool', Accept: 'application/json, application/x-ndjson' };
+    const headers = { Accept: 'application/json, application/x-ndjson' };
+    // Over the socket the host is ignored; over https it names the server the certificate must match.
+    if (this.base.socketPath) headers.Host = 'kernpool';
     if (data) Object.assign(headers, { 'Content-Type': 'application/json', 'Content-Length': data.length });
     if (this.token) headers.Authorization = `Bearer ${this.token}`;
     return new Promise((resolve, reject) => {

@@ -30,7 +30,7 @@ async function rest(it) {
   return seen;
 }
 
-describe('against a real daemon', { skip: skip || false }, () => {
+describe('against a real daemon', { skip: skip || false, timeout: 600_000 }, () => {
   before(async () => {
     daemon = await startDaemon({ config: `max_cells_per_minute_per_owner = ${CELLS_PER_MINUTE}\n` });
     c = new Client({ socket: daemon.socket, timeoutMs: 30_000 });
