@@ -146,7 +146,3 @@ describe('https with a CA, a client certificate and a bearer token', () => {
     assert.throws(() => new Client({ url: 'ftp://x' }), /only https/);
   });
 });
-
-test('types.d.ts is what docs/openapi.json generates', () => {
-  execFileSync(process.execPath, [new URL('../scripts/gen-types.mjs', import.meta.url).pathname, '--check'], { stdio: 'inherit' });
-});
