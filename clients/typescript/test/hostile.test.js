@@ -9,7 +9,7 @@ import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { APIError, Client, DEFAULT_MAX_LINE_BYTES, MAX_ERROR_BYTES, ProtocolError } from '../index.js';
+import { APIError, Client, DEFAULT_MAX_LINE_BYTES, MAX_CONCURRENT_TOOL_CALLS, MAX_ERROR_BYTES, ProtocolError } from '../index.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'kp-ts-hostile-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -96,6 +96,52 @@ describe('a hostile server on the Unix socket', { timeout: 120_000 }, () => {
     await assert.rejects(c.execute('x'), (e) => e instanceof ProtocolError && /inside a line/.test(e.message));
     routes.set('/v1/execute', answer('[1]\n'));
     await assert.rejects(c.execute('x'), (e) => e instanceof ProtocolError && /not an event/.test(e.message));
+  });
+
+  test('at most MAX_CONCURRENT_TOOL_CALLS tool calls are answered at once; the next is refused', async () => {
+    const n = MAX_CONCURRENT_TOOL_CALLS + 1;
+    const answers = new Map();
+    let stream;
+    let release;
+    const held = new Promise((r) => { release = r; });
+    routes.set('/v1/execute', (req, res) => {
+      stream = res;
+      res.writeHead(200);
+      for (let i = 1; i <= n; i++) res.write(`{"event":"tool_call","call":{"id":"c-${i}","tool":"t","args":{}}}\n`);
+    });
+    for (let i = 1; i <= n; i++) {
+      routes.set(`/v1/tool-calls/c-${i}`, (req, res) => {
+        let body = '';
+        req.on('data', (d) => { body += d; });
+        req.on('end', () => {
+          answers.set(i, JSON.parse(body));
+          res.end(`{"answered":"c-${i}"}`);
+          if (i === n) release(); // the refusal came while every handler still waited
+          if (answers.size === n) stream.end('{"event":"result","result":{"status":"success"}}\n');
+        });
+      });
+    }
+    let running = 0;
+    let most = 0;
+    const r = await c.execute('x', {
+      onToolCall: async () => {
+        most = Math.max(most, ++running);
+        await held;
+        running--;
+        return 'ok';
+      },
+    });
+    assert.deepEqual(r, { status: 'success' });
+    assert.equal(most, MAX_CONCURRENT_TOOL_CALLS);
+    assert.deepEqual(answers.get(n), { error: `the client runs ${MAX_CONCURRENT_TOOL_CALLS} tool calls at once; retry later` });
+    assert.deepEqual(answers.get(1), { result: 'ok' });
+  });
+
+  test('a request other than execute that gets no answer fails after timeoutMs', async () => {
+    routes.set('/v1/kernels', () => {}); // never answers
+    const slow = new Client({ socket: path.join(dir, 'hostile.sock'), timeoutMs: 100 });
+    await assert.rejects(slow.kernels(), (e) => e instanceof ProtocolError && /no answer within 100 ms/.test(e.message));
+    slow.close();
   });
 
   test('the bearer token is sent on every request', async () => {
