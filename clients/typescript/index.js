@@ -259,7 +259,14 @@ export class Client {
           case 'stderr': opts.onStderr?.(ev.text); break;
           case 'display': opts.onDisplay?.(ev.display); break;
           case 'tool_call': {
-            const p = this._toolCall(ev.call, opts.onToolCall, pending.size).catch(() => {});
+            if (pending.size >= MAX_CONCURRENT_TOOL_CALLS) {
+              // Refused before the stream is read on, so a flood of calls
+              // holds at most the cap of answers in flight.
+              const error = `the client runs ${MAX_CONCURRENT_TOOL_CALLS} tool calls at once; retry later`;
+              await this.answerToolCall(ev.call.id, { error }).catch(() => {});
+              break;
+            }
+            const p = this._toolCall(ev.call, opts.onToolCall).catch(() => {});
             pending.add(p);
             p.finally(() => pending.delete(p));
             break;
@@ -274,12 +281,10 @@ export class Client {
     throw new ProtocolError('POST /v1/execute: the stream ended without a result');
   }
 
-  async _toolCall(call, handler, running) {
+  async _toolCall(call, handler) {
     let answer;
     if (!handler) answer = { error: `the client has no handler for tool ${call.tool}` };
-    else if (running >= MAX_CONCURRENT_TOOL_CALLS) {
-      answer = { error: `the client runs ${MAX_CONCURRENT_TOOL_CALLS} tool calls at once; retry later` };
-    } else {
+    else {
       try {
         answer = { result: toolResultText(await handler(call)) };
       } catch (e) {

@@ -119,6 +119,9 @@ describe('against a real daemon', { skip: skip || false, timeout: 600_000 }, () 
     assert.equal(r.status, 'error');
     assert.equal(r.exception.ename, 'ToolError');
     assert.match(r.exception.evalue, /backend down/);
+    const none = await c.execute('import kernpool_tools as t\nt.search(q=1)', { owner: 'ts-toolerr', tools: ['search'] });
+    assert.equal(none.exception.ename, 'ToolError');
+    assert.match(none.exception.evalue, /the client has no handler for tool search/);
   });
 
   test('stream: an async iterator of events; answerToolCall answers a call', async () => {
