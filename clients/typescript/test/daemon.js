@@ -65,7 +65,12 @@ export async function startDaemon({ config: extra = '' } = {}) {
     } catch (e) {
       if (!(e instanceof DaemonUnavailable)) throw e;
     }
-    if (exited !== null) throw new Error(`kernpool serve --isolation=${isolation} cannot run here (exit ${exited}):\n${tail()}`);
+    if (exited !== null) {
+      const why = `kernpool serve --isolation=${isolation} cannot run here (exit ${exited}):\n${tail()}`;
+      process.off('exit', killOnExit);
+      rmSync(base, { recursive: true, force: true });
+      throw Object.assign(new Error(why), { cannotRun: true });
+    }
     if (Date.now() > deadline) throw new Error(`kernpool serve did not answer within 30 s:\n${tail()}`);
     await new Promise((r) => setTimeout(r, 50));
   }
