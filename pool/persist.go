@@ -74,11 +74,13 @@ func (p *Pool) saveCheckpoint(lv *live, reason teardownReason) {
 	if lv.saveDone == nil {
 		return
 	}
+	ok := false // counted for a drain's progress (PendingSaves, PoolStats)
 	defer func() {
 		p.mu.Lock()
 		if p.saving[lv.key] == lv.saveDone {
 			delete(p.saving, lv.key)
 		}
+		p.countSaveLocked(ok)
 		p.mu.Unlock()
 		close(lv.saveDone)
 	}()
@@ -118,6 +120,7 @@ func (p *Pool) saveCheckpoint(lv *live, reason teardownReason) {
 	if saved.SavedTotal == 0 && saved.LostTotal == 0 {
 		_ = f.Close()
 		_ = os.Remove(f.Name())
+		ok = true
 		return // nothing to restore
 	}
 	note, err := p.ckpt.commit(f, k, h)
@@ -127,6 +130,7 @@ func (p *Pool) saveCheckpoint(lv *live, reason teardownReason) {
 	case note != "":
 		p.log.Warn("checkpoint refused", "id", lv.id, "owner", lv.owner, "mode", lv.mode, "reason", note)
 	default:
+		ok = true
 		p.log.Info("checkpoint saved", "id", lv.id, "owner", lv.owner, "mode", lv.mode, "reason", reason,
 			"bytes", saved.Size, "names", saved.SavedTotal, "lost", saved.LostTotal, "duration", time.Since(start))
 	}
