@@ -137,13 +137,19 @@ var open = map[string]bool{"/v1/ready": true}
 // otherwise) and acts only for its principal's owners (403 forbidden for
 // another owner; listings are filtered, and a kernel or tool call of
 // another owner is not found).
-func (s *Server) NetworkHandler(c *Credentials) http.Handler {
+// creds returns the current credentials (a reload may swap them).
+func (s *Server) NetworkHandler(creds func() *Credentials) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c := creds()
 		if open[r.URL.Path] {
 			s.dispatch(w, r.WithContext(withPrincipal(r.Context(), &Principal{Name: "anonymous"})))
 			return
 		}
-		p, why := c.authenticate(r)
+		var p *Principal
+		why := "this node accepts no credentials"
+		if c != nil {
+			p, why = c.authenticate(r)
+		}
 		if p == nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="kernpool"`)
 			writeError(w, http.StatusUnauthorized, CodeUnauthorized, why)
