@@ -425,3 +425,60 @@ token "ops" {
 		t.Errorf("a client_cert with a sha256: %v, want an error at bad.hcl:2", err)
 	}
 }
+
+// TestNetworkToolCallScope: a streamed tool call can be answered only by
+// the credential whose request runs the cell (or an admin): another
+// token's answer is not found and the call stays pending.
+func TestNetworkToolCallScope(t *testing.T) {
+	cfg, ca := netConfig(t)
+	n := startNetNode(t, cfg, ca)
+	ctx := context.Background()
+	alice, acme := n.client(t, aliceToken, ""), n.client(t, acmeToken, "")
+	h := pool.ToolHandlerFunc(func(ctx context.Context, call pool.ToolCall) (string, error) {
+		err := acme.AnswerToolCall(ctx, call.ID, api.ToolAnswer{Result: ptr("from acme")})
+		if apiCode(err) != api.CodeNotFound {
+			t.Errorf("acme answering alice's tool call %s: %v, want not_found", call.ID, err)
+		}
+		return "from alice", nil
+	})
+	res, err := alice.ExecuteStream(ctx, pool.Request{Owner: "alice", Tools: []string{"ask"},
+		Code: "import kernpool_tools as t\nprint(t.ask())"}, h)
+	if err != nil || res.Output != "from alice\n" {
+		t.Fatalf("alice's cell: %+v, %v", res, err)
+	}
+}
+
+func ptr(s string) *string { return &s }
+
+// TestNetworkReload: SIGHUP's Reload swaps the listener's tokens: a
+// removed token is refused at once, an added one accepted, without a
+// restart; a reload whose TLS files do not load is refused whole.
+func TestNetworkReload(t *testing.T) {
+	cfg, ca := netConfig(t)
+	n := startNetNode(t, cfg, ca)
+	ctx := context.Background()
+	alice := n.client(t, aliceToken, "")
+	if _, err := alice.List(ctx); err != nil {
+		t.Fatal(err)
+	}
+	next := *n.d.Config()
+	next.Network.Tokens = []daemon.Credential{{Name: "alice2", SHA256: api.TokenDigest("kp_alice_two"), Owners: []string{"alice"}}}
+	if err := n.d.Reload(&next); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.List(ctx); apiCode(err) != api.CodeUnauthorized {
+		t.Errorf("the removed token after Reload: %v, want unauthorized", err)
+	}
+	if _, err := n.client(t, "kp_alice_two", "").List(ctx); err != nil {
+		t.Errorf("the added token after Reload: %v", err)
+	}
+	bad := next
+	bad.Network.TLSCert = filepath.Join(t.TempDir(), "gone.pem")
+	bad.Network.Tokens = cfg.Network.Tokens
+	if err := n.d.Reload(&bad); err == nil {
+		t.Fatal("Reload accepted a missing tls_cert")
+	}
+	if _, err := alice.List(ctx); apiCode(err) != api.CodeUnauthorized {
+		t.Errorf("a refused Reload changed the tokens: %v", err)
+	}
+}
