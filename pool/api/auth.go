@@ -159,6 +159,12 @@ func (s *Server) NetworkHandler(creds func() *Credentials) http.Handler {
 	})
 }
 
+// isAdmin reports whether the request acts as an admin.
+func isAdmin(r *http.Request) bool {
+	p := principalOf(r)
+	return p != nil && p.Admin
+}
+
 // forbidOwner answers 403 when the request may not act for owner.
 func forbidOwner(w http.ResponseWriter, r *http.Request, owner string) bool {
 	if principalOf(r).Allows(owner) {

@@ -217,10 +217,15 @@ func (s *Server) handleShutdownOwner(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, ShutdownResponse{Owner: owner, Killed: n})
 }
 
-func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	if !isAdmin(r) {
+		// The node's figures span every owner: a scoped credential gets
+		// its state and version only.
+		writeJSON(w, http.StatusOK, Health{Status: s.healthStatus(), Version: s.cfg.Version, Isolation: s.cfg.Isolation, State: s.State()})
+		return
+	}
 	st := s.pool.Stats()
 	h := Health{
-		Status:           HealthOK,
 		Version:          s.cfg.Version,
 		Kernels:          st.KernelsLive,
 		Isolation:        s.cfg.Isolation,
@@ -228,10 +233,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) {
 		PendingToolCalls: s.broker.len(),
 		Stats:            st,
 	}
-	if s.draining.Load() {
-		h.Status = HealthDraining
-	}
-	h.State = s.State()
+	h.Status, h.State = s.healthStatus(), s.State()
 	if s.drainMode() {
 		ds := s.DrainStatus()
 		h.Drain = &ds
@@ -241,6 +243,13 @@ func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) {
 		h.FreeKernels = max(0, s.cfg.MaxKernels-st.KernelsLive)
 	}
 	writeJSON(w, http.StatusOK, h)
+}
+
+func (s *Server) healthStatus() HealthStatus {
+	if s.draining.Load() {
+		return HealthDraining
+	}
+	return HealthOK
 }
 
 // writePoolError maps the pool's sentinels to HTTP statuses.

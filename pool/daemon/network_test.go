@@ -217,8 +217,12 @@ func TestNetworkAuth(t *testing.T) {
 	if err := admin.Kill(ctx, bobKernel); err != nil {
 		t.Errorf("the admin killing bob's kernel: %v", err)
 	}
-	if h, err := admin.Health(ctx); err != nil || h.State != api.StateReady || h.MaxKernels != cfg.MaxKernels {
+	if h, err := admin.Health(ctx); err != nil || h.State != api.StateReady || h.MaxKernels != cfg.MaxKernels || h.Kernels != 3 {
 		t.Errorf("health over the network: %+v, %v", h, err)
+	}
+	// A scoped credential learns the node's state, not its figures (they span every owner).
+	if h, err := alice.Health(ctx); err != nil || h.State != api.StateReady || h.Kernels != 0 || h.Stats.Cells != 0 || h.MaxKernels != 0 {
+		t.Errorf("health for alice: %+v, %v", h, err)
 	}
 	// A certificate from another CA, sent anyway, fails the handshake.
 	other := newTestCA(t, t.TempDir(), "other")
