@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -88,7 +89,7 @@ func TestDrain(t *testing.T) {
 		}
 		_, err := c.Execute(ctx, pool.Request{Owner: o, Code: "1"})
 		var ae *api.APIError
-		if !asAPIError(err, &ae) || ae.StatusCode != 503 || ae.Code != api.CodeDraining || ae.RetryAfter != time.Second {
+		if !errors.As(err, &ae) || ae.StatusCode != 503 || ae.Code != api.CodeDraining || ae.RetryAfter != time.Second {
 			t.Errorf("a cell of %s during the drain: %v, want 503 draining with Retry-After 1", o, err)
 		}
 	}
@@ -135,32 +136,5 @@ func TestDrain(t *testing.T) {
 		if err != nil || res.Output != o+"\n" || !res.Kernel.Restored {
 			t.Errorf("%s after the drain: %+v, %v; want x restored", o, res, err)
 		}
-	}
-}
-
-func asAPIError(err error, ae **api.APIError) bool {
-	for err != nil {
-		if e, ok := err.(*api.APIError); ok {
-			*ae = e
-			return true
-		}
-		u, ok := err.(interface{ Unwrap() error })
-		if !ok {
-			return false
-		}
-		err = u.Unwrap()
-	}
-	return false
-}
-
-// waitFor polls cond until it holds (a hung test fails at the deadline).
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
