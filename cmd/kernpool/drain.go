@@ -27,11 +27,23 @@ func drainFlags(fs *pflag.FlagSet) runFunc {
 	socket := new(string)
 	addSocketFlag(fs, socket)
 	noWait := fs.Bool("no-wait", false, "start the drain and return without following it")
+	url := fs.String("url", "", "drain the node at this `URL` (https://host:port, its network listener) instead of the socket; the admin token comes from $KERNPOOL_TOKEN")
+	var opts api.NetworkOptions
+	fs.StringVar(&opts.CAFile, "ca", "", "PEM `file` of the CA that signed the node's certificate (default: the system's roots)")
+	fs.StringVar(&opts.CertFile, "cert", "", "client certificate `file` (PEM) for mutual TLS")
+	fs.StringVar(&opts.KeyFile, "key", "", "the client certificate's key `file` (PEM)")
 	return func(ctx context.Context, e *env, args []string) int {
 		if len(args) > 0 {
 			return usageError(e, "drain", "unexpected argument %q", args[0])
 		}
 		client := api.NewClient(socketPath(*socket, e.getenv))
+		if *url != "" {
+			opts.Token = e.getenv("KERNPOOL_TOKEN")
+			var err error
+			if client, err = api.NewNetworkClient(*url, opts); err != nil {
+				return usageError(e, "drain", "%v", err)
+			}
+		}
 		defer client.CloseIdleConnections()
 		return runDrain(ctx, e, client, *noWait)
 	}

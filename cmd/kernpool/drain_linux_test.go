@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -89,5 +91,49 @@ func TestDrainOnTerm(t *testing.T) {
 				t.Errorf("%d checkpoints saved, want 2", n)
 			}
 		})
+	}
+}
+
+// TestDrainCommandURL: kernpool drain --url drains a node through its
+// network listener with the admin token from $KERNPOOL_TOKEN; another
+// token is refused and the node keeps serving.
+func TestDrainCommandURL(t *testing.T) {
+	conf := persistServeConfig(t, false)
+	extra := fmt.Sprintf("listen = \"127.0.0.1:0\"\ntoken \"ops\" {\n  sha256 = %q\n  admin = true\n}\ntoken \"t\" {\n  sha256 = %q\n  owners = [\"a\"]\n}\n",
+		api.TokenDigest("kp_ops"), api.TokenDigest("kp_tenant"))
+	f, err := os.OpenFile(conf, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = f.WriteString(extra)
+	_ = f.Close()
+	d := startServe(t, "--config", conf)
+	m := regexp.MustCompile(`serving on the network: listen=(127\.0\.0\.1:\d+)`).FindStringSubmatch(d.logText())
+	if m == nil {
+		t.Fatalf("no listen address in the log:\n%s", d.logText())
+	}
+	url := "http://" + m[1]
+	setVariables(t, d.socket, "a")
+	drain := func(token string) cliResult {
+		cmd := exec.Command(binPath, "drain", "--url", url)
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		cmd.Env = append(os.Environ(), "KERNPOOL_TOKEN="+token, "KERNPOOL_SOCKET=")
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		return cliResult{stdout: out.String(), stderr: errb.String(), code: code}
+	}
+	if r := drain("kp_tenant"); r.code == exitOK || !strings.Contains(r.stderr, "admin credential") {
+		t.Fatalf("a tenant token drained the node: exit %d, %s", r.code, r.stderr)
+	}
+	r := drain("kp_ops")
+	if r.code != exitOK || !strings.Contains(r.stdout, "drained: 0 cells running, 1 of 1 persist kernels saved") {
+		t.Fatalf("kernpool drain --url: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if err := d.wait(); err != nil {
+		t.Errorf("the drained daemon exited with %v", err)
 	}
 }
