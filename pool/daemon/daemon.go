@@ -234,7 +234,7 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 	d.handler.SetDraining()
 	stopProgress := d.logDrainProgress()
 	var err error
-	if perr := d.pool.Close(ctx); perr != nil {
+	if perr := d.pool.Close(d.interruptPastGrace(ctx)); perr != nil {
 		d.log.Warn("pool closed with cells still running; they were killed", "error", perr)
 		err = perr
 	}

@@ -1,14 +1,20 @@
 package daemon
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	"github.com/kernpool/kernpool/pool/api"
 )
 
-// drainLogEvery is how often a running drain logs its progress.
-const drainLogEvery = time.Second
+// drainLogEvery is how often a running drain logs its progress;
+// interruptPoll how often a drain past its grace looks whether the
+// interrupted cells stopped.
+const (
+	drainLogEvery = time.Second
+	interruptPoll = 20 * time.Millisecond
+)
 
 // Drain starts a drain (docs/fleet.md; idempotent): the node refuses
 // cells with 503 "draining" and Retry-After, /v1/ready answers 503, and
@@ -65,4 +71,42 @@ func (d *Daemon) logDrainProgress() (stop func()) {
 		}
 	}()
 	return func() { close(quit); <-done }
+}
+
+// interruptPastGrace is the context a drain closes the pool with: when
+// grace (ctx) ends with cells still running, they are interrupted first
+// (KeyboardInterrupt; the kernel keeps its state) and get the default
+// profile's interrupt_grace to stop, so their kernels are idle, and
+// saved, when the pool closes; only a cell that does not stop is then
+// killed and its state lost. Outside a drain it is ctx: the plain
+// shutdown kills at the end of the grace as it always did.
+func (d *Daemon) interruptPastGrace(ctx context.Context) context.Context {
+	if d.handler.State() != api.StateDraining {
+		return ctx
+	}
+	closeCtx, cancel := context.WithCancel(context.Background())
+	go func() {
+		defer cancel()
+		select {
+		case <-ctx.Done():
+		case <-d.done:
+			return
+		}
+		var ids []string
+		for _, k := range d.pool.List() {
+			if k.Busy && d.pool.Interrupt(k.ID) == nil {
+				ids = append(ids, k.ID)
+			}
+		}
+		if len(ids) == 0 {
+			return
+		}
+		wait := d.rl.current().Profiles[DefaultProfile].InterruptGrace
+		d.log.Warn("drain grace over; interrupting the running cells so their kernels can be saved", "kernels", len(ids), "wait", wait.String())
+		deadline := time.Now().Add(wait)
+		for d.pool.Stats().KernelsBusy > 0 && time.Now().Before(deadline) {
+			time.Sleep(interruptPoll)
+		}
+	}()
+	return closeCtx
 }

@@ -138,3 +138,40 @@ func TestDrain(t *testing.T) {
 		}
 	}
 }
+
+// TestDrainPastGrace: a cell still running when drain_grace ends is
+// interrupted (KeyboardInterrupt keeps the kernel's state), so its
+// persist kernel is idle when the pool closes and is saved, not lost.
+func TestDrainPastGrace(t *testing.T) {
+	cfg, ca := persistConfig(t)
+	cfg.DrainGrace = 300 * time.Millisecond
+	n := startNetNode(t, cfg, ca)
+	ctx := context.Background()
+	called := make(chan struct{})
+	slow := pool.ToolHandlerFunc(func(context.Context, pool.ToolCall) (string, error) { close(called); return "", nil })
+	busy := make(chan *pool.Result, 1)
+	go func() {
+		res, err := n.local.ExecuteStream(ctx, pool.Request{Owner: "long", Tools: []string{"mark"},
+			Code: "import kernpool_tools as t, time\nx = 'kept'\nt.mark()\nwhile True:\n    time.sleep(0.05)"}, slow)
+		if err != nil {
+			t.Errorf("the long cell: %v", err)
+		}
+		busy <- res
+	}()
+	<-called
+	n.d.Drain()
+	grace, cancel := context.WithTimeout(ctx, cfg.DrainGrace)
+	defer cancel()
+	if err := n.d.Shutdown(grace); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if res := <-busy; res == nil || res.Status != pool.StatusInterrupted || !res.Kernel.StatePreserved {
+		t.Errorf("the cell past the grace: %+v, want interrupted with its state kept", res)
+	}
+	if st := n.d.DrainStatus(); st.State != api.StateDrained || st.Saved != 1 || st.Failed != 0 {
+		t.Errorf("drain past the grace: %+v, want the interrupted kernel saved", st)
+	}
+	if err := n.d.DrainError(); err != nil {
+		t.Errorf("DrainError: %v", err)
+	}
+}
