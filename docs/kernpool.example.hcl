@@ -119,3 +119,23 @@ ceiling {
   pids_max   = 4096
   cpu_max    = 2.0
 }
+
+# The network listener (docs/fleet.md): the same API over TLS for a router
+# or gateway on other hosts. Off by default; uncomment to serve it.
+# listen        = "10.0.0.5:8443"
+# tls_cert      = "/etc/kernpool/tls/node.pem"
+# tls_key       = "/etc/kernpool/tls/node-key.pem"
+# tls_client_ca = "/etc/kernpool/tls/clients-ca.pem"
+# listen_max_conns        = 256
+# listen_max_header_bytes = "64KiB"
+# listen_header_timeout   = "10s"
+# listen_idle_timeout     = "2m"
+# drain_on_term           = true   # SIGTERM drains: persist kernels saved
+#
+# token "gateway-acme" {   # kernpool token gateway-acme --owner-prefixes acme/
+#   sha256         = "<the token's SHA-256, hex>"
+#   owner_prefixes = ["acme/"]
+# }
+# client_cert "router.internal" {   # a client certificate's subject CN
+#   admin = true
+# }

@@ -97,6 +97,7 @@ func (p *Pool) saveCheckpoint(lv *live, reason teardownReason) {
 	if lv.saveDone == nil {
 		return
 	}
+	ok := false // counted for a drain's progress (PendingSaves, PoolStats)
 	defer func() {
 		p.mu.Lock()
 		if p.saving[lv.key] == lv.saveDone {
@@ -105,6 +106,7 @@ func (p *Pool) saveCheckpoint(lv *live, reason teardownReason) {
 		if lv.async {
 			p.savingN--
 		}
+		p.countSaveLocked(ok)
 		p.mu.Unlock()
 		close(lv.saveDone)
 	}()
@@ -119,12 +121,16 @@ func (p *Pool) saveCheckpoint(lv *live, reason teardownReason) {
 	p.mu.Lock()
 	clean := lv.cleanLocked()
 	p.mu.Unlock()
-	if clean || lv.dead() {
+	if clean {
+		ok = true // an idle save stored the kernel as it is
+		return
+	}
+	if lv.dead() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Checkpoints.Timeout)
 	defer cancel()
-	p.storeState(ctx, lv, reason, true)
+	ok = p.storeState(ctx, lv, reason, true)
 }
 
 // storeState saves lv's namespace as its key's next generation and

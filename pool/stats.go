@@ -42,4 +42,10 @@ type PoolStats struct {
 	SparesStarted uint64 `json:"spares_started"`
 	SparesClaimed uint64 `json:"spares_claimed"`
 	SparesEvicted uint64 `json:"spares_evicted"`
+	// CheckpointsSaved counts kernels of persist modes whose state was
+	// saved at their stop (an empty namespace counts: nothing was lost);
+	// CheckpointsFailed those whose save was refused, failed or found
+	// the kernel dead.
+	CheckpointsSaved  uint64 `json:"checkpoints_saved"`
+	CheckpointsFailed uint64 `json:"checkpoints_failed"`
 }

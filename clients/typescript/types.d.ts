@@ -204,13 +204,15 @@ export interface CheckpointInfo {
   interpreter: string;
   cwd: string;
   tools: Array<string>;
-  /** Size on disk. */
+  /** Size in the store. */
   bytes: number;
   /** Names saved. */
   names: number;
   /** Names that did not pickle. */
   lost: number;
-  reason: "evicted" | "idle" | "pool closed";
+  reason: "evicted" | "idle" | "pool closed" | "saved while idle";
+  /** The stored generation: each save of a key writes the next one, and a store never lets an older one replace a newer one. */
+  generation: number;
   saved_at: string;
   expires_at: string;
   /** Why the state was not saved (over the owner's checkpoint cap, a failed save); only a note is kept. */
@@ -276,6 +278,7 @@ export interface Variable {
 }
 
 export interface Health {
+  /** ok, or draining once a drain or shutdown began (kept for older clients; state tells them apart). */
   status: "ok" | "draining";
   version: string;
   kernels: number;
@@ -284,12 +287,20 @@ export interface Health {
   goroutines: number;
   pending_tool_calls: number;
   stats: PoolStats;
+  state: NodeState;
+  drain?: DrainStatus;
+  /** The node's max_kernels. */
+  max_kernels?: number;
+  /** max_kernels minus live kernels (spares count as free), for a router weighing nodes by free capacity; absent when 0. */
+  free_kernels?: number;
 }
 
 /** The pool's lifetime counters and current size. */
 export interface PoolStats {
   kernels_live: number;
   kernels_busy: number;
+  /** Evicted or reaped kernels whose checkpoint is being saved now, off the requests' path (not in kernels_live). */
+  kernels_saving: number;
   kernels_started: number;
   spawn_failures: number;
   cells: number;
@@ -311,6 +322,10 @@ export interface PoolStats {
   spares_claimed: number;
   /** Spares the max_kernels cap stopped. */
   spares_evicted: number;
+  /** Kernels of persist profiles whose state was saved at their stop (an empty namespace counts). */
+  checkpoints_saved: number;
+  /** Kernels of persist profiles whose save failed or was refused. */
+  checkpoints_failed: number;
 }
 
 /** The body of every error answer, 404 and 405 included. */
@@ -320,5 +335,30 @@ export interface Error {
   code: ErrorCode;
 }
 
-/** bad_request 400, not_found 404, method_not_allowed 405, request_timeout 408, conflict/idle/busy 409, too_large 413, quota 429, capacity/closed/too_many_connections 503, spawn_failed/internal 500. */
-export type ErrorCode = "bad_request" | "not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "idle" | "busy" | "too_large" | "quota" | "capacity" | "closed" | "too_many_connections" | "spawn_failed" | "internal";
+/** bad_request 400, unauthorized 401, forbidden 403, not_found 404, method_not_allowed 405, request_timeout 408, conflict/idle/busy 409, too_large 413, quota 429, spawn_failed/internal 500, not_supported 501, capacity/closed/too_many_connections/draining 503. */
+export type ErrorCode = "bad_request" | "not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "idle" | "busy" | "too_large" | "quota" | "capacity" | "closed" | "too_many_connections" | "spawn_failed" | "internal" | "unauthorized" | "forbidden" | "draining" | "not_supported";
+
+/** ready: takes cells. draining: a drain runs (cells refused with code draining). drained: the drain is over and the daemon exits. not_ready: the daemon stops without a drain (cells refused with code closed). */
+export type NodeState = "ready" | "draining" | "drained" | "not_ready";
+
+export interface DrainStatus {
+  state: NodeState;
+  /** When the drain began (absent before). */
+  started_at?: string;
+  /** Kernels still running or queueing a cell. */
+  cells_running: number;
+  /** saved + failed + remaining. */
+  kernels_to_save: number;
+  /** Persist kernels saved since the drain began. */
+  saved: number;
+  /** Persist kernels whose save failed or was refused (the daemon then exits 1). */
+  failed: number;
+  /** Persist kernels still to be saved. */
+  remaining: number;
+}
+
+export interface ReadyResponse {
+  state: NodeState;
+  error?: string;
+  code?: ErrorCode;
+}

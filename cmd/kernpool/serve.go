@@ -19,8 +19,13 @@ func serveCommand() command {
 		long: "Serve runs the daemon: a sandboxed pool of kernels behind the HTTP API on a Unix\n" +
 			"socket. Settings come from the built-in defaults (shown below), then the config\n" +
 			"file (docs/config.md), then the flags given. SIGTERM or SIGINT drains it (a second\n" +
-			"signal ends the grace), SIGHUP reloads limits and quotas. Exit 1: it stopped with\n" +
-			"an error (e.g. the configured isolation is not available here); 2: usage."}
+			"signal ends the grace), SIGHUP reloads limits, quotas and the network credentials.\n" +
+			"With --listen (config listen) it also serves the API on TCP, over TLS beyond\n" +
+			"loopback, to token or client-certificate holders (docs/fleet.md). kernpool drain,\n" +
+			"POST /v1/drain, or SIGTERM with drain_on_term = true drain the node: cells are\n" +
+			"refused (code draining), persist kernels saved, then it exits. Exit 1: it stopped\n" +
+			"with an error (e.g. the configured isolation is not available here, or a drain\n" +
+			"left a persist kernel unsaved); 2: usage."}
 }
 
 func serveSetup(fs *pflag.FlagSet) runFunc {
@@ -88,7 +93,18 @@ func serve(ctx context.Context, cfg *daemon.Config, log hclog.Logger, hooks daem
 		_ = d.Shutdown(context.Background())
 		return err
 	}
-	served := make(chan error, 1)
+	served := make(chan error, 2)
+	if cfg.Network.Listen != "" {
+		nln, err := d.ListenNetwork()
+		if err != nil {
+			_ = ln.Close()
+			_ = d.Shutdown(context.Background())
+			return err
+		}
+		go func() { served <- d.ServeNetwork(nln) }()
+		log.Info("kernpool serving on the network", "listen", nln.Addr().String(), "tls", cfg.Network.TLSCert != "",
+			"client_certs", cfg.Network.TLSClientCA != "", "tokens", len(cfg.Network.Tokens))
+	}
 	go func() { served <- d.Serve(ln) }()
 	log.Info("kernpool serving", "socket", cfg.Socket, "state_dir", cfg.StateDir,
 		"isolation", d.Isolation(), "version", v.Version, "revision", v.Revision, "pid", os.Getpid())
@@ -103,6 +119,9 @@ func serve(ctx context.Context, cfg *daemon.Config, log hclog.Logger, hooks daem
 	if serveErr == nil {
 		serveErr = <-served
 	}
+	if serveErr == nil {
+		serveErr = d.DrainError() // a drain that lost a persist kernel exits 1
+	}
 	log.Info("kernpool stopped")
 	return serveErr
 }
@@ -116,7 +135,15 @@ func waitForStop(ctx context.Context, cfg *daemon.Config, log hclog.Logger, sign
 		case <-hup:
 			reload(d, log, hooks)
 		case sig := <-signals:
+			if sig == syscall.SIGTERM && d.Config().DrainOnTerm {
+				log.Info("SIGTERM received; draining the node (drain_on_term)", "grace", grace)
+				d.Drain()
+				return nil
+			}
 			log.Info("signal received; draining", "signal", sig.String(), "grace", grace)
+			return nil
+		case <-d.DrainRequested():
+			log.Info("drain requested; draining the node", "grace", grace)
 			return nil
 		case <-ctx.Done():
 			log.Info("context done; draining", "grace", grace)

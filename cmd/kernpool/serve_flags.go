@@ -22,6 +22,7 @@ type serveFlags struct {
 	socket, config, stateDir, logLevel, interp string
 	isolation, cgroupParent, passthrough       string
 	metricsListen, socketGroup, timeoutAction  string
+	listen                                     string
 	memoryMax, pidsMax                         int64
 	cpuMax                                     float64
 	maxKernels, maxToolCalls, spares           int
@@ -54,6 +55,7 @@ func addServeFlags(fs *pflag.FlagSet) *serveFlags {
 	newDuration(fs, &f.toolCallTimeout, "tool-call-timeout", def.ToolCallTimeout, "how long a streamed tool call waits for its answer")
 	newDuration(fs, &f.drainGrace, "drain-grace", def.DrainGrace, "how long running cells may finish on SIGTERM")
 	fs.StringVar(&f.metricsListen, "metrics-listen", "", "also serve GET /metrics on this TCP `addr`, e.g. 127.0.0.1:9464 (default: off; /metrics is always on the API socket)")
+	fs.StringVar(&f.listen, "listen", "", "also serve the API on this TCP `addr` (e.g. 10.0.0.5:8443): TLS and token or client_cert blocks from the config; plain HTTP only on loopback (docs/fleet.md)")
 	fs.StringVar(&f.socketGroup, "socket-group", "", "chgrp the API socket to this `group` (name or gid), mode 0660")
 	fs.StringVar(&f.timeoutAction, "timeout-action", p.TimeoutAction, "default profile: what a cell timeout does (`action`): interrupt (keeps the kernel's state) or kill")
 	newDuration(fs, &f.interruptGr, "interrupt-grace", p.InterruptGrace, "default profile: how long an interrupted cell may take to stop before its kernel is killed")
@@ -117,6 +119,7 @@ func (f *serveFlags) apply(cfg *daemon.Config) error {
 	setIf("drain-grace", func() { cfg.DrainGrace = f.drainGrace })
 	setIf("metrics-listen", func() { cfg.MetricsListen = f.metricsListen })
 	setIf("socket-group", func() { cfg.SocketGroup = f.socketGroup })
+	setIf("listen", func() { cfg.Network.Listen = f.listen })
 	setIf("timeout-action", func() { def.TimeoutAction = f.timeoutAction })
 	setIf("interrupt-grace", func() { def.InterruptGrace = f.interruptGr })
 	setIf("spares", func() { def.Spares = f.spares })

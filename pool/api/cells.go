@@ -14,6 +14,9 @@ const variablesTimeout = 10 * time.Second
 
 func (s *Server) handleInterrupt(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	if s.hideKernel(w, r, id) {
+		return
+	}
 	if err := s.pool.Interrupt(id); err != nil {
 		s.writePoolError(w, err)
 		return
@@ -28,6 +31,9 @@ func (s *Server) handleInterruptOwner(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, CodeBadRequest, "owner must not be empty")
 		return
 	}
+	if forbidOwner(w, r, owner) {
+		return
+	}
 	ids := s.pool.InterruptOwner(owner, r.URL.Query().Get("mode"))
 	if ids == nil {
 		ids = []string{}
@@ -37,6 +43,9 @@ func (s *Server) handleInterruptOwner(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleVariables(w http.ResponseWriter, r *http.Request) {
+	if s.hideKernel(w, r, r.PathValue("id")) {
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), variablesTimeout)
 	defer cancel()
 	v, err := s.pool.Variables(ctx, r.PathValue("id"))

@@ -36,7 +36,13 @@ const (
 // concurrent use; it keeps idle connections for reuse (CloseIdleConnections
 // releases them).
 type Client struct {
+	// socket is the socket path, or the scheme and host of a network URL
+	// (what errors name).
 	socket string
+	// base prefixes each request's path: "http://kernpool" on the socket.
+	base string
+	// token is sent as a bearer token (network clients).
+	token string
 	// rt carries the requests: the connection keeper on Unix systems
 	// (keeper_unix.go), http.Transport elsewhere. It is used without an
 	// http.Client, whose per-request work (a copy of the headers for
@@ -52,10 +58,11 @@ type transport interface {
 
 // NewClient returns a client of the daemon listening on socketPath.
 func NewClient(socketPath string) *Client {
-	return &Client{socket: socketPath, rt: newTransport(socketPath)}
+	return &Client{socket: socketPath, base: "http://kernpool", rt: newTransport(socketPath)}
 }
 
-// Socket returns the socket path the client dials.
+// Socket returns the socket path the client dials (a network client:
+// its URL's scheme and host).
 func (c *Client) Socket() string { return c.socket }
 
 // CloseIdleConnections closes kept-alive connections. Idempotent.
@@ -306,9 +313,12 @@ func (c *Client) send(ctx context.Context, method, path string, in any) (*http.R
 		}
 		body = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://kernpool"+path, body)
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
 	if err != nil {
 		return nil, fmt.Errorf("build request: %w", err)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")

@@ -20,6 +20,11 @@ var (
 	// ErrBadRequest: the request body was malformed (wire-level; semantic
 	// problems come back as pool.ErrBadRequest).
 	ErrBadRequest = errors.New("bad request")
+	// ErrDraining: the node is draining (client side: CodeDraining).
+	ErrDraining = errors.New("the node is draining")
+	// ErrForbidden: the credentials are missing or may not do this
+	// (client side: CodeUnauthorized, CodeForbidden).
+	ErrForbidden = errors.New("not allowed")
 )
 
 // Error codes carried in every error body ({"error": ..., "code": ...}).
@@ -47,6 +52,18 @@ const (
 	// CodeTooManyConnections (503): the daemon serves its maximum number
 	// of client connections.
 	CodeTooManyConnections = "too_many_connections"
+	// CodeDraining (503, with Retry-After): the node is draining and
+	// takes no cells, of new owners or of its own; a router places the
+	// owner on another node, where its next cell restores its state.
+	CodeDraining = "draining"
+	// CodeUnauthorized (401): a network request without valid credentials.
+	CodeUnauthorized = "unauthorized"
+	// CodeForbidden (403): the credential may not act for the owner, or
+	// the endpoint needs an admin credential.
+	CodeForbidden = "forbidden"
+	// CodeNotSupported (501): the embedding program did not wire the
+	// endpoint (drain without a daemon).
+	CodeNotSupported = "not_supported"
 )
 
 // APIError is an error answer of the daemon as the client sees it.
@@ -89,6 +106,10 @@ func (e *APIError) Unwrap() error {
 		return pool.ErrBusy
 	case CodeTooLarge, CodeTimeout:
 		return pool.ErrBadRequest
+	case CodeDraining:
+		return ErrDraining
+	case CodeUnauthorized, CodeForbidden:
+		return ErrForbidden
 	}
 	return nil
 }

@@ -18,13 +18,15 @@ import (
 var errNeedStream = errors.New("tool calls need a streaming execute request")
 
 func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
-	if s.draining.Load() {
-		writeError(w, http.StatusServiceUnavailable, CodeClosed, "kernpool is shutting down and takes no new cells")
+	if s.refuseCell(w) {
 		return
 	}
 	var req ExecuteRequest
 	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, s.cfg.BodyReadTimeout, &req); err != nil {
 		writeBodyError(w, err)
+		return
+	}
+	if forbidOwner(w, r, req.Owner) {
 		return
 	}
 	preq := req.Request
@@ -35,7 +37,7 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 	}
 	var st *stream
 	if req.Stream {
-		st = &stream{w: w, rc: http.NewResponseController(w), srv: s, done: make(chan struct{})}
+		st = &stream{w: w, rc: http.NewResponseController(w), srv: s, done: make(chan struct{}), principal: principalOf(r)}
 		preq.ToolHandler = pool.ToolHandlerFunc(st.handleTool)
 		preq.Stream = st.output
 	} else {
@@ -88,10 +90,13 @@ func kernelID(res *pool.Result) string {
 // lazily with the first event, so an error before any tool call still
 // gets its proper HTTP status; after that, errors are error events.
 type stream struct {
-	srv  *Server
-	w    http.ResponseWriter
-	rc   *http.ResponseController
-	done chan struct{} // closed when the cell settled: pending calls give up
+	srv *Server
+	// principal made the request: only it (or an admin) may answer the
+	// cell's tool calls.
+	principal *Principal
+	w         http.ResponseWriter
+	rc        *http.ResponseController
+	done      chan struct{} // closed when the cell settled: pending calls give up
 
 	mu      sync.Mutex
 	started bool // status line and headers sent
@@ -154,7 +159,7 @@ func (st *stream) finish(res *pool.Result, err error) {
 	_ = st.rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 	ev := Event{Event: EventResult, Result: res}
 	if err != nil {
-		_, code := classify(err)
+		_, code := st.srv.classify(err)
 		ev = Event{Event: EventError, Error: err.Error(), Code: code}
 	}
 	_ = json.NewEncoder(st.w).Encode(ev) // the client may be gone; nothing to do
@@ -166,7 +171,7 @@ func (st *stream) finish(res *pool.Result, err error) {
 // answer, the tool-call timeout, the cell's end or the client's departure.
 func (st *stream) handleTool(ctx context.Context, call pool.ToolCall) (string, error) {
 	b := st.srv.broker
-	id, answer := b.add(call.ID)
+	id, answer := b.add(call.ID, st.principal)
 	defer b.remove(id)
 	call.ID = id
 	if !st.send(Event{Event: EventToolCall, Call: &call}) {
@@ -204,7 +209,7 @@ func (s *Server) handleToolAnswer(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, CodeBadRequest, `exactly one of "result" and "error" must be set`)
 		return
 	}
-	if !s.broker.answer(id, a) {
+	if !s.broker.answer(id, a, principalOf(r)) {
 		writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no pending tool call %q (unknown, already answered or timed out)", id))
 		return
 	}

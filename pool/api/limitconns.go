@@ -26,11 +26,22 @@ func LimitConns(ln net.Listener, max int) net.Listener {
 	return &limitListener{Listener: ln, max: int64(max)}
 }
 
+// LimitConnsClose is LimitConns for a listener whose connections speak
+// TLS: a connection over the cap is closed at once, unanswered (a 503
+// would need a TLS handshake, which costs more than the refusal is worth
+// and would let a flood hold the accept loop).
+func LimitConnsClose(ln net.Listener, max int) net.Listener {
+	l := LimitConns(ln, max).(*limitListener)
+	l.closeOnly = true
+	return l
+}
+
 type limitListener struct {
 	net.Listener
-	max     int64
-	active  atomic.Int64
-	refused atomic.Int64
+	closeOnly bool
+	max       int64
+	active    atomic.Int64
+	refused   atomic.Int64
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -44,6 +55,10 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		}
 		l.active.Add(-1)
 		l.refused.Add(1)
+		if l.closeOnly {
+			_ = c.Close()
+			continue
+		}
 		_ = c.SetWriteDeadline(time.Now().Add(refuseWriteTimeout))
 		_, _ = c.Write(l.refusal())
 		_ = c.Close()

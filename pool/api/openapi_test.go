@@ -39,6 +39,8 @@ var goTypes = map[string]reflect.Type{
 	"api.InterruptResponse": reflect.TypeFor[InterruptResponse](),
 	"api.ShutdownResponse":  reflect.TypeFor[ShutdownResponse](),
 	"api.Health":            reflect.TypeFor[Health](),
+	"api.DrainStatus":       reflect.TypeFor[DrainStatus](),
+	"api.ReadyResponse":     reflect.TypeFor[ReadyResponse](),
 	"api.ErrorBody":         reflect.TypeFor[ErrorBody](),
 	"map[string]string":     reflect.TypeFor[map[string]string](),
 	"pool.Limits":           reflect.TypeFor[pool.Limits](),
@@ -378,8 +380,15 @@ func checkResponseExample(t *testing.T, doc *openAPI, where, mediaType string, s
 		t.Errorf("%s: an NDJSON example must be a string of lines: %v", where, err)
 		return
 	}
-	var last Event
 	lines := strings.Split(strings.TrimSuffix(stream, "\n"), "\n")
+	if typ == reflect.TypeFor[DrainStatus]() {
+		// The drain's progress: each line is one status.
+		for i, line := range lines {
+			roundTrip(t, where+" line "+strconv.Itoa(i+1), typ, json.RawMessage(line))
+		}
+		return
+	}
+	var last Event
 	for i, line := range lines {
 		last = *roundTrip(t, where+" line "+strconv.Itoa(i+1), typ, json.RawMessage(line)).(*Event)
 	}

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"net/http"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -54,6 +56,14 @@ type ServerConfig struct {
 	// Metrics, when set, serves GET /metrics (the daemon wires its
 	// Prometheus handler; this package does not depend on it).
 	Metrics http.Handler
+	// OnDrain, when set, is called once by the first POST /v1/drain,
+	// after BeginDrain: the daemon then closes the pool (saving its
+	// persist kernels), calls EndDrain and exits. It must not block.
+	// Unset, POST /v1/drain answers 501.
+	OnDrain func()
+	// MaxKernels is the pool's cap, reported by /v1/health for a router
+	// weighing nodes by free capacity (0: not reported).
+	MaxKernels int
 }
 
 // Server is the API's http.Handler over one pool.
@@ -63,7 +73,8 @@ type Server struct {
 	log      hclog.Logger
 	mux      *http.ServeMux
 	broker   *broker
-	draining atomic.Bool
+	draining atomic.Bool // cells are refused (a drain or a shutdown)
+	ds       drainState
 }
 
 // NewServer returns the API handler for p. The caller owns p (and closes it).
@@ -75,6 +86,7 @@ func NewServer(p *pool.Pool, cfg ServerConfig) *Server {
 		cfg.Logger = hclog.NewNullLogger()
 	}
 	s := &Server{pool: p, cfg: cfg, log: cfg.Logger.Named("api"), broker: newBroker()}
+	s.ds.state, s.ds.done = StateReady, make(chan struct{})
 	s.mux = s.routes()
 	return s
 }
@@ -99,9 +111,16 @@ func (s *Server) endpoints() []route {
 		{http.MethodGet, "/v1/kernels/{id}/spill/{name}", s.handleSpill},
 		{http.MethodPost, "/v1/owners/{owner}/shutdown", s.handleShutdownOwner},
 		{http.MethodGet, "/v1/health", s.handleHealth},
+		{http.MethodGet, "/v1/ready", s.handleReady},
+		{http.MethodPost, "/v1/drain", s.handleDrain},
+		{http.MethodGet, "/v1/drain", s.handleDrainStatus},
 	}
-	if s.cfg.Metrics != nil {
-		rs = append(rs, route{http.MethodGet, "/metrics", s.cfg.Metrics.ServeHTTP})
+	if m := s.cfg.Metrics; m != nil {
+		rs = append(rs, route{http.MethodGet, "/metrics", func(w http.ResponseWriter, r *http.Request) {
+			if !forbidNonAdmin(w, r) {
+				m.ServeHTTP(w, r)
+			}
+		}})
 	}
 	return rs
 }
@@ -110,13 +129,21 @@ func (s *Server) endpoints() []route {
 // and a catch-all 404, so that every error is JSON.
 func (s *Server) routes() *http.ServeMux {
 	mux := http.NewServeMux()
+	allowed := map[string][]string{}
+	var paths []string
 	for _, e := range s.endpoints() {
 		mux.HandleFunc(e.method+" "+e.path, e.h)
-		allow := e.method
-		if allow == http.MethodGet {
-			allow += ", " + http.MethodHead
+		if allowed[e.path] == nil {
+			paths = append(paths, e.path)
 		}
-		mux.HandleFunc(e.path, func(w http.ResponseWriter, r *http.Request) {
+		allowed[e.path] = append(allowed[e.path], e.method)
+		if e.method == http.MethodGet {
+			allowed[e.path] = append(allowed[e.path], http.MethodHead)
+		}
+	}
+	for _, path := range paths {
+		allow := strings.Join(allowed[path], ", ")
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
 			writeError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed,
 				fmt.Sprintf("method %s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, allow))
@@ -132,6 +159,11 @@ func (s *Server) routes() *http.ServeMux {
 // debug level it only dispatches: the log line's arguments cost
 // allocations on every request even when the logger drops them.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.dispatch(w, r.WithContext(withPrincipal(r.Context(), localAdmin)))
+}
+
+// dispatch serves a request whose principal is set.
+func (s *Server) dispatch(w http.ResponseWriter, r *http.Request) {
 	if !s.log.IsDebug() {
 		s.mux.ServeHTTP(w, r)
 		return
@@ -142,12 +174,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", rec.status, "duration", time.Since(start).String())
 }
 
-// SetDraining marks the daemon as shutting down: new cells are refused
-// with 503 while list, kill, health and tool-call answers keep working.
-func (s *Server) SetDraining() { s.draining.Store(true) }
-
-func (s *Server) handleList(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 	kernels, ckpts := s.pool.List(), s.pool.Checkpoints()
+	if p := principalOf(r); p == nil || !p.Admin {
+		// Only its own owners' kernels and checkpoints; spares have none.
+		kernels = slices.DeleteFunc(kernels, func(k pool.KernelInfo) bool { return k.Owner == "" || !p.Allows(k.Owner) })
+		ckpts = slices.DeleteFunc(ckpts, func(c pool.CheckpointInfo) bool { return !p.Allows(c.Owner) })
+	}
 	if kernels == nil {
 		kernels = []pool.KernelInfo{}
 	}
@@ -159,6 +192,9 @@ func (s *Server) handleList(w http.ResponseWriter, _ *http.Request) {
 
 func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	if s.hideKernel(w, r, id) {
+		return
+	}
 	if err := s.pool.Kill(id); err != nil {
 		s.writePoolError(w, err)
 		return
@@ -173,15 +209,23 @@ func (s *Server) handleShutdownOwner(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, CodeBadRequest, "owner must not be empty")
 		return
 	}
+	if forbidOwner(w, r, owner) {
+		return
+	}
 	n := s.pool.ShutdownOwner(owner)
 	s.log.Info("owner shut down by API", "owner", owner, "killed", n)
 	writeJSON(w, http.StatusOK, ShutdownResponse{Owner: owner, Killed: n})
 }
 
-func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	if !isAdmin(r) {
+		// The node's figures span every owner: a scoped credential gets
+		// its state and version only.
+		writeJSON(w, http.StatusOK, Health{Status: s.healthStatus(), Version: s.cfg.Version, Isolation: s.cfg.Isolation, State: s.State()})
+		return
+	}
 	st := s.pool.Stats()
 	h := Health{
-		Status:           HealthOK,
 		Version:          s.cfg.Version,
 		Kernels:          st.KernelsLive,
 		Isolation:        s.cfg.Isolation,
@@ -189,15 +233,31 @@ func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) {
 		PendingToolCalls: s.broker.len(),
 		Stats:            st,
 	}
-	if s.draining.Load() {
-		h.Status = HealthDraining
+	h.Status, h.State = s.healthStatus(), s.State()
+	if s.drainMode() {
+		ds := s.DrainStatus()
+		h.Drain = &ds
+	}
+	if s.cfg.MaxKernels > 0 {
+		h.MaxKernels = s.cfg.MaxKernels
+		h.FreeKernels = max(0, s.cfg.MaxKernels-st.KernelsLive)
 	}
 	writeJSON(w, http.StatusOK, h)
 }
 
+func (s *Server) healthStatus() HealthStatus {
+	if s.draining.Load() {
+		return HealthDraining
+	}
+	return HealthOK
+}
+
 // writePoolError maps the pool's sentinels to HTTP statuses.
 func (s *Server) writePoolError(w http.ResponseWriter, err error) {
-	status, code := classify(err)
+	status, code := s.classify(err)
+	if code == CodeDraining {
+		w.Header().Set("Retry-After", retryAfterSeconds)
+	}
 	if status == http.StatusServiceUnavailable && code == CodeCapacity {
 		w.Header().Set("Retry-After", retryAfterSeconds)
 	}
@@ -205,10 +265,20 @@ func (s *Server) writePoolError(w http.ResponseWriter, err error) {
 	if errors.As(err, &qe) {
 		w.Header().Set("Retry-After", strconv.FormatInt(int64(qe.RetryAfter/time.Second), 10))
 	}
-	if status >= 500 && code != CodeCapacity && code != CodeClosed {
+	if status >= 500 && code != CodeCapacity && code != CodeClosed && code != CodeDraining {
 		s.log.Error("request failed", "error", err)
 	}
 	writeError(w, status, code, err.Error())
+}
+
+// classify is the package's classify, with a pool closed by a drain
+// reported as draining (a cell that raced the drain's start).
+func (s *Server) classify(err error) (int, string) {
+	status, code := classify(err)
+	if code == CodeClosed && s.drainMode() {
+		code = CodeDraining
+	}
+	return status, code
 }
 
 func classify(err error) (int, string) {

@@ -9,6 +9,9 @@ import (
 // handleSpill serves GET /v1/kernels/{id}/spill/{name}: the full
 // (redacted) stdout a cell of the live kernel id spilled to name.
 func (s *Server) handleSpill(w http.ResponseWriter, r *http.Request) {
+	if s.hideKernel(w, r, r.PathValue("id")) {
+		return
+	}
 	f, err := s.pool.OpenSpill(r.PathValue("id"), r.PathValue("name"))
 	if err != nil {
 		s.writePoolError(w, err)

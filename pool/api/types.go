@@ -165,6 +165,16 @@ type Health struct {
 	PendingToolCalls int `json:"pending_tool_calls"`
 	// Stats are the pool's counters.
 	Stats pool.PoolStats `json:"stats"`
+	// State is the node's state: ready, draining, drained or not_ready
+	// (GET /v1/ready answers 200 only when ready).
+	State NodeState `json:"state"`
+	// Drain is the drain's progress once one began.
+	Drain *DrainStatus `json:"drain,omitempty"`
+	// MaxKernels is the node's max_kernels and FreeKernels how many more
+	// kernels it may start (spares count as free: a new owner claims
+	// one), for a router weighing nodes by free capacity.
+	MaxKernels  int `json:"max_kernels,omitempty"`
+	FreeKernels int `json:"free_kernels,omitempty"`
 }
 
 // ErrorBody is the body of every error response.

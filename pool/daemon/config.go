@@ -78,6 +78,13 @@ type Config struct {
 	Profiles map[string]Profile
 	// Ceiling bounds per-request limit overrides.
 	Ceiling Ceiling
+	// Network configures the API's network listener (listen, tls_*,
+	// token and client_cert blocks; docs/fleet.md).
+	Network NetworkConfig
+	// DrainOnTerm makes SIGTERM drain the node as `kernpool drain` does
+	// (cells refused with code draining, persist kernels saved, exit 1
+	// when a save failed) instead of the plain shutdown.
+	DrainOnTerm bool
 	// Checkpoints configures the checkpoints of profiles with Persist
 	// (checkpoint_max_bytes_per_owner, checkpoint_retention,
 	// checkpoint_timeout, checkpoint_idle; docs/design.md, "Lossless
@@ -238,6 +245,7 @@ func DefaultConfig() *Config {
 		Users:           UsersConfig{Enabled: true, UIDFirst: 60000, UIDLast: 60999},
 		Profiles:        map[string]Profile{DefaultProfile: defaultProfile()},
 		Ceiling:         Ceiling{MemoryMax: 4 << 30, PidsMax: 4096, CPUMax: 2.0},
+		Network:         defaultNetwork(),
 		Checkpoints: pool.CheckpointConfig{MaxBytesPerOwner: pool.DefaultCheckpointMaxBytesPerOwner,
 			Retention: pool.DefaultCheckpointRetention, Timeout: pool.DefaultCheckpointTimeout, Idle: pool.DefaultCheckpointIdle},
 	}
@@ -325,6 +333,9 @@ func (c *Config) Validate() error {
 		if ch.bad {
 			return fmt.Errorf("%w: %s", ErrConfig, ch.what)
 		}
+	}
+	if err := c.Network.validate(); err != nil {
+		return err
 	}
 	if _, err := kernel.ParseIsolationMode(string(c.Isolation)); err != nil {
 		return fmt.Errorf("%w: %v", ErrConfig, err)

@@ -43,12 +43,40 @@ type fileConfig struct {
 	StoreURL        *string        `hcl:"checkpoint_store,optional"`
 	StoreEndpoint   *string        `hcl:"checkpoint_store_endpoint,optional"`
 	StoreAllowHTTP  *bool          `hcl:"checkpoint_store_allow_http,optional"`
+	Listen          *string        `hcl:"listen,optional"`
+	TLSCert         *string        `hcl:"tls_cert,optional"`
+	TLSKey          *string        `hcl:"tls_key,optional"`
+	TLSClientCA     *string        `hcl:"tls_client_ca,optional"`
+	ListenMaxConns  *int           `hcl:"listen_max_conns,optional"`
+	ListenMaxHeader hcl.Expression `hcl:"listen_max_header_bytes,optional"`
+	ListenHeaderTO  hcl.Expression `hcl:"listen_header_timeout,optional"`
+	ListenIdleTO    hcl.Expression `hcl:"listen_idle_timeout,optional"`
+	DrainOnTerm     *bool          `hcl:"drain_on_term,optional"`
+	Tokens          []fileToken    `hcl:"token,block"`
+	ClientCerts     []fileCert     `hcl:"client_cert,block"`
 	Env             *fileEnv       `hcl:"env,block"`
 	Output          *fileOutput    `hcl:"output,block"`
 	Cgroup          *fileCgroup    `hcl:"cgroup,block"`
 	Users           *fileUsers     `hcl:"users,block"`
 	Profiles        []fileProfile  `hcl:"profile,block"`
 	Ceiling         *fileCeiling   `hcl:"ceiling,block"`
+}
+
+// fileToken is a token block: token "NAME" { sha256 = "..." ... }.
+type fileToken struct {
+	Name          string   `hcl:"name,label"`
+	SHA256        string   `hcl:"sha256"`
+	Admin         *bool    `hcl:"admin,optional"`
+	Owners        []string `hcl:"owners,optional"`
+	OwnerPrefixes []string `hcl:"owner_prefixes,optional"`
+}
+
+// fileCert is a client_cert block, labeled with the certificate's CN.
+type fileCert struct {
+	Name          string   `hcl:"name,label"`
+	Admin         *bool    `hcl:"admin,optional"`
+	Owners        []string `hcl:"owners,optional"`
+	OwnerPrefixes []string `hcl:"owner_prefixes,optional"`
 }
 
 type fileEnv struct {
@@ -131,6 +159,7 @@ func (f *fileConfig) apply(cfg *Config) hcl.Diagnostics {
 	setStr(&cfg.CheckpointStore.URL, f.StoreURL)
 	setStr(&cfg.CheckpointStore.Endpoint, f.StoreEndpoint)
 	setBool(&cfg.CheckpointStore.AllowHTTP, f.StoreAllowHTTP)
+	diags = append(diags, f.applyNetwork(cfg)...)
 	if f.Env != nil {
 		cfg.Env.Passthrough = nonEmpty(f.Env.Passthrough)
 		if f.Env.Refuse != nil {
@@ -159,6 +188,29 @@ func (f *fileConfig) apply(cfg *Config) hcl.Diagnostics {
 		diags = append(diags, sizeAttr(c.MemoryMax, "memory_max", &cfg.Ceiling.MemoryMax)...)
 		setInt64(&cfg.Ceiling.PidsMax, c.PidsMax)
 		setFloat(&cfg.Ceiling.CPUMax, c.CPUMax)
+	}
+	return diags
+}
+
+// applyNetwork overlays the network listener's settings and drain_on_term.
+func (f *fileConfig) applyNetwork(cfg *Config) hcl.Diagnostics {
+	n := &cfg.Network
+	setStr(&n.Listen, f.Listen)
+	setStr(&n.TLSCert, f.TLSCert)
+	setStr(&n.TLSKey, f.TLSKey)
+	setStr(&n.TLSClientCA, f.TLSClientCA)
+	setInt(&n.MaxConns, f.ListenMaxConns)
+	setBool(&cfg.DrainOnTerm, f.DrainOnTerm)
+	diags := intSizeAttr(f.ListenMaxHeader, "listen_max_header_bytes", &n.MaxHeaderBytes)
+	diags = append(diags, durationAttr(f.ListenHeaderTO, "listen_header_timeout", &n.HeaderTimeout)...)
+	diags = append(diags, durationAttr(f.ListenIdleTO, "listen_idle_timeout", &n.IdleTimeout)...)
+	for _, t := range f.Tokens {
+		n.Tokens = append(n.Tokens, Credential{Name: t.Name, SHA256: strings.ToLower(t.SHA256), Admin: t.Admin != nil && *t.Admin,
+			Owners: nonEmpty(t.Owners), OwnerPrefixes: nonEmpty(t.OwnerPrefixes)})
+	}
+	for _, c := range f.ClientCerts {
+		n.ClientCerts = append(n.ClientCerts, Credential{Name: c.Name, Admin: c.Admin != nil && *c.Admin,
+			Owners: nonEmpty(c.Owners), OwnerPrefixes: nonEmpty(c.OwnerPrefixes)})
 	}
 	return diags
 }

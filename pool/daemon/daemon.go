@@ -43,9 +43,14 @@ type Daemon struct {
 	kit     *opsKit
 	unlock  func()
 	rl      *reloader
+	net     *netAuth // nil without a network listener
+
+	drainOnce sync.Once
+	drainReq  chan struct{} // closed by Drain
 
 	mu       sync.Mutex
 	srv      *http.Server // nil until Serve
+	netSrv   *http.Server // nil until ServeNetwork
 	shutdown bool
 	done     chan struct{} // closed when Shutdown finished
 }
@@ -93,7 +98,7 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (d *Daemon, err error
 	if log == nil {
 		log = hclog.New(&hclog.LoggerOptions{Name: "kernpool", Level: hclog.LevelFromString(c.LogLevel), JSONFormat: c.LogJSON, Output: os.Stderr})
 	}
-	d = &Daemon{cfg: &c, log: log, version: o.version, done: make(chan struct{})}
+	d = &Daemon{cfg: &c, log: log, version: o.version, done: make(chan struct{}), drainReq: make(chan struct{})}
 	var undo []func()
 	defer func() {
 		if err != nil {
@@ -129,6 +134,11 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (d *Daemon, err error
 	if interp, err = checkKernelAccess(ctx, d.seams, interp, &c, log); err != nil {
 		return nil, err
 	}
+	if c.Network.Listen != "" {
+		if d.net, err = loadNetAuth(&c.Network); err != nil {
+			return nil, err
+		}
+	}
 	if d.kit, err = newOpsKit(&c, o.version, o.revision, log); err != nil {
 		return nil, err
 	}
@@ -145,8 +155,9 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (d *Daemon, err error
 	d.handler = api.NewServer(d.pool, api.ServerConfig{
 		Version: o.version, Isolation: d.seams.Isolation, ToolCallTimeout: c.ToolCallTimeout, Logger: log,
 		CheckAccess: requestChecker(d.seams, interp), Metrics: d.kit.metrics.Handler(),
+		OnDrain: d.requestDrain, MaxKernels: c.MaxKernels,
 	})
-	d.rl = &reloader{cur: &c, pool: d.pool, seams: d.seams, log: log}
+	d.rl = &reloader{cur: &c, pool: d.pool, seams: d.seams, net: d.net, log: log}
 	return d, nil
 }
 
@@ -221,18 +232,26 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	d.shutdown = true
-	srv := d.srv
+	srvs := []*http.Server{d.srv, d.netSrv}
 	d.mu.Unlock()
 	defer close(d.done)
 	d.handler.SetDraining()
+	stopProgress := d.logDrainProgress()
 	var err error
-	if perr := d.pool.Close(ctx); perr != nil {
+	if perr := d.pool.Close(d.interruptPastGrace(ctx)); perr != nil {
 		d.log.Warn("pool closed with cells still running; they were killed", "error", perr)
 		err = perr
 	}
-	if srv != nil {
-		shutCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-		defer cancel()
+	stopProgress()
+	if st := d.handler.EndDrain(); st.State == api.StateDrained {
+		d.log.Info("drain finished", "saved", st.Saved, "failed", st.Failed, "kernels_to_save", st.KernelsToSave)
+	}
+	shutCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	for _, srv := range srvs {
+		if srv == nil {
+			continue
+		}
 		if serr := srv.Shutdown(shutCtx); serr != nil {
 			d.log.Warn("HTTP shutdown timed out; closing connections", "error", serr)
 			_ = srv.Close()

@@ -13,4 +13,6 @@ var (
 	// ErrAlreadyServing: another daemon holds the state dir or answers on
 	// the socket (one sentinel: api.Listen returns it for the socket).
 	ErrAlreadyServing = api.ErrAlreadyServing
+	// ErrDrainIncomplete: a drain ended with persist kernels not saved.
+	ErrDrainIncomplete = errors.New("drain incomplete")
 )

@@ -23,6 +23,7 @@ type reloader struct {
 	cur   *Config
 	pool  *pool.Pool
 	seams seams
+	net   *netAuth // nil without a network listener
 	log   hclog.Logger
 }
 
@@ -36,6 +37,11 @@ func (r *reloader) current() *Config {
 func (r *reloader) apply(next *Config) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// The listener's credentials and TLS files are reread even when the
+	// config is unchanged: a rotated certificate keeps its path.
+	if err := r.reloadNetwork(next); err != nil {
+		return err
+	}
 	changed, restart := diffConfig(r.cur, next)
 	if len(changed) == 0 && len(restart) == 0 {
 		r.log.Info("reload: nothing changed")
@@ -58,6 +64,8 @@ func (r *reloader) apply(next *Config) error {
 	applied := *r.cur
 	applied.Profiles = withPassthrough(next.Profiles, r.cur.Profiles)
 	applied.MaxKernelsPerOwner, applied.MaxCellsPerMinutePerOwner = next.MaxKernelsPerOwner, next.MaxCellsPerMinutePerOwner
+	applied.DrainOnTerm = next.DrainOnTerm
+	applied.Network = withCredentials(r.cur.Network, next.Network, r.net != nil)
 	// Spares of a changed profile are replaced (pool.SetWarm).
 	if err := r.pool.SetWarm(applied.Warm()); err != nil {
 		return err
@@ -98,10 +106,15 @@ func diffConfig(old, next *Config) (changed, restart []string) {
 	if old.MaxCellsPerMinutePerOwner != next.MaxCellsPerMinutePerOwner {
 		changed = append(changed, fmt.Sprintf("max_cells_per_minute_per_owner: %d -> %d", old.MaxCellsPerMinutePerOwner, next.MaxCellsPerMinutePerOwner))
 	}
+	if old.DrainOnTerm != next.DrainOnTerm {
+		changed = append(changed, fmt.Sprintf("drain_on_term: %t -> %t", old.DrainOnTerm, next.DrainOnTerm))
+	}
+	changed = append(changed, credentialChanges(old.Network, next.Network)...)
 	// Everything else: compare with the reloadable parts made equal.
 	a, b := *old, *next
-	a.Profiles, a.MaxKernelsPerOwner, a.MaxCellsPerMinutePerOwner = nil, 0, 0
-	b.Profiles, b.MaxKernelsPerOwner, b.MaxCellsPerMinutePerOwner = nil, 0, 0
+	a.Profiles, a.MaxKernelsPerOwner, a.MaxCellsPerMinutePerOwner, a.DrainOnTerm = nil, 0, 0, false
+	b.Profiles, b.MaxKernelsPerOwner, b.MaxCellsPerMinutePerOwner, b.DrainOnTerm = nil, 0, 0, false
+	b.Network = withCredentials(b.Network, a.Network, true)
 	t := reflect.TypeOf(a)
 	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
 	for i := range t.NumField() {

@@ -6,8 +6,11 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
-from urllib.parse import quote
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
+
+if TYPE_CHECKING:
+    import ssl
+from urllib.parse import quote, urlsplit
 
 from .errors import APIError, ProtocolError
 from .types import Display, Result, ToolCall, tool_result_text
@@ -35,20 +38,84 @@ Number = Union[int, float]
 Timeout = Union[Number, str, None]
 
 
-class Settings:
-    """What both clients take: the socket (default_socket() when None), the
-    timeout of every request but execute, the connect timeout, and the
-    bound on one answer or stream event."""
+class Network:
+    """Where a network client connects: host, port, the TLS context (None
+    for plain http on loopback) and the Host header."""
 
-    def __init__(self, socket: Optional[str] = None, *, timeout: float = 60.0,
+    def __init__(self, url: str, token: Optional[str], ca_file: Optional[str], cert_file: Optional[str],
+                 key_file: Optional[str], ssl_context: Optional["ssl.SSLContext"]) -> None:
+        u = urlsplit(url)
+        if u.scheme not in ("https", "http") or not u.hostname or u.path not in ("", "/") or u.query:
+            raise ValueError("url must be https://host:port (a node's listener or a router), got %r" % url)
+        if u.scheme == "http" and not _loopback(u.hostname):
+            raise ValueError("%s is plain http to a host beyond loopback; use https" % url)
+        if (cert_file is None) != (key_file is None):
+            raise ValueError("a client certificate needs both cert_file and key_file")
+        if token is not None and (not token or any(ord(c) < 0x21 or ord(c) > 0x7e for c in token)):
+            raise ValueError("token must be printable ASCII without spaces")
+        self.host = u.hostname
+        self.port = u.port or (443 if u.scheme == "https" else 80)
+        self.host_header = u.netloc.rsplit("@", 1)[-1]
+        self.token = token
+        self.ssl: Optional["ssl.SSLContext"] = None
+        if u.scheme == "https":
+            import ssl
+            ctx = ssl_context
+            if ctx is None:
+                ctx = ssl.create_default_context(cafile=ca_file)
+                ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+                if cert_file is not None:
+                    ctx.load_cert_chain(cert_file, key_file)
+            ctx.set_alpn_protocols(["http/1.1"])  # the node serves HTTP/1.1 only
+            self.ssl = ctx
+
+    def headers(self) -> Dict[str, str]:
+        h = {"Host": self.host_header}
+        if self.token:
+            h["Authorization"] = "Bearer " + self.token
+        return h
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    import ipaddress
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class Settings:
+    """What both clients take: the socket (default_socket() when None), or
+    a network URL (``https://host:port``: a node's listener or a router)
+    with a bearer ``token`` and/or a client certificate (``cert_file``,
+    ``key_file``) and the CA that verifies the node (``ca_file``, default
+    the system's; or a ready ``ssl_context``); the timeout of every
+    request but execute, the connect timeout, and the bound on one answer
+    or stream event. Everything else is the same on either transport."""
+
+    def __init__(self, socket: Optional[str] = None, *, url: Optional[str] = None, token: Optional[str] = None,
+                 ca_file: Optional[str] = None, cert_file: Optional[str] = None, key_file: Optional[str] = None,
+                 ssl_context: Optional["ssl.SSLContext"] = None, timeout: float = 60.0,
                  connect_timeout: float = 5.0, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
-        self.socket = socket or default_socket()
+        if url is not None and socket is not None:
+            raise ValueError("give a socket or a url, not both")
+        self.network: Optional[Network] = None
+        if url is not None:
+            self.network = Network(url, token, ca_file, cert_file, key_file, ssl_context)
+            self.socket = url  # what errors name
+        else:
+            self.socket = socket or default_socket()
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self.max_line_bytes = max_line_bytes
 
+    def _headers(self) -> Dict[str, str]:
+        return self.network.headers() if self.network is not None else {"Host": "kernpool"}
+
     def __repr__(self) -> str:
-        return "%s(socket=%r)" % (type(self).__name__, self.socket)
+        return "%s(%s=%r)" % (type(self).__name__, "url" if self.network else "socket", self.socket)
 
 
 def default_socket(env: Optional[Mapping[str, str]] = None) -> str:

@@ -129,15 +129,20 @@ class AsyncClient(_wire.Settings):
 
     async def _send(self, method: str, path: str,
                     body: Optional[Dict[str, Any]]) -> Tuple[asyncio.StreamWriter, _Response]:
+        net = self.network
         try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_unix_connection(self.socket, limit=_wire.MAX_HEADER_LINE + 2),
-                self.connect_timeout)
+            if net is None:
+                opening = asyncio.open_unix_connection(self.socket, limit=_wire.MAX_HEADER_LINE + 2)
+            else:
+                opening = asyncio.open_connection(net.host, net.port, ssl=net.ssl, limit=_wire.MAX_HEADER_LINE + 2)
+            reader, writer = await asyncio.wait_for(opening, self.connect_timeout)
         except (OSError, asyncio.TimeoutError) as e:
             raise DaemonUnavailable(self.socket, e) from None
         try:
             data = b"" if body is None else json.dumps(body).encode("utf-8")
-            head = "%s %s HTTP/1.1\r\nHost: kernpool\r\nConnection: close\r\n" % (method, path)
+            head = "%s %s HTTP/1.1\r\nConnection: close\r\n" % (method, path)
+            for name, value in self._headers().items():
+                head += "%s: %s\r\n" % (name, value)
             head += "Accept: application/json, application/x-ndjson\r\nContent-Length: %d\r\n" % len(data)
             if body is not None:
                 head += "Content-Type: application/json\r\n"

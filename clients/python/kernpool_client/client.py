@@ -34,7 +34,9 @@ class _UnixConnection(http.client.HTTPConnection):
 
 
 class Client(_wire.Settings):
-    """A client of the kernpool daemon on its Unix socket.
+    """A client of the kernpool daemon on its Unix socket, or on a node's
+    network listener or a router (``url``, ``token``, ``cert_file``,
+    ``key_file``, ``ca_file``: see Settings).
 
     ``socket`` defaults to the CLI's rule (``$KERNPOOL_SOCKET``, else
     ``/run/kernpool/kernpool.sock`` as root, else
@@ -49,9 +51,17 @@ class Client(_wire.Settings):
 
     # -- transport ---------------------------------------------------------
 
+    def _connection(self) -> http.client.HTTPConnection:
+        net = self.network
+        if net is None:
+            return _UnixConnection(self.socket, self.connect_timeout)
+        if net.ssl is not None:
+            return http.client.HTTPSConnection(net.host, net.port, timeout=self.connect_timeout, context=net.ssl)
+        return http.client.HTTPConnection(net.host, net.port, timeout=self.connect_timeout)
+
     def _send(self, method: str, path: str, body: Optional[Dict[str, Any]],
-              timeout: Optional[float]) -> "tuple[_UnixConnection, http.client.HTTPResponse]":
-        conn = _UnixConnection(self.socket, self.connect_timeout)
+              timeout: Optional[float]) -> "tuple[http.client.HTTPConnection, http.client.HTTPResponse]":
+        conn = self._connection()
         try:
             conn.connect()
         except OSError as e:
@@ -59,7 +69,8 @@ class Client(_wire.Settings):
             raise DaemonUnavailable(self.socket, e) from None
         try:
             conn.sock.settimeout(timeout)
-            headers = {"Host": "kernpool", "Accept": "application/json, application/x-ndjson"}
+            headers = self._headers()
+            headers["Accept"] = "application/json, application/x-ndjson"
             data = None
             if body is not None:
                 data = json.dumps(body).encode("utf-8")
@@ -235,3 +246,11 @@ class Client(_wire.Settings):
     def health(self) -> Health:
         """The daemon's health report."""
         return Health.from_json(self._json("GET", "/v1/health"))
+
+    def ready(self) -> str:
+        """The node's state from GET /v1/ready: ``"ready"``, else APIError
+        (code ``draining`` or ``closed``; needs no credentials)."""
+        out = self._json("GET", "/v1/ready")
+        if not isinstance(out, dict) or not isinstance(out.get("state"), str):
+            raise ProtocolError("ready: expected {\"state\": ...}")
+        return out["state"]

@@ -277,6 +277,13 @@ class Health(_FromJSON):
     goroutines: int = 0
     pending_tool_calls: int = 0
     stats: Dict[str, Any] = field(default_factory=dict)
+    #: ready, draining, drained or not_ready (GET /v1/ready is the probe).
+    state: str = ""
+    #: The drain's progress once one began (DrainStatus as a dict).
+    drain: Optional[Dict[str, Any]] = None
+    #: The node's max_kernels and how many more kernels it may start.
+    max_kernels: int = 0
+    free_kernels: int = 0
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
 

@@ -32,11 +32,21 @@ from kernpool_client import Client, DaemonUnavailable  # noqa: E402
 PYTHON = "/usr/bin/python3"
 
 
+# Bearer tokens of the network listener (test_network.py); the config
+# holds their SHA-256.
+TOKENS = {"py-alice": ("kp_py_alice_0123456789abcdef", 'owners = ["py-net-alice"]'),
+          "py-admin": ("kp_py_admin_0123456789abcdef", "admin = true")}
+
+
 class Daemon:
     def __init__(self, socket: str, log: str, isolation: str) -> None:
         self.socket = socket
         self.log = log
         self.isolation = isolation
+        # The network listener (https://127.0.0.1:PORT) and its PKI, when
+        # openssl could make one; else None.
+        self.url: "str | None" = None
+        self.pki: "dict[str, str]" = {}
 
     def log_tail(self, n: int = 30) -> str:
         try:
@@ -54,6 +64,47 @@ def _pdeathsig() -> None:
     except (OSError, AttributeError):
         pass
     os.setpgid(0, 0)  # a hostile cell's killpg of the daemon's group misses pytest
+
+
+def _pki(base: str) -> "dict[str, str]":
+    """A CA, the node's certificate (127.0.0.1) and a client certificate
+    (CN py-gateway), made with openssl; {} when there is no openssl."""
+    if shutil.which("openssl") is None:
+        return {}
+    d = os.path.join(base, "pki")
+    os.mkdir(d, 0o700)
+    p = {k: os.path.join(d, k) for k in ("ca.pem", "ca.key", "node.pem", "node.key", "client.pem", "client.key")}
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+
+    def run(*args: str) -> None:
+        subprocess.run(["openssl", *args], check=True, capture_output=True)
+
+    run("req", "-x509", *ec, "-keyout", p["ca.key"], "-out", p["ca.pem"], "-days", "1", "-subj", "/CN=kp-py-ca")
+    for name, cn, ext in (("node", "node", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth"),
+                          ("client", "py-gateway", "extendedKeyUsage=clientAuth")):
+        csr, extf = os.path.join(d, name + ".csr"), os.path.join(d, name + ".ext")
+        with open(extf, "w") as f:
+            f.write(ext + "\n")
+        run("req", *ec, "-keyout", p[name + ".key"], "-out", csr, "-subj", "/CN=" + cn)
+        run("x509", "-req", "-in", csr, "-CA", p["ca.pem"], "-CAkey", p["ca.key"], "-CAcreateserial",
+            "-out", p[name + ".pem"], "-days", "1", "-extfile", extf)
+    return p
+
+
+def _listen_config(pki: "dict[str, str]") -> str:
+    import hashlib
+    src = 'listen = "127.0.0.1:0"\ntls_cert = "%s"\ntls_key = "%s"\ntls_client_ca = "%s"\n' % (
+        pki["node.pem"], pki["node.key"], pki["ca.pem"])
+    for name, (tok, scope) in TOKENS.items():
+        src += 'token "%s" {\n  sha256 = "%s"\n  %s\n}\n' % (name, hashlib.sha256(tok.encode()).hexdigest(), scope)
+    return src + 'client_cert "py-gateway" {\n  owners = ["py-net-gw"]\n}\n'
+
+
+def _listen_url(log: str) -> "str | None":
+    import re
+    with open(log, "r", errors="replace") as f:
+        m = re.search(r"serving on the network: listen=(127\.0\.0\.1:\d+)", f.read())
+    return "https://" + m.group(1) if m else None
 
 
 def _build(tmp: str) -> str:
@@ -86,9 +137,12 @@ def daemon() -> Iterator[Daemon]:
     sock = os.path.join(base, "run", "kp.sock")
     log = os.path.join(base, "daemon.log")
     config = os.path.join(base, "kernpool.hcl")
+    pki = _pki(base)
     with open(config, "w") as f:
         f.write('interpreter = "%s"\nlog_level = "debug"\n' % PYTHON)
         f.write('cgroup {\n  parent = "kernpool-py-%s"\n}\n' % os.path.basename(base))
+        if pki:
+            f.write(_listen_config(pki))
     args = [binary, "serve", "--socket", sock, "--state-dir", os.path.join(base, "state"),
             "--config", config, "--isolation", isolation, "--tool-call-timeout", "30s"]
     env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -98,6 +152,7 @@ def daemon() -> Iterator[Daemon]:
                             preexec_fn=_pdeathsig)
     logf.close()
     d = Daemon(sock, log, isolation)
+    d.pki = pki
     deadline = time.monotonic() + 30
     try:
         while True:
@@ -112,6 +167,8 @@ def daemon() -> Iterator[Daemon]:
             if time.monotonic() > deadline:
                 pytest.fail("kernpool serve did not answer within 30 s:\n" + d.log_tail())
             time.sleep(0.05)
+        if pki:
+            d.url = _listen_url(log)
         yield d
     finally:
         if proc.poll() is None:
