@@ -23,6 +23,9 @@ type Isolator struct {
 	seccomp  [][]byte // compiled filters the init step loads
 	initPath string   // the init step's binary (ResolveInitPath)
 	scrubs   scrubStats
+	// hostPaths are the host dirs a kernel uid could write: the init step
+	// makes each private or read-only (found at New under the init step).
+	hostPaths hostPaths
 }
 
 // New validates cfg, detects the host's cgroup mode, creates (or checks
@@ -52,6 +55,7 @@ func New(cfg Config) (*Isolator, error) {
 	if err := i.setupUIDs(root); err != nil {
 		return nil, err
 	}
+	i.findHostPaths()
 	if err := i.report.enforce(); err != nil {
 		return nil, err // before any cgroup is touched
 	}
@@ -184,6 +188,28 @@ func (i *Isolator) setupUIDs(root bool) error {
 	return nil
 }
 
+// findHostPaths walks the host once for the directories kernel uids could
+// write, which every kernel's init makes private or read-only. A walk that
+// fails is a Lost protection: sandbox mode refuses to start.
+func (i *Isolator) findHostPaths() {
+	if !i.useInit || i.uids == nil {
+		return
+	}
+	lockDir := i.cfg.UIDLockDir
+	if lockDir == "" {
+		lockDir = DefaultUIDLockDir
+	}
+	hp, err := findHostPaths(i.cfg.UIDRange[0], i.cfg.UIDRange[1], []string{i.cfg.StateDir, lockDir})
+	if err != nil {
+		i.report.Lost = append(i.report.Lost, "private or read-only host paths: "+err.Error())
+		i.report.Advice = append(i.report.Advice, "see `kernpool doctor`")
+		return
+	}
+	i.hostPaths = hp
+	i.log.Info("host paths kernels could write are private or read-only in every kernel",
+		"private", strings.Join(hp.Private, " "), "read_only", strings.Join(hp.ReadOnly, " "), "dirs", hp.Dirs, "took", hp.Took)
+}
+
 func taintedUIDs(first, last int) map[int]bool {
 	t := map[int]bool{}
 	for uid := range procUIDs() {
@@ -226,6 +252,11 @@ func (i *Isolator) setupCgroups() {
 	res, err := m.Sweep()
 	if err != nil {
 		i.log.Error("sweep of leftover kernel groups incomplete", "error", err)
+	}
+	if os.Geteuid() == 0 {
+		if err := unmountStale(i.cfg.StateDir); err != nil {
+			i.log.Error("cannot unmount a dead instance's staging dirs", "error", err)
+		}
 	}
 	i.report.Swept = len(res.Groups)
 	// Staging dirs hold tenant files: ours, and those of a dead daemon

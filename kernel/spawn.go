@@ -15,7 +15,7 @@ import (
 // path"). On error nothing it created survives; the caller releases the
 // sandbox.
 func (k *Kernel) spawn(spec *Spec) (err error) {
-	if err := writeStaging(k.staging, spec.Files); err != nil {
+	if err := writeStaging(k.staging, spec.Files, k.sb); err != nil {
 		if !errors.Is(err, fs.ErrExist) {
 			_ = os.RemoveAll(k.staging)
 		}

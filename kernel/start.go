@@ -121,14 +121,20 @@ func newSentinel() (string, error) {
 	return "@@KERNPOOL-" + base64.RawURLEncoding.EncodeToString(b) + "@@", nil
 }
 
-// writeStaging creates the staging dir, its tmp/, the runner's files and
+// writeStaging creates the staging dir (on the sandbox's own filesystem
+// when it is a StagingMounter), its tmp/, the runner's files and
 // spec.Files.
-func writeStaging(staging string, files map[string][]byte) error {
+func writeStaging(staging string, files map[string][]byte, sb Sandbox) error {
 	if err := os.MkdirAll(filepath.Dir(staging), 0o711); err != nil {
 		return fmt.Errorf("create kernels dir: %w", err)
 	}
 	if err := os.Mkdir(staging, 0o700); err != nil {
 		return fmt.Errorf("create staging dir: %w", err)
+	}
+	if m, ok := sb.(StagingMounter); ok {
+		if err := m.MountStaging(staging); err != nil {
+			return fmt.Errorf("mount staging dir: %w", err)
+		}
 	}
 	if err := os.Mkdir(filepath.Join(staging, "tmp"), 0o700); err != nil {
 		return fmt.Errorf("create staging tmp: %w", err)
