@@ -28,10 +28,10 @@ type keptDir struct {
 }
 
 // setupMounts makes the mount tree private (nothing propagates back to the
-// host), moves into a cgroup namespace and mounts its cgroup view, binds
-// the kernel-writable host dirs that are not scratch read-only, mounts the
-// private tmpfs, binds the kept directories back, hides other kernels'
-// staging mounts, mounts a devpts and mqueue of the kernel's own and a
+// host), moves into a cgroup namespace and mounts its cgroup view, hides
+// other kernels' staging mounts, binds the kernel-writable host dirs that
+// are not scratch read-only, mounts the private tmpfs, binds the kept
+// directories back, mounts a devpts and mqueue of the kernel's own and a
 // /proc of its pid namespace. It returns the in-namespace path of
 // cfg.KillFile.
 func setupMounts(cfg Config) (string, error) {
@@ -44,6 +44,11 @@ func setupMounts(cfg Config) (string, error) {
 	}
 	kill, err := cgroupNamespace(mounts, cfg.KillFile)
 	if err != nil {
+		return "", err
+	}
+	// Before the tmpfs can shadow them (a shadowed mount cannot be reached
+	// by its path to be removed) and before the kept binds copy them.
+	if err := hideOthers(cfg.Hide, cfg.Staging); err != nil {
 		return "", err
 	}
 	masked, err := maskedDirs(privateDirs(cfg.Private))
@@ -76,9 +81,6 @@ func setupMounts(cfg Config) (string, error) {
 		if err := bindBack(k); err != nil {
 			return "", err
 		}
-	}
-	if err := hideOthers(cfg.Hide, cfg.Staging); err != nil {
-		return "", err
 	}
 	if err := privatePts(cfg.PtyMax); err != nil {
 		return "", err
