@@ -42,7 +42,9 @@ func jsonOut(t *testing.T, k *kernel.Kernel, code string, v any) {
 // once parked in /run/lock stops at the private tmpfs's inode bound.
 func TestNothingWrittenToHostPathsOutlivesTheKernel(t *testing.T) {
 	sandboxed(t)
-	iso := newIso(t, func(c *Config) { c.Profiles[DefaultProfile] = Profile{TmpSize: 4 << 20, Resources: c.Profiles[DefaultProfile].Resources} })
+	iso := newIso(t, func(c *Config) {
+		c.Profiles[DefaultProfile] = Profile{TmpSize: 4 << 20, Resources: c.Profiles[DefaultProfile].Resources}
+	})
 	hp := iso.hostPaths
 	if len(hp.Private) == 0 || !contains(hp.Private, "/tmp") {
 		t.Fatalf("host paths found: %+v; want /tmp among the private ones", hp)
@@ -124,7 +126,7 @@ func TestTmpdirIsCappedByTmpSize(t *testing.T) {
 	k, _ := startKernel(t, iso, "alice", "small", Limits{})
 	var got struct {
 		Tmpdir, Bytes, Files string
-		Wrote, Made           int
+		Wrote, Made          int
 	}
 	jsonOut(t, k, `import json, os, errno
 t = os.environ["TMPDIR"]
