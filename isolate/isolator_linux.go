@@ -165,7 +165,12 @@ func (i *Isolator) setupUIDs(root bool) error {
 	if lockDir == "" {
 		lockDir = DefaultUIDLockDir
 	}
-	if err := os.MkdirAll(lockDir, 0o700); err != nil {
+	// Its parent (/run/kernpool by default) is where the daemon's socket
+	// and state dir live too: kernels must be able to traverse it.
+	if err := os.MkdirAll(filepath.Dir(lockDir), 0o711); err != nil {
+		return fmt.Errorf("uid lock dir: %w", err)
+	}
+	if err := os.Mkdir(lockDir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("uid lock dir: %w", err)
 	}
 	i.uids = newUIDPool(first, last, i.cfg.PerOwnerUID, lockDir, nil)
