@@ -89,6 +89,7 @@ func (s *Sandbox) wrapInit(cmd *exec.Cmd, staging string, placement []string) er
 		Private: s.iso.hostPaths.Private, ReadOnly: s.iso.hostPaths.ReadOnly,
 		Staging: staging, Hide: filepath.Dir(staging),
 		Keep: []string{s.iso.cfg.StateDir, staging, cmd.Dir}, Peer: os.Getpid(), Seccomp: s.iso.seccomp,
+		BaseMounts: s.iso.baseMounts,
 	}
 	if s.group != nil {
 		cfg.KillFile = s.group.KillFile()

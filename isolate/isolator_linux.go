@@ -26,6 +26,9 @@ type Isolator struct {
 	// hostPaths are the host dirs a kernel uid could write: the init step
 	// makes each private or read-only (found at New under the init step).
 	hostPaths hostPaths
+	// baseMounts: only the earlier sandbox's mounts (benchmarks set it to
+	// measure the others; kinit.Config.BaseMounts).
+	baseMounts bool
 }
 
 // New validates cfg, detects the host's cgroup mode, creates (or checks

@@ -23,7 +23,7 @@ var _ kernel.StagingMounter = (*Sandbox)(nil)
 // goes with Release. Without the init step (no root, process mode) the
 // staging dir stays a plain directory.
 func (s *Sandbox) MountStaging(staging string) error {
-	if !s.iso.useInit {
+	if !s.iso.useInit || s.iso.baseMounts {
 		return nil
 	}
 	size := s.profile.TmpSize

@@ -38,13 +38,19 @@ func setupMounts(cfg Config) (string, error) {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return "", fmt.Errorf("make mounts private: %w", err)
 	}
-	mounts, err := readMounts()
-	if err != nil {
-		return "", err
+	if cfg.BaseMounts {
+		cfg.Private, cfg.ReadOnly, cfg.Hide = nil, nil, ""
 	}
-	kill, err := cgroupNamespace(mounts, cfg.KillFile)
-	if err != nil {
-		return "", err
+	var mounts []mountEntry
+	kill := cfg.KillFile
+	if !cfg.BaseMounts {
+		var err error
+		if mounts, err = readMounts(); err != nil {
+			return "", err
+		}
+		if kill, err = cgroupNamespace(mounts, cfg.KillFile); err != nil {
+			return "", err
+		}
 	}
 	// Before the tmpfs can shadow them (a shadowed mount cannot be reached
 	// by its path to be removed) and before the kept binds copy them.
@@ -82,11 +88,13 @@ func setupMounts(cfg Config) (string, error) {
 			return "", err
 		}
 	}
-	if err := privatePts(cfg.PtyMax); err != nil {
-		return "", err
-	}
-	if err := privateMqueue(mounts); err != nil {
-		return "", err
+	if !cfg.BaseMounts {
+		if err := privatePts(cfg.PtyMax); err != nil {
+			return "", err
+		}
+		if err := privateMqueue(mounts); err != nil {
+			return "", err
+		}
 	}
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return "", fmt.Errorf("mount /proc: %w", err)
