@@ -34,10 +34,10 @@ except OSError as e:
 for i in range(n):
     os.unlink("%s/f%d" % (d, i))
 for top in (d, "/var/tmp", "/tmp", "/dev/shm"):
-    p = top
+    p = os.path.join(top, "deep-" + os.environ["KERNPOOL_KERNEL_ID"])
     for i in range(12):
-        p = os.path.join(p, "deep")
         os.makedirs(p, exist_ok=True)
+        p = os.path.join(p, "deep")
 print(json.dumps({"n": n, "errno": err}))
 `
 

@@ -85,10 +85,10 @@ except OSError as e:
     err = errno.errorcode.get(e.errno, str(e.errno))
 for i in range(n):
     os.unlink("%s/f%d" % (d, i))
-p = d
+p = os.path.join(d, "deep-" + os.environ["KERNPOOL_KERNEL_ID"])
 for depth in range(1, 41):
-    p = os.path.join(p, "deep")
     os.mkdir(p)
+    p = os.path.join(p, "deep")
 print(json.dumps({"n": n, "errno": err, "depth": depth}))`, &flood)
 	if flood.Errno != "ENOSPC" || flood.N > 1024 {
 		t.Errorf("flood: %d files, then %q; want ENOSPC at the private tmpfs's %d inodes", flood.N, flood.Errno, 1024)
@@ -103,7 +103,7 @@ print(json.dumps({"n": n, "errno": err, "depth": depth}))`, &flood)
 		if _, err := os.Lstat(filepath.Join(d, name)); err == nil {
 			t.Errorf("%s: the kernel's file outlived it", d)
 		}
-		if _, err := os.Lstat(filepath.Join(d, "deep")); err == nil {
+		if _, err := os.Lstat(filepath.Join(d, "deep-"+sb.ID())); err == nil {
 			t.Errorf("%s: a deep tree outlived the kernel", d)
 		}
 	}

@@ -229,14 +229,11 @@ func readOnly(dirs []string) error {
 
 // hideOthers removes from the kernel's mount table every mount below hide
 // (other kernels' staging dirs) except staging and what lies beneath it:
-// their paths name other tenants.
-func hideOthers(hide, staging string) error {
+// their paths name other tenants. mounts is the table as the init found
+// it (the cgroup mounts made since lie elsewhere).
+func hideOthers(mounts []mountEntry, hide, staging string) error {
 	if hide == "" {
 		return nil
-	}
-	mounts, err := readMounts()
-	if err != nil {
-		return err
 	}
 	var points []string
 	for _, m := range mounts {

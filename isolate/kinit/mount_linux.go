@@ -54,7 +54,7 @@ func setupMounts(cfg Config) (string, error) {
 	}
 	// Before the tmpfs can shadow them (a shadowed mount cannot be reached
 	// by its path to be removed) and before the kept binds copy them.
-	if err := hideOthers(cfg.Hide, cfg.Staging); err != nil {
+	if err := hideOthers(mounts, cfg.Hide, cfg.Staging); err != nil {
 		return "", err
 	}
 	masked, err := maskedDirs(privateDirs(cfg.Private))
