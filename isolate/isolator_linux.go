@@ -214,6 +214,7 @@ func (i *Isolator) findHostPaths() {
 		return
 	}
 	i.hostPaths = hp
+	i.report.PrivatePaths, i.report.ReadOnlyPaths = hp.Private, hp.ReadOnly
 	i.log.Info("host paths kernels could write are private or read-only in every kernel",
 		"private", strings.Join(hp.Private, " "), "read_only", strings.Join(hp.ReadOnly, " "), "dirs", hp.Dirs, "took", hp.Took)
 }
