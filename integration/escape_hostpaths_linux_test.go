@@ -25,14 +25,15 @@ const (
 const floodAndDeepTree = `
 import json, os, errno
 d = "/run/lock" if os.path.isdir("/run/lock") else "/tmp"
+pre = "flood-" + os.environ["KERNPOOL_KERNEL_ID"] + "-"
 n, err = 0, ""
 try:
     while n < 200050:
-        os.close(os.open("%s/f%d" % (d, n), os.O_CREAT | os.O_WRONLY, 0o600)); n += 1
+        os.close(os.open("%s/%s%d" % (d, pre, n), os.O_CREAT | os.O_WRONLY, 0o600)); n += 1
 except OSError as e:
     err = errno.errorcode.get(e.errno, str(e.errno))
 for i in range(n):
-    os.unlink("%s/f%d" % (d, i))
+    os.unlink("%s/%s%d" % (d, pre, i))
 for top in (d, "/var/tmp", "/tmp", "/dev/shm"):
     p = os.path.join(top, "deep-" + os.environ["KERNPOOL_KERNEL_ID"])
     for i in range(12):

@@ -55,6 +55,16 @@ func TestNothingWrittenToHostPathsOutlivesTheKernel(t *testing.T) {
 	dirs = append(dirs, "/run/lock", "/var/lock", "/dev/shm", "/var/tmp", "/tmp", "/dev/mqueue")
 	list, _ := json.Marshal(dirs)
 	name := "kernpool-left-" + sb.ID()
+	t.Cleanup(func() { // what a broken sandbox (a mutant) left on the host
+		for _, d := range dirs {
+			_ = os.RemoveAll(filepath.Join(d, name))
+			_ = os.RemoveAll(filepath.Join(d, "deep-"+sb.ID()))
+			flood, _ := filepath.Glob(filepath.Join(d, "flood-"+sb.ID()+"-*"))
+			for _, f := range flood {
+				_ = os.Remove(f)
+			}
+		}
+	})
 	var wrote map[string]string
 	jsonOut(t, k, fmt.Sprintf(`import json, os, errno
 out = {}
@@ -78,13 +88,14 @@ print(json.dumps(out))`, list, name), &wrote)
 	}
 	jsonOut(t, k, `import json, os, errno
 d, n, err = "/run/lock" if os.path.isdir("/run/lock") else "/tmp", 0, ""
+pre = "flood-" + os.environ["KERNPOOL_KERNEL_ID"] + "-"
 try:
     while n < 200050:
-        os.close(os.open("%s/f%d" % (d, n), os.O_CREAT | os.O_WRONLY, 0o600)); n += 1
+        os.close(os.open("%s/%s%d" % (d, pre, n), os.O_CREAT | os.O_WRONLY, 0o600)); n += 1
 except OSError as e:
     err = errno.errorcode.get(e.errno, str(e.errno))
 for i in range(n):
-    os.unlink("%s/f%d" % (d, i))
+    os.unlink("%s/%s%d" % (d, pre, i))
 p = os.path.join(d, "deep-" + os.environ["KERNPOOL_KERNEL_ID"])
 for depth in range(1, 41):
     os.mkdir(p)
