@@ -37,6 +37,9 @@ var pseudoFS = map[string]bool{
 	"selinuxfs": true, "autofs": true, "hugetlbfs": true,
 }
 
+// stateLockName marks a kernpool state dir (pool/daemon holds its lock).
+const stateLockName = ".kernpool.lock"
+
 // hostWalkMaxDirs bounds the walk: a host with more reachable directories
 // than this refuses to start rather than run kernels with paths unchecked.
 const hostWalkMaxDirs = 4 << 20
@@ -54,7 +57,7 @@ func findHostPaths(first, last int, skip []string) (hostPaths, error) {
 	if hp, ok := hostPathsCache[[2]int{first, last}]; ok {
 		return hp, nil
 	}
-	hp, err := hostWritable(first, last, skip)
+	hp, err := hostWritable("/", first, last, skip)
 	if err != nil {
 		return hp, err
 	}
@@ -63,28 +66,28 @@ func findHostPaths(first, last int, skip []string) (hostPaths, error) {
 }
 
 // hostWritable walks every directory a kernel uid (any of first..last, or
-// an "other") can reach from /, without following symlinks (every step is
+// an "other") can reach from root (the daemon's: /), without following symlinks (every step is
 // an openat with O_NOFOLLOW) and without entering pseudo filesystems or
 // skip, and sorts the directories it could write into Private (sticky and
 // world-writable: scratch) and ReadOnly. It reads directories with
 // getdents and stats only subdirectories: it runs at every daemon start.
-func hostWritable(first, last int, skip []string) (hostPaths, error) {
+func hostWritable(root string, first, last int, skip []string) (hostPaths, error) {
 	start := time.Now()
 	pseudo, err := pseudoMounts()
 	if err != nil {
 		return hostPaths{}, err
 	}
 	w := hostWalk{first: first, last: last, pseudo: pseudo, skip: skip, buf: make([]byte, 64<<10)}
-	fd, err := unix.Open("/", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return hostPaths{}, fmt.Errorf("find host paths: %w", err)
 	}
 	var st unix.Stat_t
 	if err = unix.Fstat(fd, &st); err == nil {
 		if w.writable(&st) {
-			err = fmt.Errorf("/ is writable by kernel uids (mode %o)", st.Mode&0o7777)
+			err = fmt.Errorf("%s is writable by kernel uids (mode %o)", root, st.Mode&0o7777)
 		} else {
-			err = w.dir(fd, "/")
+			err = w.dir(fd, root)
 		}
 	}
 	_ = unix.Close(fd)
@@ -178,6 +181,11 @@ func (w *hostWalk) sub(parent int, path, name string) error {
 		return nil // gone meanwhile
 	}
 	defer unix.Close(fd)
+	if st.Mode&0o777 == 0o711 && unix.Faccessat(fd, stateLockName, unix.F_OK, unix.AT_SYMLINK_NOFOLLOW) == nil {
+		// Another daemon's state dir: its kernels' staging dirs (owned by
+		// range uids, here now and gone soon) are tmpfs of their own.
+		return nil
+	}
 	return w.dir(fd, p)
 }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -175,5 +176,69 @@ func TestUIDPoolRevivesCleanUIDs(t *testing.T) {
 	}
 	if p.taintedCount() != 0 {
 		t.Errorf("tainted = %d after the revival", p.taintedCount())
+	}
+}
+
+// The host walk finds every dir a kernel uid could write and can reach:
+// sticky world-writable ones are private, the others read-only; it does
+// not follow symlinks, enter what a kernel cannot search, nor a kernpool
+// state dir.
+func TestHostWritableFindsReachableWritableDirs(t *testing.T) {
+	testenv.RequireRoot(t)
+	const first, last = 61980, 61989
+	root := t.TempDir()
+	if err := os.Chmod(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mk := func(rel string, mode os.FileMode, uid int) {
+		t.Helper()
+		p := filepath.Join(root, rel)
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Lchown(p, uid, uid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("scratch", 0o777|os.ModeSticky, 0)
+	mk("scratch/inner", 0o777|os.ModeSticky, 0) // hidden by scratch's tmpfs
+	mk("shared", 0o777, 0)
+	mk("opt/leftover", 0o700, first+3)
+	mk("private/deep", 0o777|os.ModeSticky, 0)
+	mk("private", 0o700, 0) // a kernel cannot search it: deep is unreachable
+	mk("state/kernels/k1", 0o700, first)
+	mk("state", 0o711, 0)
+	if err := os.WriteFile(filepath.Join(root, "state", stateLockName), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(root, "scratch"), filepath.Join(root, "link")); err != nil {
+		t.Fatal(err)
+	}
+	hp, err := hostWritable(root, first, last, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := func(ps []string) string {
+		var out []string
+		for _, p := range ps {
+			r, _ := filepath.Rel(root, p)
+			out = append(out, r)
+		}
+		return strings.Join(out, " ")
+	}
+	if got := rel(hp.Private); got != "scratch" {
+		t.Errorf("private = %q, want scratch", got)
+	}
+	if got := rel(hp.ReadOnly); got != "opt/leftover shared" {
+		t.Errorf("read-only = %q, want opt/leftover shared", got)
+	}
+	if err := os.Chmod(root, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hostWritable(root, first, last, nil); err == nil {
+		t.Error("a root kernels could write was accepted")
 	}
 }
