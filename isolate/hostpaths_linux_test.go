@@ -1,6 +1,7 @@
 package isolate
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -252,5 +253,41 @@ for root, dirs, files in os.walk("/sys/fs/cgroup"):
 print(json.dumps(hits))`, sbB.ID()), &hits)
 	if len(hits) > 0 {
 		t.Errorf("kernel B's id %s is visible to kernel A at %v", sbB.ID(), hits)
+	}
+}
+
+// A request's cwd cannot hand the kernel a host dir to write: a cwd that
+// is world-writable is bound back read-only, and a cwd that is a private
+// dir itself (/tmp) is the kernel's private one.
+func TestWorldWritableCwdIsNotTheHosts(t *testing.T) {
+	sandboxed(t)
+	iso := newIso(t, nil)
+	shared := filepath.Join(stateDir(t), "shared")
+	if err := os.Mkdir(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	for _, cwd := range []string{shared, "/tmp"} {
+		id := kernelID(t)
+		sb, err := iso.NewSandbox(id, "alice", "default", Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := kernel.Start(context.Background(), kernel.Spec{
+			ID: id, Interpreter: testenv.Python, StateDir: iso.cfg.StateDir, Cwd: cwd,
+			Env: []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}, Sandbox: sb,
+		})
+		if err != nil {
+			t.Fatalf("cwd %s: %v", cwd, err)
+		}
+		name := "cwd-" + id
+		t.Cleanup(func() { _ = os.Remove(filepath.Join(cwd, name)) })
+		r := run(t, k, fmt.Sprintf("import os\ntry:\n    open(%q, 'w').write('x'); print('wrote', os.getcwd())\nexcept OSError as e:\n    print('refused', e.errno)", name))
+		if _, err := os.Lstat(filepath.Join(cwd, name)); err == nil {
+			t.Errorf("cwd %s: the kernel wrote into the host's dir (%s)", cwd, strings.TrimSpace(r.Stdout))
+		}
+		endKernel(t, k)
 	}
 }

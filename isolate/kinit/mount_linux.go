@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -153,7 +154,9 @@ func openKept(paths, masked []string) ([]keptDir, error) {
 		if err != nil {
 			return nil, fmt.Errorf("resolve %s: %w", p, err)
 		}
-		if underAny(r, masked) {
+		// A kept dir that is itself a masked one (a cwd of /tmp) is not
+		// bound back: the kernel gets its private one there.
+		if underAny(r, masked) && !slices.Contains(masked, r) {
 			real = append(real, r)
 		}
 	}
@@ -193,6 +196,17 @@ func bindBack(k keptDir) error {
 	src := "/proc/self/fd/" + strconv.Itoa(k.fd)
 	if err := unix.Mount(src, k.path, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 		return fmt.Errorf("keep %s: bind: %w", k.path, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(k.fd, &st); err != nil {
+		return fmt.Errorf("keep %s: %w", k.path, err)
+	}
+	if st.Mode&0o002 != 0 {
+		// World-writable (a cwd like /tmp/shared): what the kernel wrote
+		// there would be the host's. Read-only; its submounts keep theirs.
+		if err := unix.Mount("", k.path, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+			return fmt.Errorf("keep %s: read-only: %w", k.path, err)
+		}
 	}
 	return nil
 }
