@@ -363,7 +363,7 @@ func BenchmarkStagingMount(b *testing.B) {
 		if err := os.Mkdir(dir, 0o700); err != nil {
 			b.Fatal(err)
 		}
-		if err := s.MountStaging(dir); err != nil {
+		if _, err := s.MountStaging(dir); err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()

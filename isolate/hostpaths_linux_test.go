@@ -137,12 +137,12 @@ func TestTmpdirIsCappedByTmpSize(t *testing.T) {
 	})
 	k, _ := startKernel(t, iso, "alice", "small", Limits{})
 	var got struct {
-		Tmpdir, Bytes, Files string
-		Wrote, Made          int
+		Tmpdir, Home, Bytes, Files string
+		Wrote, Made                int
 	}
 	jsonOut(t, k, `import json, os, errno
 t = os.environ["TMPDIR"]
-res = {"Tmpdir": t}
+res = {"Tmpdir": t, "Home": os.environ.get("HOME", "")}
 try:
     with open(os.path.join(t, "big"), "wb") as f:
         for i in range(16):
@@ -158,6 +158,9 @@ try:
 except OSError as e:
     res["Files"] = errno.errorcode.get(e.errno, str(e.errno))
 print(json.dumps(res))`, &got)
+	if got.Home != got.Tmpdir {
+		t.Errorf("HOME = %q, want the capped TMPDIR %q", got.Home, got.Tmpdir)
+	}
 	if got.Bytes != "ENOSPC" || got.Wrote >= 4 {
 		t.Errorf("16 MiB into %s with tmp_size 4 MiB: %d MiB, then %q; want ENOSPC before 4", got.Tmpdir, got.Wrote, got.Bytes)
 	}

@@ -20,11 +20,11 @@ var _ kernel.StagingMounter = (*Sandbox)(nil)
 // the init step: the profile's tmp_size, TmpInodes inodes, nosuid and
 // nodev. Everything the kernel writes there (its TMPDIR is staging/tmp)
 // is charged to its memory cgroup, fails with ENOSPC beyond the cap, and
-// goes with Release. Without the init step (no root, process mode) the
+// goes with Release; the kernel's HOME is its TMPDIR then. Without the init step (no root, process mode) the
 // staging dir stays a plain directory.
-func (s *Sandbox) MountStaging(staging string) error {
+func (s *Sandbox) MountStaging(staging string) (bool, error) {
 	if !s.iso.useInit || s.iso.baseMounts {
-		return nil
+		return false, nil
 	}
 	size := s.profile.TmpSize
 	if size == 0 {
@@ -32,12 +32,12 @@ func (s *Sandbox) MountStaging(staging string) error {
 	}
 	opts := "mode=0700,size=" + strconv.FormatInt(size, 10) + ",nr_inodes=" + strconv.FormatInt(kinit.TmpInodes(size), 10)
 	if err := unix.Mount("tmpfs", staging, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
-		return fmt.Errorf("mount staging %s: %w", s.id, err)
+		return false, fmt.Errorf("mount staging %s: %w", s.id, err)
 	}
 	s.mu.Lock()
 	s.stagingMount = staging
 	s.mu.Unlock()
-	return nil
+	return true, nil
 }
 
 // unmountStaging undoes MountStaging (called by Release, once nothing of

@@ -106,9 +106,10 @@ type Stats struct {
 // inodes), so that what the kernel writes there, its TMPDIR included, is
 // capped and gone with it instead of spending the host's disk and inodes.
 // Start calls MountStaging right after creating the empty staging dir;
-// the sandbox's Release undoes it.
+// the sandbox's Release undoes it. When it mounted one, the kernel's HOME
+// is its TMPDIR too: what programs keep in ~ is capped and private as well.
 type StagingMounter interface {
-	MountStaging(staging string) error
+	MountStaging(staging string) (mounted bool, err error)
 }
 
 // Sandbox confines one kernel. Package isolate provides the implementations
