@@ -134,9 +134,12 @@ func (s *scrubber) walk(root *scrubFrame) error {
 			// This directory is done: back to its parent.
 			stack = stack[:len(stack)-1]
 			if len(stack) > 0 {
-				if err := s.leave(stack[len(stack)-1], top); err != nil {
+				parent := stack[len(stack)-1]
+				if err := s.leave(parent, top); err != nil {
 					errs = append(errs, err)
-					return errors.Join(errs...) // the path up is lost
+					if parent.fd < 0 {
+						return errors.Join(errs...) // the path up is lost
+					}
 				}
 			} else {
 				_ = unix.Close(top.fd)
