@@ -68,9 +68,11 @@ const cgroupRoot = "/sys/fs/cgroup"
 // cgroupNamespace moves the init into a cgroup namespace rooted at the
 // groups it was placed in (the kernel's own) and mounts the cgroup
 // filesystems again under /sys/fs/cgroup: the new mounts show only the
-// kernel's group, so no other kernel's id or usage is visible there. It
-// returns the in-namespace path of killFile ("" when there is none).
-func cgroupNamespace(mounts []mountEntry, killFile string) (string, error) {
+// kernel's group, so no other kernel's id or usage is visible there. A v1
+// hierarchy the kernel was not placed in (placed: its cgroup.procs files)
+// is left out: its root would be the daemon's group. It returns the
+// in-namespace path of killFile ("" when there is none).
+func cgroupNamespace(mounts []mountEntry, killFile string, placed []string) (string, error) {
 	if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
 		return "", fmt.Errorf("cgroup namespace: %w", err)
 	}
@@ -80,7 +82,7 @@ func cgroupNamespace(mounts []mountEntry, killFile string) (string, error) {
 		switch {
 		case m.point == cgroupRoot:
 			top = &mounts[i] // the last mount there is the visible one
-		case strings.HasPrefix(m.point, cgroupRoot+"/") && (m.fstype == "cgroup" || m.fstype == "cgroup2"):
+		case strings.HasPrefix(m.point, cgroupRoot+"/") && (m.fstype == "cgroup2" || m.fstype == "cgroup" && placedIn(m.point, placed)):
 			cg = append(cg, m)
 		}
 	}
@@ -122,6 +124,22 @@ func cgroupNamespace(mounts []mountEntry, killFile string) (string, error) {
 		return "", fmt.Errorf("cgroup namespace: remount read-only: %w", err)
 	}
 	return inNamespaceKill(killFile, v2), nil
+}
+
+// placedIn says whether one of the cgroup.procs files the init wrote lies
+// in the hierarchy mounted at point (names resolved: cpu may be a link to
+// cpu,cpuacct).
+func placedIn(point string, placed []string) bool {
+	for _, p := range placed {
+		dir := filepath.Dir(p)
+		if r, err := filepath.EvalSymlinks(dir); err == nil {
+			dir = r
+		}
+		if strings.HasPrefix(dir, point+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // cgroupOpts are a hierarchy's mount options: its super options without

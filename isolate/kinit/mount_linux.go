@@ -49,7 +49,7 @@ func setupMounts(cfg Config) (string, error) {
 		if mounts, err = readMounts(); err != nil {
 			return "", err
 		}
-		if kill, err = cgroupNamespace(mounts, cfg.KillFile); err != nil {
+		if kill, err = cgroupNamespace(mounts, cfg.KillFile, cfg.CgroupProcs); err != nil {
 			return "", err
 		}
 	}
