@@ -50,6 +50,12 @@ max_cells_per_minute_per_owner = 0  # one owner's cells per minute (0: unlimited
 checkpoint_max_bytes_per_owner = "256MiB" # one owner's checkpoints together; over it: refused with a note
 checkpoint_retention           = "24h"    # older checkpoints are removed and never restored
 checkpoint_timeout             = "1m"     # bounds one save or one restore
+checkpoint_idle                = "30s"    # save an idle persist kernel in the background (0: off)
+# Shared store: every daemon with the same store restores an owner another saved.
+# Credentials: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or ~/.aws/credentials.
+# checkpoint_store            = "s3://kernpool-checkpoints/prod" # "" (default): <state_dir>/checkpoints
+# checkpoint_store_endpoint   = "https://minio.internal:9000"    # default AWS_ENDPOINT_URL, else Amazon S3
+# checkpoint_store_allow_http = false                            # true: accept a plain http endpoint
 
 # Child environment (see docs/config.md for the scrubbing rules).
 env {

@@ -38,7 +38,9 @@
 // redaction: provider token prefixes, NAME=value assignments whose name is
 // secret, Authorization and API-key headers, quoted secret keys in JSON or
 // Python dict dumps, Telegram bot tokens, PEM private keys, database DSN
-// passwords, bare-token URL userinfo and JWTs. Filter.Finish caps stdout
+// passwords, bare-token URL userinfo and JWTs. Filter.Finish (and
+// FinishClipped, for streams the kernel kept as head and tail, whose tail
+// is the real end) caps stdout
 // and stderr and spills the full (already redacted) stdout to a 0640 file
 // (within the kernel's spill quota).
 //

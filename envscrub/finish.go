@@ -3,6 +3,7 @@ package envscrub
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -27,21 +28,39 @@ type Output struct {
 	Warning string
 }
 
-// Finish cleans stdout and stderr, caps both (head 40 %, notice, tail
-// 60 %, cut on UTF-8 boundaries) and, when stdout was truncated, spills the
-// full cleaned stdout to <spillDir>/SpillName(cell) (file 0640, created
-// exclusively, never through a symlink, capped at the spill cap; the
-// kernel's spill files are then trimmed to the spill quota, oldest first). Redaction happens before anything is written. A spill
-// that cannot be written (no spillDir, full disk, planted file) leaves no
+// Clipped is one stream of a cell as the kernel kept it: all of it (Tail
+// empty, Total at most len(Head)), or its first bytes and its last ones
+// with Total-len(Head)-len(Tail) bytes between them dropped.
+type Clipped struct {
+	Head  string
+	Tail  string
+	Total int
+}
+
+func (c Clipped) whole() bool { return c.Tail == "" && c.Total <= len(c.Head) }
+
+// Finish is FinishClipped for two streams kept whole.
+func (f *Filter) Finish(stdout, stderr, spillDir string, cell int) (Output, error) {
+	return f.FinishClipped(Clipped{Head: stdout}, Clipped{Head: stderr}, spillDir, cell)
+}
+
+// FinishClipped cleans stdout and stderr, caps both (head 40 %, notice,
+// tail 60 %, cut on UTF-8 boundaries; the tail is the stream's real end
+// even when the kernel dropped its middle) and, when stdout was
+// truncated, spills the cleaned stdout to <spillDir>/SpillName(cell)
+// (file 0640, created exclusively, never through a symlink): all of it up
+// to the spill cap, else its head, a notice and its end within the cap;
+// the kernel's spill files are then trimmed to the spill quota, oldest
+// first. Redaction happens before anything is written. A spill that
+// cannot be written (no spillDir, full disk, planted file) leaves no
 // partial file and says so in Warning; the inline result is still
 // returned. The error is non-nil only for a negative cell, and even then
 // the Output is complete (without a spill).
-func (f *Filter) Finish(stdout, stderr, spillDir string, cell int) (Output, error) {
-	out := f.Clean(stdout)
-	errText := f.Clean(stderr)
-	o := Output{StdoutBytesTotal: len(out), StderrBytesTotal: len(errText)}
-	o.Stdout, o.StdoutTruncated = truncateMiddle(out, f.p.inline)
-	o.Stderr, o.StderrTruncated = truncateMiddle(errText, f.p.stderrCap)
+func (f *Filter) FinishClipped(stdout, stderr Clipped, spillDir string, cell int) (Output, error) {
+	out, errText := f.cleanClipped(stdout), f.cleanClipped(stderr)
+	o := Output{StdoutBytesTotal: out.Total, StderrBytesTotal: errText.Total}
+	o.Stdout, o.StdoutTruncated = truncateClipped(out, f.p.inline)
+	o.Stderr, o.StderrTruncated = truncateClipped(errText, f.p.stderrCap)
 	if !o.StdoutTruncated {
 		return o, nil
 	}
@@ -61,11 +80,58 @@ func (f *Filter) Finish(stdout, stderr, spillDir string, cell int) (Output, erro
 	o.SpillPath = path
 	o.Warning = "stdout was truncated (head/tail shown); the cell did run. FULL output (redacted) saved to " +
 		path + " - read it there instead of re-running."
+	if !out.whole() {
+		o.Warning = "stdout was truncated (head/tail shown); the cell did run. Output (redacted) saved to " +
+			path + " up to the spill cap of " + groupThousands(f.p.spillC) + " bytes, with its end - read it there instead of re-running."
+	}
 	if err := enforceQuota(spillDir, SpillName(cell), f.p.quota); err != nil {
 		// The new spill stands; only older ones may now exceed the quota.
 		o.Warning += " (Older spills could not be removed to keep the spill quota: " + err.Error() + ".)"
 	}
 	return o, nil
+}
+
+// cleanClipped cleans a stream's head and tail apart. A tail starts after
+// its first newline: the kernel cut it at a byte count, which may split a
+// secret the masks would not know by its second half (a tail without a
+// newline is dropped). Total then counts cleaned bytes kept plus the raw
+// bytes dropped.
+func (f *Filter) cleanClipped(c Clipped) Clipped {
+	if c.whole() {
+		head := f.Clean(c.Head)
+		return Clipped{Head: head, Total: len(head)}
+	}
+	dropped := c.Total - len(c.Head) - len(c.Tail)
+	tail := ""
+	if i := strings.IndexByte(c.Tail, '\n'); i >= 0 {
+		tail = c.Tail[i+1:]
+	}
+	dropped += len(c.Tail) - len(tail)
+	out := Clipped{Head: f.Clean(c.Head), Tail: f.Clean(tail)}
+	out.Total = len(out.Head) + max(dropped, 0) + len(out.Tail)
+	if out.whole() { // nothing was dropped after all
+		out.Head += out.Tail
+		out.Tail = ""
+	}
+	return out
+}
+
+// truncateClipped caps a cleaned stream like truncateMiddle; a stream the
+// kernel clipped is always truncated, its tail taken from its real end.
+func truncateClipped(c Clipped, limit int) (string, bool) {
+	if c.whole() {
+		return truncateMiddle(c.Head, limit)
+	}
+	head := min(limit*2/5, len(c.Head))
+	for head > 0 && !utf8.RuneStart(c.Head[head]) {
+		head--
+	}
+	tail := max(len(c.Tail)-(limit-head), 0)
+	for tail < len(c.Tail) && !utf8.RuneStart(c.Tail[tail]) {
+		tail++
+	}
+	kept := head + len(c.Tail) - tail
+	return c.Head[:head] + TruncationNotice(c.Total-kept, c.Total) + c.Tail[tail:], true
 }
 
 func truncatedNoSpill(reason string) string {
@@ -99,18 +165,45 @@ func TruncationNotice(omitted, total int) string {
 		groupThousands(total) + " total] ...\n\n"
 }
 
-// capSpill cuts s (on a rune boundary) so that it and the reference's cap
-// notice after it fit in limit bytes.
-func capSpill(s string, limit int) string {
-	if len(s) <= limit {
-		return s
+// capSpill is what a spill holds of a cleaned stream: all of it when it
+// fits limit bytes, else its head, the reference's cap notice saying how
+// much was left out, and its end (at most a tenth of limit), in limit bytes.
+func capSpill(c Clipped, limit int) string {
+	if c.whole() && len(c.Head) <= limit {
+		return c.Head
 	}
-	notice := "\n\n[... spill capped at " + groupThousands(limit) + " bytes ...]"
-	cut := max(limit-len(notice), 0)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	end, room := c.Tail, len(c.Head)
+	if c.whole() {
+		end = c.Head // its end is cut below; the head stops before it
 	}
-	return s[:cut] + notice
+	if keep := limit / 10; len(end) > keep {
+		cut := len(end) - keep
+		for cut < len(end) && !utf8.RuneStart(end[cut]) {
+			cut++
+		}
+		end = end[cut:]
+	}
+	if c.whole() {
+		room -= len(end)
+	}
+	notice := func(omitted int) string {
+		return "\n\n[... spill capped at " + groupThousands(limit) + " bytes: " + groupThousands(omitted) + " of " +
+			groupThousands(c.Total) + " bytes omitted ...]\n\n"
+	}
+	// The notice's length depends on the omitted count: measure with the
+	// widest count (the total), then with the count that gives; the
+	// second cut is no shorter, its notice no longer.
+	cut := 0
+	for _, omitted := range []int{c.Total, -1} {
+		if omitted < 0 {
+			omitted = c.Total - cut - len(end)
+		}
+		cut = min(max(limit-len(notice(omitted))-len(end), 0), room)
+		for cut > 0 && cut < len(c.Head) && !utf8.RuneStart(c.Head[cut]) {
+			cut--
+		}
+	}
+	return c.Head[:cut] + notice(c.Total-cut-len(end)) + end
 }
 
 // CapText cleans text (an error message, a traceback) and caps it like

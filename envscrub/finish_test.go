@@ -117,10 +117,11 @@ func TestSpillCap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The notice (39 bytes) fits inside the cap: 961 bytes of room, 480 whole runes.
-	want := strings.Repeat("é", 480) + "\n\n[... spill capped at 1,000 bytes ...]"
+	// The notice (71 bytes) and the end (a tenth of the cap: 50 runes)
+	// fit inside the cap: 829 bytes of room, 414 whole runes.
+	want := strings.Repeat("é", 414) + "\n\n[... spill capped at 1,000 bytes: 3,072 of 4,000 bytes omitted ...]\n\n" + strings.Repeat("é", 50)
 	if string(data) != want || len(data) != 999 {
-		t.Errorf("spill = %q... (%d bytes)", string(data)[:40], len(data))
+		t.Errorf("spill = %q (%d bytes)", string(data)[800:], len(data))
 	}
 	if !utf8.ValidString(out.Stdout) {
 		t.Error("inline stdout split a rune")
@@ -260,5 +261,55 @@ func TestSpillQuotaRemovesOldest(t *testing.T) {
 	want := "cell_000007_stdout.txt cell_000008_stdout.txt cell_000009_stdout.txt cell_000010_stdout.txt"
 	if strings.Join(names, " ") != want || total != 400 {
 		t.Fatalf("spill dir holds %v (%d bytes), want %s (400 bytes)", names, total, want)
+	}
+}
+
+// A stream the kernel clipped: the inline tail and the spill's end are its
+// real end; the tail's first (partial) line is dropped, so a secret the
+// kernel's cut split in two never shows by its second half; the totals
+// count what was dropped.
+func TestFinishClipped(t *testing.T) {
+	const secret = "s3cr3t-value-0123456789"
+	f := NewPipeline(OutputConfig{InlineCap: 100, SpillCap: 1000}).ForKernel([]string{secret})
+	dir := filepath.Join(testTempDir(t), "spill")
+	head := strings.Repeat("h", 2000)
+	tail := secret[5:] + "\n" + strings.Repeat("t", 20) + "\nthe real end\n"
+	out, err := f.FinishClipped(Clipped{Head: head, Tail: tail, Total: 10_000}, Clipped{Head: "e"}, dir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.StdoutTruncated || !strings.HasSuffix(out.Stdout, "tt\nthe real end\n") || strings.Contains(out.Stdout, secret[5:]) {
+		t.Fatalf("inline stdout %q", out.Stdout)
+	}
+	if out.StdoutBytesTotal != 10_000 || !strings.Contains(out.Stdout, "bytes omitted out of 10,000 total") {
+		t.Fatalf("total %d, inline %q", out.StdoutBytesTotal, out.Stdout)
+	}
+	data, err := os.ReadFile(out.SpillPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) > 1000 || !strings.HasPrefix(string(data), "hhh") || !strings.HasSuffix(string(data), "t\nthe real end\n") ||
+		strings.Contains(string(data), secret[5:]) || !strings.Contains(string(data), " of 10,000 bytes omitted") {
+		t.Fatalf("spill %d bytes: %q", len(data), data)
+	}
+	if out.Stderr != "e" || out.StderrTruncated {
+		t.Fatalf("stderr %q", out.Stderr)
+	}
+}
+
+// A kernel that kept less than the spill cap of a clipped stream (its
+// caps are its own): the spill is all of the head, the notice and the end.
+func TestSpillOfAShortClippedHead(t *testing.T) {
+	f := NewPipeline(OutputConfig{InlineCap: 100, SpillCap: 100_000}).ForKernel(nil)
+	dir := filepath.Join(testTempDir(t), "spill")
+	head := strings.Repeat("é", 500) // 1,000 bytes
+	out, err := f.FinishClipped(Clipped{Head: head, Tail: "x\nend\n", Total: 1_000_000}, Clipped{}, dir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(out.SpillPath)
+	want := head + "\n\n[... spill capped at 100,000 bytes: 998,996 of 1,000,000 bytes omitted ...]\n\nend\n"
+	if err != nil || string(data) != want {
+		t.Fatalf("spill %q, %v", data, err)
 	}
 }

@@ -170,6 +170,9 @@ func redactPatterns(rw *rewriter, s string) string {
 	return s
 }
 
+// SpillCap is the cap of one spill file, in bytes.
+func (p *Pipeline) SpillCap() int { return p.spillC }
+
 // InlineCaps are the inline caps of stdout and stderr in bytes: a
 // streamed cell sends at most these live (the spill keeps the rest).
 func (f *Filter) InlineCaps() (stdout, stderr int) { return f.p.inline, f.p.stderrCap }

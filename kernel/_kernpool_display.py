@@ -1,6 +1,5 @@
 """kernpool runner, part 2: what it shows of a cell besides its output:
-rich displays, error texts (tracebacks, SystemExit) and the variables
-listing.
+rich displays, a SystemExit's text and the variables listing.
 
 Staged beside runner.py and loaded by it on first use (most cells display
 nothing and raise nothing), by path: cells may change sys.path. Displays follow IPython's
@@ -167,45 +166,6 @@ def exit_code(code):
         return int(code)
     sys.stderr.write(str(code) + "\n")
     return 1
-
-
-def format_exception(exc, handler_code):
-    """Format exc without the runner's frames: the cell's frames onward.
-    handler_code is the runner's SIGINT handler's code object."""
-    import traceback
-    tb = exc.__traceback__
-    while tb is not None and not tb.tb_frame.f_code.co_filename.startswith("<cell-"):
-        tb = tb.tb_next
-    # An interrupt's last frame is the runner's SIGINT handler: not the user's.
-    last, prev = tb, None
-    while last is not None and last.tb_next is not None:
-        prev, last = last, last.tb_next
-    if last is not None and last.tb_frame.f_code is handler_code:
-        if prev is None:
-            tb = None
-        else:
-            prev.tb_next = None
-    return "".join(traceback.format_exception(type(exc), exc, tb))
-
-
-def _group(n):
-    return "{:,}".format(n)
-
-
-def cap_text(text, limit):
-    """Cap text at limit UTF-8 bytes, notice included: head 40 %,
-    the reference's truncation notice, tail 60 %, cut on character
-    boundaries (envscrub.TruncationNotice words the same notice)."""
-    data = text.encode("utf-8", "surrogatepass")
-    if len(data) <= limit:
-        return text
-    room = limit - 96  # the notice's longest rendering
-    head = data[:room * 2 // 5].decode("utf-8", "ignore")
-    tail = data[len(data) - (room - room * 2 // 5):].decode("utf-8", "ignore")
-    kept = len(head.encode("utf-8", "surrogatepass")) + len(tail.encode("utf-8", "surrogatepass"))
-    notice = "\n\n... [OUTPUT TRUNCATED - %s bytes omitted out of %s total] ...\n\n" % (
-        _group(len(data) - kept), _group(len(data)))
-    return head + notice + tail
 
 
 def variables(namespace, max_names, max_repr):

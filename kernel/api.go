@@ -204,10 +204,20 @@ type Spec struct {
 	// body is read; the body is then decoded as it streams, each member
 	// capped, within the kernel's Budget.
 	MaxFrameBytes int64
-	// RawStdoutCap caps the fd-level stdout kept for one cell (default 1 MB).
+	// StdoutCap caps the Python-level stdout the runner returns from a
+	// cell's start, in UTF-8 bytes (default CaptureChars); the pool sets
+	// it to the spill cap, so that a spill can hold that much.
+	StdoutCap int
+	// RawStdoutCap caps the fd-level stdout kept from a cell's start
+	// (default 1 MB).
 	RawStdoutCap int
-	// StderrCap caps the fd-level stderr kept for one cell (default 1 MB).
+	// StderrCap caps the stderr kept from a cell's start, Python-level
+	// and fd-level each (default 1 MB).
 	StderrCap int
+	// TailBytes is how much of the end of each stream (Python-level and
+	// fd-level stdout and stderr) is kept beyond its cap (default
+	// DefaultTailBytes): Reply's StdoutTail and StderrTail.
+	TailBytes int
 	// Logger receives the kernel's logs; nil discards them.
 	Logger hclog.Logger
 }
@@ -229,6 +239,21 @@ type Cell struct {
 	// interrupt first.
 	KillOnTimeout bool
 }
+
+// Exception is a cell's exception as Jupyter's error message carries it:
+// the class name, its str() and the traceback entries (a header, one
+// entry per frame, the exception line), whose concatenation is the
+// traceback text. kernpool's own frames are left out and the staging
+// dir's path is replaced by StagingName; nothing is redacted yet.
+type Exception struct {
+	EName     string
+	EValue    string
+	Traceback []string
+}
+
+// StagingName replaces the staging dir's path in tenant-visible error
+// texts (the runner's _kernpool_errors.STAGING_NAME).
+const StagingName = "<kernel-dir>"
 
 // ReplyStatus is the runner's verdict on a cell (the "status" member of its
 // reply frame, parity §3).
@@ -260,17 +285,28 @@ func (s ReplyStatus) Known() bool {
 type Reply struct {
 	// Status is the runner's verdict.
 	Status ReplyStatus
-	// Stdout is the Python-level stdout followed by fd-level stdout bytes.
-	Stdout string
-	// Stderr is the Python-level stderr followed by fd-level stderr bytes.
-	Stderr string
-	// StdoutClipped: the runner clipped Python-level stdout at its
-	// 1,000,000-char cap, or fd-level stdout went over Spec.RawStdoutCap.
+	// Stdout is the cell's stdout (Python-level, then fd-level bytes) from
+	// its start: all of it, or when StdoutClipped what the caps kept of
+	// its start; StdoutTail is then its end (Spec.TailBytes), and the
+	// StdoutBytesTotal-len(Stdout)-len(StdoutTail) bytes between the two
+	// were dropped.
+	Stdout     string
+	StdoutTail string
+	// StdoutClipped: bytes between Stdout and StdoutTail were dropped.
 	StdoutClipped bool
-	// StdoutBytesTotal is the size before any clipping, when known.
+	// StdoutBytesTotal is the stream's size before any clipping.
 	StdoutBytesTotal int
+	// Stderr, StderrTail, StderrClipped and StderrBytesTotal are the same
+	// for stderr.
+	Stderr           string
+	StderrTail       string
+	StderrClipped    bool
+	StderrBytesTotal int
 	// Traceback is the formatted exception for ReplyError and ReplyExit.
 	Traceback string
+	// Exception is the structured form of ReplyError's exception (nil
+	// otherwise, and from a runner that does not send it).
+	Exception *Exception
 	// ExitCode is the sys.exit code for ReplyExit.
 	ExitCode int
 	// ExecutionCount is the kernel's cell counter after this cell.

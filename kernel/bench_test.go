@@ -36,7 +36,9 @@ func BenchmarkColdStart(b *testing.B) {
 // (nil: only that the cell succeeded).
 func benchExec(b *testing.B, code string, setup string, check func(*Reply) error) {
 	testenv.RequirePython(b)
-	k := startKernel(b, baseSpec(b), "")
+	spec := baseSpec(b)
+	spec.StdoutCap = 2 << 20 // as the pool's kernels keep spill_cap (5 MB by default)
+	k := startKernel(b, spec, "")
 	if setup != "" {
 		mustExec(b, k, setup)
 	}
@@ -66,8 +68,8 @@ func benchExec(b *testing.B, code string, setup string, check func(*Reply) error
 func BenchmarkExecWarm(b *testing.B) { benchExec(b, "x=1", "", nil) }
 
 // BenchmarkExec1MiB: a cell printing 1 MiB (Python-level stdout), every
-// byte of which must come back. The runner caps captured output at
-// 1,000,000 characters, so the MiB is 2^19 two-byte characters (é).
+// byte of which must come back: 2^19 two-byte characters (é), so that
+// the runner's escaping and the decoder's UTF-8 handling both work.
 func BenchmarkExec1MiB(b *testing.B) {
 	b.SetBytes(1 << 20)
 	benchExec(b, "print(s, end='')", "s = '\u00e9' * (1 << 19)", func(rep *Reply) error {
@@ -90,7 +92,7 @@ func BenchmarkDecodeFrame1MiB(b *testing.B) {
 		var epoch atomic.Uint64
 		s := newScanner(strings.NewReader(in), []byte("\n@@S@@ "), " ", &epoch)
 		err := s.run(func([]byte, uint64) {}, func(_ byte, n int64) error {
-			_, err := decodeFrame(s.body(n), &budget{limit: 1 << 30})
+			_, err := decodeFrame(s.body(n), &budget{limit: 1 << 30}, defaultFrameCaps)
 			return err
 		})
 		if !errors.Is(err, io.EOF) {

@@ -17,7 +17,7 @@ func TestHonestWorstCaseFitsTheBounds(t *testing.T) {
 		runeLen    int
 		minCharged int64
 	}{
-		{"4-byte characters", `\U0001F600`, 4, 10_000_000},
+		{"4-byte characters", `\U0001F600`, 4, 4_000_000},
 		{"control characters", `\x01`, 1, 4_000_000},
 	}
 	for _, c := range cases {
@@ -33,10 +33,13 @@ raise ValueError("v" * 200_000)`)
 			if r.Status != "error" || !r.StdoutClipped {
 				t.Fatalf("status %q clipped %v", r.Status, r.StdoutClipped)
 			}
-			if n := utf8.RuneCountInString(r.Stdout); n != CaptureChars+DefaultRawStdoutCap {
-				t.Fatalf("stdout holds %d characters, want %d", n, CaptureChars+DefaultRawStdoutCap)
+			if len(r.Stdout) != CaptureChars || len(r.StdoutTail) != DefaultTailBytes || r.StdoutBytesTotal != 1_100_000*(c.runeLen+1) {
+				t.Fatalf("stdout %d + %d bytes of %d", len(r.Stdout), len(r.StdoutTail), r.StdoutBytesTotal)
 			}
-			if len(r.Stderr) != CaptureChars*c.runeLen+DefaultStderrCap || len(r.Traceback) > TracebackBytes || !strings.Contains(r.Traceback, "OUTPUT TRUNCATED") {
+			if !utf8.ValidString(r.Stdout) || r.StdoutTail != strings.Repeat("y", DefaultTailBytes) {
+				t.Fatalf("stdout cut inside a character, or its tail is not the fd-level end")
+			}
+			if len(r.Stderr) != CaptureChars || r.StderrTail != strings.Repeat("z", DefaultTailBytes) || len(r.Traceback) > TracebackBytes || !strings.Contains(r.Traceback, "OUTPUT TRUNCATED") {
 				t.Fatalf("stderr %d bytes, traceback %d bytes", len(r.Stderr), len(r.Traceback))
 			}
 			peak, limit := k.cell.acct.peak.Load(), spec.Budget()

@@ -9,23 +9,29 @@ import (
 // kernel that dies at start or between cells still says why.
 const stderrRingSize = 8 << 10
 
-// capBuf keeps the first cap bytes written to it and counts all of them.
-// Its backing array never grows past cap, and each growth is charged to
-// acct; bytes the budget refuses are counted, not kept.
+// capBuf keeps the first cap bytes written to it, the last tailCap bytes
+// after those, and counts all of them. Its backing arrays never grow past
+// cap and tailCap, and each growth is charged to acct; bytes the budget
+// refuses are counted, not kept.
 type capBuf struct {
-	b     []byte
-	cap   int
-	total int
-	acct  *budget
+	b       []byte
+	cap     int
+	total   int
+	tail    ring
+	tailCap int
+	acct    *budget
 }
 
-// write returns the part of p it kept (nil when none).
+// write returns the part of p it kept at the head (nil when none): what
+// goes live to a streamed cell's sink.
 func (c *capBuf) write(p []byte) []byte {
 	c.total += len(p)
 	room := c.cap - len(c.b)
 	if room <= 0 {
+		c.keepTail(p)
 		return nil
 	}
+	rest := p[min(room, len(p)):]
 	p = p[:min(room, len(p))]
 	if need := len(c.b) + len(p); need > cap(c.b) {
 		grown := min(max(2*cap(c.b), need, 4096), c.cap)
@@ -35,7 +41,32 @@ func (c *capBuf) write(p []byte) []byte {
 		c.b = append(make([]byte, 0, grown), c.b...)
 	}
 	c.b = append(c.b, p...)
+	c.keepTail(rest)
 	return p
+}
+
+// keepTail records bytes past the head in the tail ring, allocated (and
+// charged) on first use.
+func (c *capBuf) keepTail(p []byte) {
+	if len(p) == 0 || c.tailCap <= 0 {
+		return
+	}
+	if c.tail.buf == nil {
+		if c.acct.charge(c.tailCap) != nil {
+			return
+		}
+		c.tail.buf = make([]byte, c.tailCap)
+	}
+	c.tail.write(p)
+}
+
+// segment returns what the buffer kept.
+func (c *capBuf) segment() segment {
+	s := segment{head: string(c.b), total: c.total}
+	if c.tail.buf != nil {
+		s.tail = c.tail.String()
+	}
+	return s
 }
 
 // reset empties the buffer for the next cell; its memory goes back to the
@@ -43,6 +74,7 @@ func (c *capBuf) write(p []byte) []byte {
 func (c *capBuf) reset() {
 	c.b = nil
 	c.total = 0
+	c.tail = ring{}
 }
 
 // ring keeps the last len(buf) bytes written to it.
@@ -109,15 +141,15 @@ type cellState struct {
 	started    bool          // the first cell's begin mark arrived on stderr: no more H marks
 }
 
-func newCellState(stdoutCap, stderrCap int, limit int64) *cellState {
+func newCellState(stdoutCap, stderrCap, tailCap int, limit int64) *cellState {
 	c := &cellState{
 		stderrLog: ring{buf: make([]byte, stderrRingSize)},
 		frames:    make(chan *wireReply, 1),
 		marks:     make(chan struct{}, 1),
 	}
 	c.acct.limit = limit
-	c.stdout = capBuf{cap: stdoutCap, acct: &c.acct}
-	c.stderr = capBuf{cap: stderrCap, acct: &c.acct}
+	c.stdout = capBuf{cap: stdoutCap, tailCap: tailCap, acct: &c.acct}
+	c.stderr = capBuf{cap: stderrCap, tailCap: tailCap, acct: &c.acct}
 	return c
 }
 
@@ -138,16 +170,14 @@ func (c *cellState) begin(n int, id string, sink func(Event)) {
 	c.epoch.Add(1)
 }
 
-// end deactivates the cell and returns its fd-level output, totals and
-// displays.
-func (c *cellState) end() (stdout, stderr string, stdoutTotal int, displays []Display) {
+// end deactivates the cell and returns its fd-level output and displays.
+func (c *cellState) end() (stdout, stderr segment, displays []Display) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.epoch.Load()%2 == 1 {
 		c.epoch.Add(1)
 	}
-	stdout, stderr = string(c.stdout.b), string(c.stderr.b)
-	stdoutTotal = c.stdout.total
+	stdout, stderr = c.stdout.segment(), c.stderr.segment()
 	displays, c.displays, c.sink = c.displays, nil, nil
 	c.stdout.reset()
 	c.stderr.reset()
@@ -159,7 +189,7 @@ func (c *cellState) end() (stdout, stderr string, stdoutTotal int, displays []Di
 	case <-c.marks:
 	default:
 	}
-	return stdout, stderr, stdoutTotal, displays
+	return stdout, stderr, displays
 }
 
 func (c *cellState) activeLocked(epoch uint64) bool {

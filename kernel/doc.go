@@ -1,7 +1,13 @@
 // Package kernel owns one live, session-persistent Python kernel: its
 // staging dir, the embedded runner (runner.py and the _kernpool_*.py modules
-// it loads), the spawn in a Sandbox, the
-// sentinel framing on the kernel's pipes, cell execution and teardown.
+// it loads: boot, displays, errors, shell lines), the spawn in a Sandbox,
+// the sentinel framing on the kernel's pipes, cell execution and teardown.
+//
+// A cell's exception comes back structured (Exception: ename, evalue and
+// the traceback entries, without kernpool's frames or the staging path);
+// each stream keeps its first bytes (Spec.StdoutCap, RawStdoutCap,
+// StderrCap) and its last (TailBytes); a cell that is not Python but has
+// `!` shell lines or `%` magics is rewritten by IPython's transformer.
 //
 // # Wire protocol
 //

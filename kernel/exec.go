@@ -46,33 +46,30 @@ func (k *Kernel) Exec(ctx context.Context, cell Cell) (*Reply, error) {
 	started := time.Now()
 	k.cell.begin(n, id, cell.Stream)
 	rep, interrupted, err := k.run(ctx, req, cell)
-	stdout, stderr, stdoutTotal, displays := k.cell.end()
+	stdout, stderr, displays := k.cell.end()
 	if err != nil {
-		if stdout == "" && stderr == "" && len(displays) == 0 {
+		if stdout.total == 0 && stderr.total == 0 && len(displays) == 0 {
 			return nil, err
 		}
 		// A killed cell keeps the fd-level output it already wrote
 		// (Python-level prints die with the interpreter).
-		return &Reply{
-			Stdout: stdout, Stderr: stderr,
-			StdoutClipped: stdoutTotal > len(stdout), StdoutBytesTotal: stdoutTotal,
-			Duration: time.Since(started), Displays: displays,
-		}, err
+		reply := &Reply{Duration: time.Since(started), Displays: displays}
+		reply.setStreams(stdout, stderr)
+		return reply, err
 	}
 	reply := &Reply{
-		Status:           rep.Status,
-		Stdout:           rep.Stdout + stdout,
-		Stderr:           rep.Stderr + stderr,
-		StdoutClipped:    rep.StdoutClipped || stdoutTotal > len(stdout),
-		StdoutBytesTotal: rep.StdoutLen + stdoutTotal,
-		Traceback:        rep.Traceback,
-		ExitCode:         rep.ExitCode,
-		ExecutionCount:   rep.ExecutionCount,
-		Duration:         time.Since(started),
-		Displays:         displays,
-		DisplaysDropped:  rep.DisplaysDropped,
-		Interrupted:      interrupted,
+		Status:          rep.Status,
+		Traceback:       rep.Traceback,
+		Exception:       rep.exception(),
+		ExitCode:        rep.ExitCode,
+		ExecutionCount:  rep.ExecutionCount,
+		Duration:        time.Since(started),
+		Displays:        displays,
+		DisplaysDropped: rep.DisplaysDropped,
+		Interrupted:     interrupted,
 	}
+	reply.setStreams(wireSegment(rep.Stdout, rep.StdoutTail, rep.StdoutLen).then(stdout, k.tailCap),
+		wireSegment(rep.Stderr, rep.StderrTail, rep.StderrLen).then(stderr, k.tailCap))
 	if rep.Status == ReplyExit {
 		// sys.exit ends the kernel: make sure nothing of it remains.
 		k.terminate(fmt.Errorf("a cell called sys.exit(%d): %w", rep.ExitCode, ErrClosed))

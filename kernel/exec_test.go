@@ -233,22 +233,40 @@ func TestOutputBetweenCellsDropped(t *testing.T) {
 	}
 }
 
+// Python-level output over its cap keeps its first StdoutCap bytes and
+// its real end (TailBytes), cut on character boundaries; fd-level output
+// after it joins the tail.
 func TestPythonOutputClipped(t *testing.T) {
-	k := startKernel(t, baseSpec(t), "")
-	r := mustExec(t, k, "print('é' * 1_200_000, end='')")
-	if !r.StdoutClipped || len([]rune(r.Stdout)) != 1_000_000 || r.StdoutBytesTotal != 2_400_000 {
-		t.Fatalf("clipped %v, runes %d, total %d", r.StdoutClipped, len([]rune(r.Stdout)), r.StdoutBytesTotal)
+	spec := baseSpec(t)
+	spec.TailBytes = 1001 // an odd figure: the cut moves to a character start
+	k := startKernel(t, spec, "")
+	r := mustExec(t, k, "import sys\nprint('é' * 1_200_000, end='')\nprint('the end', end='')\nsys.stdout.flush()")
+	if !r.StdoutClipped || len(r.Stdout) != CaptureChars || r.StdoutBytesTotal != 2_400_007 {
+		t.Fatalf("clipped %v, %d bytes kept, total %d", r.StdoutClipped, len(r.Stdout), r.StdoutBytesTotal)
+	}
+	if want := strings.Repeat("é", 497) + "the end"; r.StdoutTail != want {
+		t.Fatalf("tail %d bytes %.40q..., want %d bytes", len(r.StdoutTail), r.StdoutTail, len(want))
+	}
+	r = mustExec(t, k, "import os, sys\nprint('p' * 1_000_500, end='')\nsys.stdout.flush()\nos.write(1, b'fd end')\nNone")
+	if len(r.Stdout) != CaptureChars || r.StdoutBytesTotal != 1_000_506 || r.StdoutTail != strings.Repeat("p", 500)+"fd end" {
+		t.Fatalf("%d bytes kept, total %d, tail %q", len(r.Stdout), r.StdoutBytesTotal, r.StdoutTail)
 	}
 }
 
+// fd-level output keeps its first RawStdoutCap (StderrCap) bytes and its
+// last TailBytes.
 func TestRawOutputCapped(t *testing.T) {
 	spec := baseSpec(t)
 	spec.RawStdoutCap = 1000
 	spec.StderrCap = 500
+	spec.TailBytes = 100
 	k := startKernel(t, spec, "")
-	r := mustExec(t, k, "import os\nos.write(1, b'o' * 5000)\nos.write(2, b'e' * 5000)\nNone")
-	if len(r.Stdout) != 1000 || !r.StdoutClipped || r.StdoutBytesTotal != 5000 || len(r.Stderr) != 500 {
+	r := mustExec(t, k, "import os\nos.write(1, b'o' * 5000 + b'O' * 50)\nos.write(2, b'e' * 5000 + b'E')\nNone")
+	if len(r.Stdout) != 1000 || !r.StdoutClipped || r.StdoutBytesTotal != 5050 || len(r.Stderr) != 500 || r.StderrBytesTotal != 5001 {
 		t.Fatalf("stdout %d clipped %v total %d stderr %d", len(r.Stdout), r.StdoutClipped, r.StdoutBytesTotal, len(r.Stderr))
+	}
+	if r.StdoutTail != strings.Repeat("o", 50)+strings.Repeat("O", 50) || r.StderrTail != strings.Repeat("e", 99)+"E" {
+		t.Fatalf("tails %q %q", r.StdoutTail, r.StderrTail)
 	}
 }
 

@@ -162,7 +162,9 @@ func TestRequestPipeHangupMidCellKillsKernel(t *testing.T) {
 	}
 	cmd := exec.Command(testenv.Python, filepath.Join(staging, runnerFile))
 	cmd.Dir = staging
-	cmd.Env = []string{"PATH=/usr/bin:/bin", EnvOutputCaps + "=" + outputCapsValue()}
+	spec := Spec{}
+	spec.fillCaps()
+	cmd.Env = []string{"PATH=/usr/bin:/bin", EnvOutputCaps + "=" + outputCapsValue(&spec)}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -184,3 +184,51 @@ func TestInterruptRepeatsLostSIGINT(t *testing.T) {
 		t.Fatalf("after the interrupt: %q, want the state kept and 2 or more SIGINTs seen", got)
 	}
 }
+
+// An interrupted cell reports KeyboardInterrupt structured, with the
+// cell's frame and without the runner's SIGINT handler.
+func TestInterruptStructuredException(t *testing.T) {
+	k := startKernel(t, baseSpec(t), "")
+	log := newEventLog()
+	go func() {
+		<-log.first // the cell runs: interrupt it
+		if err := k.Interrupt(); err != nil {
+			t.Error(err)
+		}
+	}()
+	rep, err := k.Exec(context.Background(), Cell{Code: "import time\nprint('started', flush=True); time.sleep(60)", Stream: log.add})
+	if err != nil || !errors.Is(rep.Interrupted, ErrInterrupted) {
+		t.Fatalf("reply %+v, err %v", rep, err)
+	}
+	e := rep.Exception
+	if e == nil || e.EName != "KeyboardInterrupt" || e.EValue != "" || strings.Join(e.Traceback, "") != rep.Traceback {
+		t.Fatalf("exception %+v, traceback:\n%s", e, rep.Traceback)
+	}
+	if !strings.Contains(rep.Traceback, `File "<cell-1>", line 2, in <module>`) || strings.Contains(rep.Traceback, "_on_sigint") {
+		t.Errorf("traceback:\n%s", rep.Traceback)
+	}
+	requireNoOwnFrames(t, k, rep)
+}
+
+// An interrupt ends a running shell line: KeyboardInterrupt in the cell,
+// its command killed, the kernel and its state kept.
+func TestInterruptShellLine(t *testing.T) {
+	k := startKernel(t, baseSpec(t), "")
+	requireIPython(t, k)
+	mustExec(t, k, "kept = 1")
+	log := newEventLog()
+	go func() {
+		<-log.first // the command runs: interrupt it
+		if err := k.Interrupt(); err != nil {
+			t.Error(err)
+		}
+	}()
+	rep, err := k.Exec(context.Background(), Cell{Code: "!echo started; exec sleep 60", Stream: log.add})
+	if err != nil || !errors.Is(rep.Interrupted, ErrInterrupted) || rep.Exception == nil || rep.Exception.EName != "KeyboardInterrupt" {
+		t.Fatalf("reply %+v, err %v", rep, err)
+	}
+	requireNoOwnFrames(t, k, rep)
+	if r := mustExec(t, k, "print(kept)"); r.Stdout != "1\n" {
+		t.Fatalf("state after the interrupt: %+v", r)
+	}
+}

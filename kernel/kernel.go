@@ -37,6 +37,9 @@ type Kernel struct {
 	stderrR  *os.File
 	sentinel string
 	maxFrame int64
+	caps     frameCaps // the decoder's member caps
+	tailCap  int       // Spec.TailBytes
+	capsEnv  string    // EnvOutputCaps' value
 	cell     *cellState
 
 	busy atomic.Bool

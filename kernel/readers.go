@@ -36,7 +36,7 @@ func (k *Kernel) readStdout() {
 		if err := k.cell.wantsFrame(); err != nil {
 			return err
 		}
-		rep, err := decodeFrame(s.body(n), &k.cell.acct)
+		rep, err := decodeFrame(s.body(n), &k.cell.acct, k.caps)
 		if err != nil {
 			return err
 		}

@@ -11,6 +11,10 @@ var (
 	runnerBootSource []byte
 	//go:embed _kernpool_display.py
 	runnerDisplaySource []byte
+	//go:embed _kernpool_errors.py
+	runnerErrorsSource []byte
+	//go:embed _kernpool_shell.py
+	runnerShellSource []byte
 	// checkpointSource is kernel/checkpoint.py, staged as checkpointFile
 	// beside the runner, which imports it only for checkpoint requests
 	// (checkpoint.go).
@@ -27,5 +31,7 @@ var runnerFiles = map[string][]byte{
 	runnerFile:             runnerSource,
 	"_kernpool_boot.py":    runnerBootSource,
 	"_kernpool_display.py": runnerDisplaySource,
+	"_kernpool_errors.py":  runnerErrorsSource,
+	"_kernpool_shell.py":   runnerShellSource,
 	checkpointFile:         checkpointSource,
 }

@@ -25,9 +25,12 @@ _RUNNER_ONLY = (
     "KERNPOOL_RLIMITS", "KERNPOOL_NO_NEW_PRIVS", "KERNPOOL_RPC_ENDPOINT",
     "KERNPOOL_RPC_TOKEN", "KERNPOOL_OUTPUT_CAPS",
 )
-# Set by _start from KERNPOOL_OUTPUT_CAPS (kernel/caps.go defines them):
-# Python-level stdout/stderr per cell in characters, traceback in bytes.
-_CAPTURE_LIMIT = 0
+# Set by _start from KERNPOOL_OUTPUT_CAPS (kernel/caps.go defines them), in
+# UTF-8 bytes: Python-level stdout and stderr kept from a cell's start, the
+# end of each kept beyond that, the traceback.
+_STDOUT_LIMIT = 0
+_STDERR_LIMIT = 0
+_TAIL_LIMIT = 0
 _TRACEBACK_LIMIT = 0
 # Displays: the cap of one display's JSON and of all of one cell's.
 _DISPLAY_LIMIT = 0
@@ -88,20 +91,21 @@ def _start():
     sys.displayhook = _displayhook
     import builtins
     builtins.display = display
+    builtins.input = _no_input
     for name in _RUNNER_ONLY:
         env.pop(name, None)
     return sentinel.encode("utf-8"), kill_path, protocol_fds, pending
 
 
 def _read_caps(value, die):
-    global _CAPTURE_LIMIT, _TRACEBACK_LIMIT, _DISPLAY_LIMIT, _DISPLAY_CELL_LIMIT
+    global _STDOUT_LIMIT, _STDERR_LIMIT, _TAIL_LIMIT, _TRACEBACK_LIMIT, _DISPLAY_LIMIT, _DISPLAY_CELL_LIMIT
     try:
-        capture, trace, display, cell = (int(v) for v in value.split(","))
+        stdout, stderr, tail, trace, display, cell = (int(v) for v in value.split(","))
     except ValueError:
         die(126, "malformed KERNPOOL_OUTPUT_CAPS %r" % value)
-    if capture <= 0 or trace < 256 or display <= 0 or cell < display:
+    if stdout <= 0 or stderr <= 0 or tail < 0 or trace < 256 or display <= 0 or cell < display:
         die(126, "KERNPOOL_OUTPUT_CAPS out of range: %r" % value)
-    _CAPTURE_LIMIT, _TRACEBACK_LIMIT = capture, trace
+    _STDOUT_LIMIT, _STDERR_LIMIT, _TAIL_LIMIT, _TRACEBACK_LIMIT = stdout, stderr, tail, trace
     _DISPLAY_LIMIT, _DISPLAY_CELL_LIMIT = display, cell
 
 
@@ -223,6 +227,30 @@ def _compile(source, filename):
     return body, compile(last, filename, "single", _PYCF_ALLOW_TOP_LEVEL_AWAIT) if last else None
 
 
+def _compile_cell(source, filename, namespace):
+    """_compile, and for a cell that is not Python but has lines starting
+    with "!" or "%", _kernpool_shell's rewriting of its notebook syntax."""
+    try:
+        return _compile(source, filename)
+    except SyntaxError:
+        if "!" not in source and "%" not in source:
+            raise
+        shell = _staged("_kernpool_shell")
+        if not shell.has_syntax(source):
+            raise
+    return _compile(shell.transform(source, namespace), filename)
+
+
+class StdinNotAvailableError(EOFError):
+    """input() in a kernpool cell: there is no stdin to read."""
+
+
+def _no_input(prompt=""):
+    raise StdinNotAvailableError(
+        "input() is not available in a kernpool cell: a cell has no stdin. "
+        "Pass the data in the cell's code, in a file, or through a tool call.")
+
+
 class _Cells:
     """The persistent namespace and the cell counter."""
 
@@ -260,7 +288,7 @@ class _Cells:
         _publish_sources(self.sources)
         try:
             try:
-                body, tail = _compile(source, filename)
+                body, tail = _compile_cell(source, filename, self.globals)
             finally:
                 begin()
             try:
@@ -276,8 +304,8 @@ class _Cells:
             finally:
                 _IN_CELL[0] = False
         except SystemExit as exc:
-            show = _staged("_kernpool_display")
-            return "exit", show.cap_text("SystemExit: " + show.safe_repr(exc.code), _TRACEBACK_LIMIT), show.exit_code(exc.code)
+            show, errors = _staged("_kernpool_display"), _staged("_kernpool_errors")
+            return "exit", errors.cap_text("SystemExit: " + show.safe_repr(exc.code), _TRACEBACK_LIMIT), show.exit_code(exc.code)
         except BaseException as exc:
             return "error", _error_text(exc, self.sources), 1
         return "ok", "", 0
@@ -294,18 +322,27 @@ def _publish_sources(sources):
 
 
 def _error_text(exc, sources):
-    """exc's traceback (from the cell's frames on), capped; formatting
-    lives in the display module, loaded on the first error."""
+    """exc as (traceback text, ename, evalue, traceback entries), capped,
+    without kernpool's frames or the staging dir's path; formatting lives
+    in _kernpool_errors.py, loaded on the first error."""
     import linecache  # loaded first: tracebacks read the cells' sources there
     _publish_sources(sources)
-    show = _staged("_kernpool_display")
-    return show.cap_text(show.format_exception(exc, _on_sigint.__code__), _TRACEBACK_LIMIT)
+    return _staged("_kernpool_errors").describe(exc, _on_sigint.__code__, _HERE, _TRACEBACK_LIMIT)
 
 
-def _clip(text):
-    if len(text) <= _CAPTURE_LIMIT:
-        return text, False
-    return text[:_CAPTURE_LIMIT], True
+def _clip(text, data, limit):
+    """(head, tail) of a stream's text (data: its UTF-8) as JSON string
+    literals: all of it in head when it fits limit bytes, else its first
+    limit bytes and its last _TAIL_LIMIT, each cut on a character boundary."""
+    if len(data) <= limit:
+        return _jstr(text), b""
+    cut = limit
+    while cut > 0 and data[cut] & 0xC0 == 0x80:
+        cut -= 1
+    start = max(len(data) - _TAIL_LIMIT, cut)
+    while start < len(data) and data[start] & 0xC0 == 0x80:
+        start += 1
+    return _jbytes(data[:cut]), _jbytes(data[start:])
 
 
 def _flush_std():
@@ -378,7 +415,7 @@ class _Runner:
         try:
             status, trace, code = self.cells.run(source, self.begin)
         except KeyboardInterrupt:  # arrived between the cell's end and its bookkeeping
-            status, trace, code = "error", "KeyboardInterrupt\n", 1
+            status, trace, code = "error", ("KeyboardInterrupt\n", "KeyboardInterrupt", "", ["KeyboardInterrupt\n"]), 1
         finally:
             _IN_CELL[0] = False
             sys.stdout, sys.stderr = saved
@@ -413,19 +450,23 @@ class _Runner:
         # missing member as zero): a quiet cell's frame stays short, and
         # costs nothing for the members it does not have.
         parts = [b'{"id":', _jstr(rid), b',"status":"', status.encode(), b'","execution_count":', n]
-        out_clipped = err_clipped = False
         if stdout:
-            stdout_len = len(stdout.encode("utf-8", "surrogatepass"))
-            stdout, out_clipped = _clip(stdout)
-            parts += (b',"stdout":', _jstr(stdout), b',"stdout_len":', str(stdout_len).encode())
+            data = stdout.encode("utf-8", "surrogatepass")
+            head, tail = _clip(stdout, data, _STDOUT_LIMIT)
+            parts += (b',"stdout":', head, b',"stdout_len":', str(len(data)).encode())
+            if len(data) > _STDOUT_LIMIT:
+                parts += (b',"stdout_clipped":true,"stdout_tail":', tail)
         if stderr:
-            stderr, err_clipped = _clip(stderr)
-            parts += (b',"stderr":', _jstr(stderr))
-        if out_clipped:
-            parts.append(b',"stdout_clipped":true')
-        if err_clipped:
-            parts.append(b',"stderr_clipped":true')
+            data = stderr.encode("utf-8", "surrogatepass")
+            head, tail = _clip(stderr, data, _STDERR_LIMIT)
+            parts += (b',"stderr":', head)
+            if len(data) > _STDERR_LIMIT:
+                parts += (b',"stderr_clipped":true,"stderr_len":', str(len(data)).encode(), b',"stderr_tail":', tail)
         if trace:
+            if type(trace) is tuple:
+                trace, ename, evalue, entries = trace
+                parts += (b',"ename":', _jstr(ename), b',"evalue":', _jstr(evalue),
+                          b',"frames":', _jstr("\x00".join(entries)))
             parts += (b',"traceback":', _jstr(trace))
         if code:
             parts += (b',"exit_code":', str(code).encode())
@@ -451,17 +492,21 @@ _RARE_CONTROLS = bytes(c for c in range(32) if c not in (9, 10, 13))
 
 
 def _jstr(text):
-    """text as a JSON string literal in UTF-8 (lone surrogates passed through).
+    """text as a JSON string literal in UTF-8 (lone surrogates passed through)."""
+    if len(text) < 65536:
+        return _encode(text).encode("utf-8", "surrogatepass")
+    return _jbytes(text.encode("utf-8", "surrogatepass"))
+
+
+def _jbytes(data):
+    """data (UTF-8, lone surrogates allowed) as a JSON string literal.
 
     _json's escaper handles one character at a time; for large outputs,
     escaping the UTF-8 bytes with bytes.replace (memchr speed) is several
     times faster when only the common escapes are needed.
     """
-    if len(text) < 65536:
-        return _encode(text).encode("utf-8", "surrogatepass")
-    data = text.encode("utf-8", "surrogatepass")
-    if len(data.translate(None, _RARE_CONTROLS)) != len(data):
-        return _encode(text).encode("utf-8", "surrogatepass")
+    if len(data) < 65536 or len(data.translate(None, _RARE_CONTROLS)) != len(data):
+        return _encode(data.decode("utf-8", "surrogatepass")).encode("utf-8", "surrogatepass")
     return b'"' + (data.replace(b"\\", b"\\\\").replace(b'"', b'\\"').replace(b"\n", b"\\n")
                    .replace(b"\t", b"\\t").replace(b"\r", b"\\r")) + b'"'
 
@@ -500,6 +545,9 @@ def _checkpoint(runner, rid, op, arg):
     staged beside this file) does the work, interruptible like a cell."""
     try:
         _IN_CELL[0] = True
+        # The begin marks let the host interrupt the request (it signals
+        # only after it read them): an idle save a cell is waiting for.
+        runner.begin()
         import _kernpool_checkpoint
         out = _kernpool_checkpoint.handle(op, arg, runner.cells)
         _IN_CELL[0] = False

@@ -143,7 +143,7 @@ func FuzzDecodeReply(f *testing.F) {
 	f.Add([]byte(`{"id":"1","status":"ok","STDOUT":"only in upper case"}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		acct := &budget{limit: 1 << 40}
-		got, err := decodeFrame(bufio.NewReader(bytes.NewReader(body)), acct)
+		got, err := decodeFrame(bufio.NewReader(bytes.NewReader(body)), acct, defaultFrameCaps)
 		// The decoder holds no more than what arrived: at most twice the
 		// body (a buffer's doubling, or invalid UTF-8 replaced) plus the
 		// small minimum of each member's buffer.
@@ -205,7 +205,7 @@ func TestClaimedLengthNotAllocated(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	err := s.run(func([]byte, uint64) {}, func(_ byte, n int64) error {
-		_, err := decodeFrame(s.body(n), acct)
+		_, err := decodeFrame(s.body(n), acct, defaultFrameCaps)
 		return err
 	})
 	runtime.ReadMemStats(&after)
@@ -223,21 +223,21 @@ func TestClaimedLengthNotAllocated(t *testing.T) {
 // Per-member caps and the budget: an over-long member and a frame that
 // repeats a large member are protocol errors, refused as the bytes arrive.
 func TestFrameMemberCapsAndBudget(t *testing.T) {
-	big := strings.Repeat("x", captureFieldBytes/2+1)
+	big := strings.Repeat("x", CaptureChars/2+1)
 	cases := []struct {
 		name, body, detail string
 		limit              int64
 	}{
 		{"id over its cap", `{"id":"` + strings.Repeat("1", 65) + `","status":"ok"}`, `"id" exceeds its cap of 64 bytes`, 1 << 30},
-		{"stdout over its cap", `{"id":"1","status":"ok","stdout":"` + big + big + `"}`, `"stdout" exceeds its cap of 4000000 bytes`, 1 << 30},
+		{"stdout over its cap", `{"id":"1","status":"ok","stdout":"` + big + big + `"}`, `"stdout" exceeds its cap of 1000000 bytes`, 1 << 30},
 		{"repeated member", `{"id":"1","status":"ok","stdout":"x","stdout":"` + big + `"}`, `frame repeats member "stdout"`, 1 << 30},
-		{"members over the budget", `{"id":"1","status":"ok","stdout":"` + big + `","stderr":"` + big + `"}`, "memory budget", 3_000_000},
+		{"members over the budget", `{"id":"1","status":"ok","stdout":"` + big + `","stderr":"` + big + `"}`, "memory budget", 800_000},
 		{"over-long number", `{"id":"1","status":"ok","exit_code":` + strings.Repeat("9", 40) + `}`, "over-long value", 1 << 30},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			acct := &budget{limit: c.limit}
-			_, err := decodeFrame(bufio.NewReader(strings.NewReader(c.body)), acct)
+			_, err := decodeFrame(bufio.NewReader(strings.NewReader(c.body)), acct, defaultFrameCaps)
 			if !errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), c.detail) {
 				t.Fatalf("error %v, want a protocol error saying %q", err, c.detail)
 			}

@@ -36,7 +36,7 @@ func (k *Kernel) spawn(spec *Spec) (err error) {
 	}
 	cmd := exec.Command(spec.Interpreter, filepath.Join(k.staging, runnerFile))
 	var token string
-	cmd.Env, token = childEnv(spec.Env, setupEnv, k.id, k.staging, k.home)
+	cmd.Env, token = childEnv(spec.Env, setupEnv, k.id, k.staging, k.capsEnv, k.home)
 	k.env = slices.Clone(cmd.Env) // before Prepare appends the runner's own
 	boot, err := bootstrapLine(k.sentinel, token)
 	if err != nil {

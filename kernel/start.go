@@ -60,7 +60,10 @@ func start(ctx context.Context, spec Spec, sentinel string) (*Kernel, error) {
 		sb:        spec.Sandbox,
 		sentinel:  sentinel,
 		maxFrame:  spec.MaxFrameBytes,
-		cell:      newCellState(spec.RawStdoutCap, spec.StderrCap, spec.Budget()),
+		tailCap:   spec.TailBytes,
+		caps:      spec.frameCaps(),
+		capsEnv:   outputCapsValue(&spec),
+		cell:      newCellState(spec.RawStdoutCap, spec.StderrCap, spec.TailBytes, spec.Budget()),
 		exited:    make(chan struct{}),
 		stdoutEOF: make(chan struct{}),
 		done:      make(chan struct{}),
@@ -86,8 +89,8 @@ func validate(spec *Spec) error {
 		return fmt.Errorf("state dir %q is not an absolute path", spec.StateDir)
 	case spec.Cwd != "" && !filepath.IsAbs(spec.Cwd):
 		return fmt.Errorf("cwd %q is not an absolute path", spec.Cwd)
-	case spec.MaxFrameBytes < 0 || spec.RawStdoutCap < 0 || spec.StderrCap < 0:
-		return errors.New("negative MaxFrameBytes, RawStdoutCap or StderrCap")
+	case spec.MaxFrameBytes < 0 || spec.StdoutCap < 0 || spec.RawStdoutCap < 0 || spec.StderrCap < 0 || spec.TailBytes < 0:
+		return errors.New("negative MaxFrameBytes, StdoutCap, RawStdoutCap, StderrCap or TailBytes")
 	}
 	for name := range spec.Files {
 		if err := checkFileName(name); err != nil {
@@ -179,10 +182,10 @@ func writeFile(path string, data []byte) error {
 // /proc/<pid>/environ after the runner deletes it from os.environ, so they
 // travel on the request pipe instead (bootstrapLine); token is the RPC
 // token found in env or setupEnv.
-func childEnv(env, setupEnv []string, id, staging string, home bool) (out []string, token string) {
+func childEnv(env, setupEnv []string, id, staging, caps string, home bool) (out []string, token string) {
 	own := map[string]string{
 		EnvKernelID:               id,
-		EnvOutputCaps:             outputCapsValue(),
+		EnvOutputCaps:             caps,
 		"TMPDIR":                  filepath.Join(staging, "tmp"),
 		"TMP":                     filepath.Join(staging, "tmp"),
 		"TEMP":                    filepath.Join(staging, "tmp"),

@@ -94,7 +94,7 @@ func TestForgedFrames(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		err := execErr(t, k, ctx, "import os, time\nos.write(1, b'\\n"+testSentinel+" 1099511627776\\n')\ntime.sleep(120)", ErrProtocol)
-		if !strings.Contains(err.Error(), "a reply frame of 1099511627776 bytes exceeds the 12397312-byte limit") {
+		if !strings.Contains(err.Error(), "a reply frame of 1099511627776 bytes exceeds the 13971712-byte limit") {
 			t.Fatalf("error %q lacks the detail", err)
 		}
 	})

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -25,6 +26,33 @@ type wireReply struct {
 	StderrClosed   bool        `json:"stderr_closed"`
 	// DisplaysDropped counts displays the runner dropped at their caps.
 	DisplaysDropped int `json:"displays_dropped"`
+	// StdoutTail and StderrTail are the streams' last bytes when the
+	// runner clipped them at their caps; StderrLen is stderr's size.
+	StdoutTail string `json:"stdout_tail"`
+	StderrTail string `json:"stderr_tail"`
+	StderrLen  int    `json:"stderr_len"`
+	// EName, EValue and Frames are the exception's structured form
+	// (Frames: its traceback entries joined by NUL).
+	EName  string `json:"ename"`
+	EValue string `json:"evalue"`
+	Frames string `json:"frames"`
+}
+
+// maxTracebackEntries bounds the entries of one exception's traceback as
+// the runner sends them (the first 40, a gap notice, the last 60); a
+// forged frame's extra entries stay in the last one.
+const maxTracebackEntries = 101
+
+// exception is the reply's structured exception, nil when it has none.
+func (r *wireReply) exception() *Exception {
+	if r.EName == "" {
+		return nil
+	}
+	entries := strings.SplitN(r.Frames, "\x00", maxTracebackEntries)
+	if r.Frames == "" {
+		entries = nil
+	}
+	return &Exception{EName: r.EName, EValue: r.EValue, Traceback: entries}
 }
 
 // maxNumberLen bounds a number token (an int64 has 20 characters with its sign).
@@ -37,14 +65,15 @@ const maxNumberLen = 32
 // (string, integer and boolean members; unknown members with scalar values
 // are skipped unread), not a general JSON decoder: nothing is allocated for
 // what the frame claims, each member is decoded into a buffer that grows
-// only as its bytes arrive, capped per member (captureFieldBytes for stdout
-// and stderr, TracebackBytes, smallFieldBytes for the rest), and every byte
+// only as its bytes arrive, capped per member (caps for stdout, stderr
+// and their tails, TracebackBytes for the traceback, evalue and frames,
+// ErrorNameBytes for ename, smallFieldBytes for the rest), and every byte
 // kept is charged to acct. Escape-free runs are copied with memchr.
 // Arrays, nested objects and trailing bytes are protocol errors. Invalid
 // UTF-8 is replaced with U+FFFD, as encoding/json does. An error reading r
 // other than the frame's end is returned as is (not a protocol error).
-func decodeFrame(r *bufio.Reader, acct *budget) (*wireReply, error) {
-	p := &wireParser{r: r, acct: acct}
+func decodeFrame(r *bufio.Reader, acct *budget, caps frameCaps) (*wireReply, error) {
+	p := &wireParser{r: r, acct: acct, caps: caps}
 	if err := p.ws(); err != nil {
 		return nil, err
 	}
@@ -70,12 +99,13 @@ func decodeFrame(r *bufio.Reader, acct *budget) (*wireReply, error) {
 // decodeReply decodes a whole body held in memory (tests and fuzzing).
 func decodeReply(body []byte) (*wireReply, error) {
 	acct := &budget{limit: 1 << 40}
-	return decodeFrame(bufio.NewReader(bytes.NewReader(body)), acct)
+	return decodeFrame(bufio.NewReader(bytes.NewReader(body)), acct, defaultFrameCaps)
 }
 
 type wireParser struct {
 	r    *bufio.Reader
 	acct *budget
+	caps frameCaps
 	// Scratch for member names and number tokens: nothing is allocated
 	// per member, however many members a frame repeats.
 	name [smallFieldBytes]byte
@@ -85,7 +115,8 @@ type wireParser struct {
 // memberNames are the members the runner writes; memberName returns one of
 // these (or unknownMember), never a string built from the frame.
 var memberNames = []string{"id", "status", "stdout", "stderr", "stdout_clipped", "stdout_len",
-	"stderr_clipped", "traceback", "exit_code", "execution_count", "stderr_closed", "displays_dropped"}
+	"stderr_clipped", "traceback", "exit_code", "execution_count", "stderr_closed", "displays_dropped",
+	"ename", "evalue", "frames", "stdout_tail", "stderr_tail", "stderr_len"}
 
 const unknownMember = "(unknown member)"
 
@@ -215,11 +246,23 @@ func (p *wireParser) member(rep *wireReply, key string) (err error) {
 		s, err = p.str(smallFieldBytes, key)
 		rep.Status = ReplyStatus(s)
 	case "stdout":
-		rep.Stdout, err = p.str(captureFieldBytes, key)
+		rep.Stdout, err = p.str(p.caps.stdout, key)
 	case "stderr":
-		rep.Stderr, err = p.str(captureFieldBytes, key)
+		rep.Stderr, err = p.str(p.caps.stderr, key)
+	case "stdout_tail":
+		rep.StdoutTail, err = p.str(p.caps.tail, key)
+	case "stderr_tail":
+		rep.StderrTail, err = p.str(p.caps.tail, key)
+	case "stderr_len":
+		rep.StderrLen, err = p.integer(key)
 	case "traceback":
 		rep.Traceback, err = p.str(TracebackBytes, key)
+	case "ename":
+		rep.EName, err = p.str(ErrorNameBytes, key)
+	case "evalue":
+		rep.EValue, err = p.str(TracebackBytes, key)
+	case "frames":
+		rep.Frames, err = p.str(TracebackBytes, key)
 	case "stdout_clipped":
 		rep.StdoutClipped, err = p.boolean(key)
 	case "stderr_clipped":

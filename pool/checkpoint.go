@@ -2,6 +2,7 @@ package pool
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -20,13 +21,14 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// The checkpoint store (docs/design.md, "Lossless eviction"): one file per
-// key under <StateDir>/checkpoints/<owner hash>/<key hash>.ckpt, written
-// and read only by the daemon (dirs 0700, files 0600). A file is
+// Checkpoints (docs/design.md, "Lossless eviction"): one object per key
+// and generation in a CheckpointStore (by default files under
+// <StateDir>/checkpoints, ckptlocal.go), written and read only by the
+// daemon. An object is
 //
 //	blob | header JSON | header length (uint32, big endian) | ckptMagic
 //
-// written to a temporary name and renamed into place, so a reader sees a
+// spooled to a temporary file and then stored whole, so a reader sees a
 // whole checkpoint or none. The blob is opaque here: only a kernel of the
 // same key ever unpickles it, inside its own sandbox.
 const (
@@ -75,40 +77,38 @@ type CheckpointInfo struct {
 	Reason      string    `json:"reason"`
 	SavedAt     time.Time `json:"saved_at"`
 	ExpiresAt   time.Time `json:"expires_at"`
-	Refused     string    `json:"refused,omitempty"`
+	// Generation is the stored generation's number (CheckpointStore).
+	Generation uint64 `json:"generation"`
+	Refused    string `json:"refused,omitempty"`
 }
 
-// ckptStore is the checkpoint directory. mu serializes commits, removals
-// and sweeps, so the per-owner cap holds across concurrent saves.
+// ckptStore keeps checkpoints in a CheckpointStore, spooling each save
+// through a temporary file under dir (which is also the local store's
+// directory). mu serializes commits, removals and sweeps, so the
+// per-owner cap holds across concurrent saves of this daemon.
 type ckptStore struct {
+	st        CheckpointStore
 	dir       string
 	maxBytes  int64
 	retention time.Duration
+	timeout   time.Duration
 	log       hclog.Logger
 	mu        sync.Mutex
 }
 
-// openCkptStore creates (or checks) <stateDir>/checkpoints and removes
-// temporary files a previous daemon left behind.
+// openCkptStore opens the checkpoint store: cfg.Store when set, else the
+// local store under <stateDir>/checkpoints.
 func openCkptStore(stateDir string, cfg CheckpointConfig, log hclog.Logger) (*ckptStore, error) {
-	c := &ckptStore{dir: filepath.Join(stateDir, ckptDirName), maxBytes: cfg.MaxBytesPerOwner, retention: cfg.Retention, log: log}
-	if err := os.MkdirAll(c.dir, ckptDirMode); err != nil {
-		return nil, fmt.Errorf("create checkpoint dir: %w", err)
+	local, err := newLocalStore(filepath.Join(stateDir, ckptDirName))
+	if err != nil {
+		return nil, err
 	}
-	if fi, err := os.Lstat(c.dir); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("checkpoint dir %s is not a directory: %w", c.dir, errors.Join(err, ErrBadRequest))
+	c := &ckptStore{st: cfg.Store, dir: local.dir, maxBytes: cfg.MaxBytesPerOwner, retention: cfg.Retention, timeout: cfg.Timeout, log: log}
+	if c.st == nil {
+		c.st = local
 	}
-	if err := os.Chmod(c.dir, ckptDirMode); err != nil {
-		return nil, fmt.Errorf("chmod checkpoint dir: %w", err)
-	}
-	owners, _ := os.ReadDir(c.dir)
-	for _, o := range owners {
-		files, _ := os.ReadDir(filepath.Join(c.dir, o.Name()))
-		for _, f := range files {
-			if strings.HasPrefix(f.Name(), ".tmp-") {
-				_ = os.Remove(filepath.Join(c.dir, o.Name(), f.Name()))
-			}
-		}
+	if c.timeout <= 0 {
+		c.timeout = DefaultCheckpointTimeout
 	}
 	return c, nil
 }
@@ -123,29 +123,34 @@ func hashHex(parts ...string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-func (c *ckptStore) ownerDir(owner string) string {
-	return filepath.Join(c.dir, hashHex("owner", owner)[:32])
+func ownerPrefix(owner string) string { return hashHex("owner", owner)[:32] + "/" }
+
+// name is k's object name: the owner's hash, then a hash of the whole
+// key, owner included.
+func (c *ckptStore) name(k key) string {
+	return ownerPrefix(k.owner) + hashHex("key", k.owner, k.mode, k.interpreter, k.cwd, k.tools)
 }
 
-// path is the key's checkpoint file: a hash of the whole key, owner included.
-func (c *ckptStore) path(k key) string {
-	return filepath.Join(c.ownerDir(k.owner), hashHex("key", k.owner, k.mode, k.interpreter, k.cwd, k.tools)+ckptExt)
+// ctx bounds one store operation.
+func (c *ckptStore) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), c.timeout)
 }
 
-// usageLocked sums the sizes of owner's checkpoints other than skip.
-func (c *ckptStore) usageLocked(owner, skip string) int64 {
+// usageLocked sums the sizes of owner's checkpoints other than skip's.
+func (c *ckptStore) usageLocked(owner, skip string) (int64, error) {
+	ctx, cancel := c.ctx()
+	defer cancel()
+	list, err := c.st.List(ctx, ownerPrefix(owner))
+	if err != nil {
+		return 0, err
+	}
 	var n int64
-	entries, _ := os.ReadDir(c.ownerDir(owner))
-	for _, e := range entries {
-		p := filepath.Join(c.ownerDir(owner), e.Name())
-		if p == skip || !strings.HasSuffix(e.Name(), ckptExt) {
-			continue
-		}
-		if fi, err := e.Info(); err == nil {
-			n += fi.Size()
+	for _, e := range list {
+		if e.Name != skip {
+			n += e.Size
 		}
 	}
-	return n
+	return n, nil
 }
 
 // room is how many blob bytes owner may still store for k (a hint: commit
@@ -153,81 +158,96 @@ func (c *ckptStore) usageLocked(owner, skip string) int64 {
 func (c *ckptStore) room(k key) int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return max(c.maxBytes-c.usageLocked(k.owner, c.path(k))-int64(ckptTrailer), 0)
-}
-
-// create opens a temporary file in k's owner dir.
-func (c *ckptStore) create(k key) (*os.File, error) {
-	dir := c.ownerDir(k.owner)
-	if err := os.Mkdir(dir, ckptDirMode); err != nil && !errors.Is(err, fs.ErrExist) {
-		return nil, fmt.Errorf("create owner dir: %w", err)
-	}
-	f, err := os.CreateTemp(dir, ".tmp-*") // 0600, O_EXCL
+	used, err := c.usageLocked(k.owner, c.name(k))
 	if err != nil {
-		return nil, fmt.Errorf("create: %w", err)
+		c.log.Warn("checkpoint store not listed", "store", c.st.Describe(), "error", err)
 	}
-	return f, nil
+	return max(c.maxBytes-used-int64(ckptTrailer), 0)
 }
 
-// commit appends h to f (holding h.Size blob bytes) and renames it into
-// k's place, unless the owner's checkpoints would then pass the cap: the
-// file is then removed and a refusal stored instead. It returns the note
-// of a refusal ("" when committed). f is closed either way.
-func (c *ckptStore) commit(f *os.File, k key, h *ckptHeader) (string, error) {
-	tmp := f.Name()
-	defer func() { _ = os.Remove(tmp) }() // gone after a rename anyway
+// create opens a temporary file for k's save in the spool dir.
+func (c *ckptStore) create(k key) (*os.File, error) {
+	dir := filepath.Join(c.dir, strings.TrimSuffix(ownerPrefix(k.owner), "/"))
+	for try := 0; ; try++ {
+		if err := os.Mkdir(dir, ckptDirMode); err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("create owner dir: %w", err)
+		}
+		f, err := os.CreateTemp(dir, ".tmp-*") // 0600, O_EXCL
+		// A sweep or another save's cleanup may remove the dir while
+		// it is empty: make it again.
+		if errors.Is(err, fs.ErrNotExist) && try < 3 {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("create: %w", err)
+		}
+		return f, nil
+	}
+}
+
+// discard removes a temporary file create made (and its owner dir when
+// that is left empty).
+func (c *ckptStore) discard(f *os.File) {
+	_ = f.Close()
+	_ = os.Remove(f.Name())
+	_ = os.Remove(filepath.Dir(f.Name()))
+}
+
+// commit appends h to f (holding h.Size blob bytes) and stores it as
+// generation gen of k, unless the owner's checkpoints would then pass the
+// cap: a refusal is then stored instead. It returns the note of a
+// refusal ("" when committed). f is closed and removed either way.
+func (c *ckptStore) commit(f *os.File, k key, h *ckptHeader, gen uint64) (string, error) {
+	defer c.discard(f)
 	// No fsync: a file torn by a power loss fails readHeader's size and
 	// magic checks and is never loaded, and fsync cost tens of
 	// milliseconds per eviction here.
-	err := writeTrailer(f, h)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := writeTrailer(f, h); err != nil {
 		return "", fmt.Errorf("write checkpoint: %w", err)
 	}
-	fi, err := os.Stat(tmp)
+	size, err := f.Seek(0, io.SeekCurrent)
+	if err == nil {
+		_, err = f.Seek(0, io.SeekStart)
+	}
 	if err != nil {
 		return "", fmt.Errorf("write checkpoint: %w", err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	dst := c.path(k)
-	if used := c.usageLocked(k.owner, dst); used+fi.Size() > c.maxBytes {
-		note := fmt.Sprintf("the checkpoint (%d bytes) would take the owner's checkpoints to %d bytes, over the %d-byte cap (checkpoint_max_bytes_per_owner)",
-			fi.Size(), used+fi.Size(), c.maxBytes)
-		return note, c.storeRefusalLocked(k, h, note)
+	used, err := c.usageLocked(k.owner, c.name(k))
+	if err != nil {
+		return "", fmt.Errorf("write checkpoint: %w", err)
 	}
-	if err := os.Rename(tmp, dst); err != nil {
+	if used+size > c.maxBytes {
+		note := fmt.Sprintf("the checkpoint (%d bytes) would take the owner's checkpoints to %d bytes, over the %d-byte cap (checkpoint_max_bytes_per_owner)",
+			size, used+size, c.maxBytes)
+		return note, c.storeRefusalLocked(k, h, note, gen)
+	}
+	ctx, cancel := c.ctx()
+	defer cancel()
+	if err := c.st.Put(ctx, c.name(k), gen, f, size); err != nil {
 		return "", fmt.Errorf("write checkpoint: %w", err)
 	}
 	return "", nil
 }
 
-// refuse stores a refusal note for k in place of its checkpoint.
-func (c *ckptStore) refuse(k key, h *ckptHeader, note string) error {
+// refuse stores a refusal note for k as generation gen.
+func (c *ckptStore) refuse(k key, h *ckptHeader, note string, gen uint64) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.storeRefusalLocked(k, h, note)
+	return c.storeRefusalLocked(k, h, note, gen)
 }
 
-func (c *ckptStore) storeRefusalLocked(k key, h *ckptHeader, note string) error {
+func (c *ckptStore) storeRefusalLocked(k key, h *ckptHeader, note string, gen uint64) error {
 	r := *h
 	r.Size, r.Refused = 0, note
-	f, err := c.create(k)
-	if err != nil {
+	var buf bytes.Buffer
+	if err := writeTrailer(&buf, &r); err != nil {
 		return fmt.Errorf("write refusal: %w", err)
 	}
-	tmp := f.Name()
-	defer func() { _ = os.Remove(tmp) }()
-	err = writeTrailer(f, &r)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, c.path(k))
-	}
-	if err != nil {
+	ctx, cancel := c.ctx()
+	defer cancel()
+	if err := c.st.Put(ctx, c.name(k), gen, bytes.NewReader(buf.Bytes()), int64(buf.Len())); err != nil {
 		return fmt.Errorf("write refusal: %w", err)
 	}
 	return nil
@@ -248,75 +268,78 @@ func writeTrailer(w io.Writer, h *ckptHeader) error {
 	return err
 }
 
-// open opens k's checkpoint and reads its header. (nil, nil, nil) when k
-// has none. A file whose header names another key is refused: only the
-// key a checkpoint was saved for may load it.
-func (c *ckptStore) open(k key) (*os.File, *ckptHeader, error) {
-	f, h, err := openCkpt(c.path(k))
-	if err != nil || f == nil {
-		return nil, nil, err
+// open opens k's newest checkpoint and reads its header. (nil, nil, 0,
+// nil) when k has none. An object over the owner's cap, or whose header
+// names another key, is refused: only the key a checkpoint was saved for
+// may load it.
+func (c *ckptStore) open(k key) (CheckpointObject, *ckptHeader, uint64, error) {
+	ctx, cancel := c.ctx()
+	defer cancel()
+	obj, e, err := c.st.Get(ctx, c.name(k))
+	if errors.Is(err, ErrCheckpointNotFound) {
+		return nil, nil, 0, nil
 	}
-	if h.key() != k {
-		_ = f.Close()
-		return nil, nil, fmt.Errorf("checkpoint %s belongs to another key (owner %q), not loaded", filepath.Base(c.path(k)), h.Owner)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("open checkpoint: %w", err)
 	}
-	return f, h, nil
+	h, err := c.header(obj, e)
+	if err == nil && h.key() != k {
+		err = fmt.Errorf("checkpoint %s belongs to another key (owner %q), not loaded", e.Name, h.Owner)
+	}
+	if err != nil {
+		_ = obj.Close()
+		return nil, nil, e.Generation, err
+	}
+	if _, err := obj.Seek(0, io.SeekStart); err != nil {
+		_ = obj.Close()
+		return nil, nil, e.Generation, fmt.Errorf("checkpoint %s: %w", e.Name, err)
+	}
+	return obj, h, e.Generation, nil
 }
 
-// openCkpt opens a checkpoint file without following a symlink and reads
-// its header, bounded by maxCkptHeader and checked against the file size.
-func openCkpt(path string) (*os.File, *ckptHeader, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|noFollow, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, nil
+// header reads an object's header, refusing an object larger than any
+// checkpoint the cap lets the pool store.
+func (c *ckptStore) header(obj CheckpointObject, e CheckpointEntry) (*ckptHeader, error) {
+	if e.Size > c.maxBytes+maxCkptHeader+int64(ckptTrailer) {
+		return nil, fmt.Errorf("checkpoint %s: %d bytes, over the %d-byte cap", e.Name, e.Size, c.maxBytes)
 	}
+	h, err := readHeader(obj, e.Size)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open checkpoint: %w", err)
+		return nil, fmt.Errorf("checkpoint %s: %w", e.Name, err)
 	}
-	h, err := readHeader(f)
-	if err != nil {
-		_ = f.Close()
-		return nil, nil, fmt.Errorf("checkpoint %s: %w", filepath.Base(path), err)
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		_ = f.Close()
-		return nil, nil, fmt.Errorf("checkpoint %s: %w", filepath.Base(path), err)
-	}
-	return f, h, nil
+	return h, nil
 }
 
-func readHeader(f *os.File) (*ckptHeader, error) {
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() || fi.Size() < int64(ckptTrailer) {
+func readHeader(r io.ReaderAt, size int64) (*ckptHeader, error) {
+	if size < int64(ckptTrailer) {
 		return nil, errors.New("not a checkpoint file")
 	}
 	var tr [ckptTrailer]byte
-	if _, err := f.ReadAt(tr[:], fi.Size()-int64(ckptTrailer)); err != nil {
+	if _, err := r.ReadAt(tr[:], size-int64(ckptTrailer)); err != nil && !(errors.Is(err, io.EOF)) {
 		return nil, err
 	}
 	n := int64(binary.BigEndian.Uint32(tr[:4]))
-	if string(tr[4:]) != ckptMagic || n > maxCkptHeader || n > fi.Size()-int64(ckptTrailer) {
+	if string(tr[4:]) != ckptMagic || n > maxCkptHeader || n > size-int64(ckptTrailer) {
 		return nil, errors.New("malformed checkpoint trailer")
 	}
 	hdr := make([]byte, n)
-	if _, err := f.ReadAt(hdr, fi.Size()-int64(ckptTrailer)-n); err != nil {
-		return nil, err
+	if got, err := r.ReadAt(hdr, size-int64(ckptTrailer)-n); int64(got) != n {
+		return nil, fmt.Errorf("checkpoint header cut short: %w", err)
 	}
 	h := new(ckptHeader)
-	if err := json.Unmarshal(hdr, h); err != nil || h.Size != fi.Size()-int64(ckptTrailer)-n {
+	if err := json.Unmarshal(hdr, h); err != nil || h.Size != size-int64(ckptTrailer)-n {
 		return nil, errors.New("malformed checkpoint header")
 	}
 	return h, nil
 }
 
-// remove deletes k's checkpoint (if any).
-func (c *ckptStore) remove(k key) {
+// remove deletes k's checkpoint generations up to upTo.
+func (c *ckptStore) remove(k key, upTo uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := os.Remove(c.path(k)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	ctx, cancel := c.ctx()
+	defer cancel()
+	if err := c.st.Delete(ctx, c.name(k), upTo); err != nil {
 		c.log.Warn("checkpoint not removed", "owner", k.owner, "error", err)
 	}
 }
@@ -325,51 +348,41 @@ func (c *ckptStore) remove(k key) {
 func (c *ckptStore) removeOwner(owner string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	dir := c.ownerDir(owner)
-	entries, _ := os.ReadDir(dir)
-	if err := os.RemoveAll(dir); err != nil {
-		c.log.Warn("owner checkpoints not removed", "owner", owner, "error", err)
+	ctx, cancel := c.ctx()
+	defer cancel()
+	list, err := c.st.List(ctx, ownerPrefix(owner))
+	if err != nil {
+		c.log.Warn("owner checkpoints not listed", "owner", owner, "error", err)
 	}
-	return len(entries)
-}
-
-// each calls f with every checkpoint's path and header (unreadable files
-// are skipped and logged).
-func (c *ckptStore) each(f func(path string, h *ckptHeader)) {
-	owners, _ := os.ReadDir(c.dir)
-	for _, o := range owners {
-		dir := filepath.Join(c.dir, o.Name())
-		files, _ := os.ReadDir(dir)
-		for _, e := range files {
-			if !strings.HasSuffix(e.Name(), ckptExt) {
-				continue
-			}
-			path := filepath.Join(dir, e.Name())
-			fh, h, err := openCkpt(path)
-			if err != nil || fh == nil {
-				c.log.Warn("unreadable checkpoint", "path", path, "error", err)
-				continue
-			}
-			_ = fh.Close()
-			f(path, h)
+	n := 0
+	for _, e := range list {
+		if err := c.st.Delete(ctx, e.Name, deleteAll); err != nil {
+			c.log.Warn("owner checkpoint not removed", "owner", owner, "error", err)
+			continue
 		}
+		n++
 	}
+	return n
 }
 
-// sweep removes the checkpoints saved more than the retention before now
-// and returns how many.
+// sweep removes the checkpoints stored more than the retention before
+// now and returns how many.
 func (c *ckptStore) sweep(now time.Time) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	ctx, cancel := c.ctx()
+	defer cancel()
+	list, err := c.st.List(ctx, "")
+	if err != nil {
+		c.log.Warn("checkpoint store not listed", "store", c.st.Describe(), "error", err)
+	}
 	n := 0
-	c.each(func(path string, h *ckptHeader) {
-		if now.Sub(h.SavedAt) > c.retention {
-			if err := os.Remove(path); err == nil {
-				n++
-			}
+	for _, e := range list {
+		if now.Sub(e.Modified) > c.retention && c.st.Delete(ctx, e.Name, e.Generation) == nil {
+			n++
 		}
-	})
-	// Owner dirs left empty go too (Remove refuses a non-empty one).
+	}
+	// Spool dirs left empty go (Remove refuses a non-empty one).
 	owners, _ := os.ReadDir(c.dir)
 	for _, o := range owners {
 		_ = os.Remove(filepath.Join(c.dir, o.Name()))
@@ -377,28 +390,52 @@ func (c *ckptStore) sweep(now time.Time) int {
 	return n
 }
 
-// list describes every checkpoint, sorted by owner, mode, then cwd.
+// list describes every checkpoint, sorted by owner, mode, then cwd
+// (unreadable ones are skipped and logged).
 func (c *ckptStore) list() []CheckpointInfo {
 	var out []CheckpointInfo
 	c.mu.Lock()
-	c.each(func(path string, h *ckptHeader) {
-		tools := []string{}
-		if h.Tools != "" {
-			tools = strings.Split(h.Tools, ",")
+	ctx, cancel := c.ctx()
+	entries, err := c.st.List(ctx, "")
+	if err != nil {
+		c.log.Warn("checkpoint store not listed", "store", c.st.Describe(), "error", err)
+	}
+	for _, e := range entries {
+		if h, err := c.headerOf(ctx, e.Name); err != nil {
+			c.log.Warn("unreadable checkpoint", "name", e.Name, "error", err)
+		} else if h != nil {
+			out = append(out, c.info(h, e))
 		}
-		size := h.Size
-		if fi, err := os.Stat(path); err == nil {
-			size = fi.Size()
-		}
-		out = append(out, CheckpointInfo{
-			Owner: h.Owner, Mode: h.Mode, Interpreter: h.Interpreter, Cwd: h.Cwd, Tools: tools,
-			Bytes: size, Names: h.SavedTotal, Lost: h.LostTotal, Reason: h.Reason,
-			SavedAt: h.SavedAt, ExpiresAt: h.SavedAt.Add(c.retention), Refused: h.Refused,
-		})
-	})
+	}
+	cancel()
 	c.mu.Unlock()
 	slices.SortFunc(out, func(a, b CheckpointInfo) int {
 		return strings.Compare(a.Owner+"\x00"+a.Mode+"\x00"+a.Cwd, b.Owner+"\x00"+b.Mode+"\x00"+b.Cwd)
 	})
 	return out
+}
+
+// headerOf reads the header of name's newest generation (nil when it is gone).
+func (c *ckptStore) headerOf(ctx context.Context, name string) (*ckptHeader, error) {
+	obj, e, err := c.st.Get(ctx, name)
+	if errors.Is(err, ErrCheckpointNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = obj.Close() }()
+	return c.header(obj, e)
+}
+
+func (c *ckptStore) info(h *ckptHeader, e CheckpointEntry) CheckpointInfo {
+	tools := []string{}
+	if h.Tools != "" {
+		tools = strings.Split(h.Tools, ",")
+	}
+	return CheckpointInfo{
+		Owner: h.Owner, Mode: h.Mode, Interpreter: h.Interpreter, Cwd: h.Cwd, Tools: tools,
+		Bytes: e.Size, Names: h.SavedTotal, Lost: h.LostTotal, Reason: h.Reason, Generation: e.Generation,
+		SavedAt: h.SavedAt, ExpiresAt: h.SavedAt.Add(c.retention), Refused: h.Refused,
+	}
 }

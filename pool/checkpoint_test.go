@@ -1,7 +1,9 @@
 package pool
 
 import (
+	"context"
 	"encoding/binary"
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -32,11 +34,30 @@ func storeBlob(t *testing.T, c *ckptStore, k key, n int) string {
 		t.Fatal(err)
 	}
 	h := &ckptHeader{Owner: k.owner, Mode: k.mode, Interpreter: k.interpreter, Cwd: k.cwd, Tools: k.tools, SavedAt: time.Now(), Size: int64(n), SavedTotal: 1}
-	note, err := c.commit(f, k, h)
+	note, err := c.commit(f, k, h, nextGen(t, c, k))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return note
+}
+
+// nextGen is the generation after k's newest.
+func nextGen(t *testing.T, c *ckptStore, k key) uint64 {
+	t.Helper()
+	obj, e, err := c.st.Get(context.Background(), c.name(k))
+	if errors.Is(err, ErrCheckpointNotFound) {
+		return 1
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = obj.Close()
+	return e.Generation + 1
+}
+
+// localPath is the file of generation gen of k in the local store.
+func (c *ckptStore) localPath(k key, gen uint64) string {
+	return c.st.(*localStore).path(c.name(k), gen)
 }
 
 // TestCkptStoreOwnerCap: the cap counts all of one owner's checkpoints
@@ -62,7 +83,7 @@ func TestCkptStoreOwnerCap(t *testing.T) {
 	if !strings.Contains(note, "over the 1000-byte cap") {
 		t.Fatalf("over the cap: note %q", note)
 	}
-	f, h, err := c.open(a2)
+	f, h, _, err := c.open(a2)
 	if err != nil || f == nil || h.Refused != note || h.Size != 0 {
 		t.Fatalf("refusal: %+v %v", h, err)
 	}
@@ -88,7 +109,7 @@ func TestCkptStoreMalformed(t *testing.T) {
 	c := newStore(t, 1<<20)
 	k := key{owner: "a", mode: "default", interpreter: "/py"}
 	storeBlob(t, c, k, 100)
-	path := c.path(k)
+	path := c.localPath(k, 1)
 	good, _ := os.ReadFile(path)
 	forged := append([]byte{}, good...)
 	binary.BigEndian.PutUint32(forged[len(forged)-ckptTrailer:], 1<<31)
@@ -105,7 +126,7 @@ func TestCkptStoreMalformed(t *testing.T) {
 		if err := set(); err != nil {
 			t.Fatal(err)
 		}
-		if f, h, err := c.open(k); err == nil || f != nil || h != nil {
+		if f, h, _, err := c.open(k); err == nil || f != nil || h != nil {
 			t.Fatalf("%s: opened (%+v, %v)", name, h, err)
 		}
 		_ = os.Remove(path)

@@ -20,6 +20,7 @@ const (
 	DefaultCheckpointMaxBytesPerOwner = 256 << 20
 	DefaultCheckpointRetention        = 24 * time.Hour
 	DefaultCheckpointTimeout          = 60 * time.Second
+	DefaultCheckpointIdle             = 30 * time.Second
 	minReapInterval                   = 30 * time.Second
 	maxReapInterval                   = 300 * time.Second
 )
@@ -150,6 +151,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	ck.MaxBytesPerOwner = cmp.Or(ck.MaxBytesPerOwner, DefaultCheckpointMaxBytesPerOwner)
 	ck.Retention = cmp.Or(ck.Retention, DefaultCheckpointRetention)
 	ck.Timeout = cmp.Or(ck.Timeout, DefaultCheckpointTimeout)
+	ck.Idle = cmp.Or(ck.Idle, DefaultCheckpointIdle)
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}

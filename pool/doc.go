@@ -24,7 +24,8 @@
 //
 // Results: every cell outcome is a Result, worded as the reference words
 // it. An exception keeps the kernel (status "error", exit code 1, output =
-// stdout + "\n--- stderr ---\n" + stderr + traceback). A timeout, a cancel
+// stdout + "\n--- stderr ---\n" + stderr + traceback; Result.Exception
+// holds it structured, Result.Stdout and Result.Stderr the streams apart). A timeout, a cancel
 // or a kill by Kill/ShutdownOwner/Close kills the kernel tree and says the
 // state was lost (status "timeout" or "interrupted", exit code -1). A
 // kernel that dies mid-cell reports its stderr tail, or the out-of-memory

@@ -17,8 +17,10 @@ var (
 	ErrBadRequest = errors.New("bad request")
 	// ErrCapacity: MaxKernels live kernels exist and every one of them is
 	// running a cell, so a new kernel can neither be added nor make room by
-	// evicting an idle one. The pool refuses rather than exceed the cap or
-	// queue without bound; callers retry later.
+	// evicting an idle one (or the idle ones need a save while MaxKernels
+	// evicted kernels are being saved already). The pool refuses rather
+	// than exceed the cap or queue without bound, or behind another
+	// tenant's save; callers retry later.
 	ErrCapacity = errors.New("every live kernel is busy and the kernel cap is reached")
 	// ErrQuota: the owner is over a per-owner quota (Config.Quotas); the
 	// error is a *QuotaError saying when to retry.

@@ -246,6 +246,7 @@ func (p *Pool) runCell(ctx context.Context, s *slot, lv *live, rq normalized, st
 	p.mu.Lock()
 	doom := s.doom
 	p.stats.Cells++
+	lv.cells++ // the state may have changed: an idle save is due
 	prevCount := lv.execCount
 	if reply != nil && err == nil {
 		lv.execCount = reply.ExecutionCount

@@ -24,12 +24,18 @@ func (o realOutput) ForKernel(secrets []string) OutputFilter {
 	return realFilter{envscrub.NewPipeline(o.cfg).ForKernel(secrets)}
 }
 
+func (o realOutput) SpillCap() int { return envscrub.NewPipeline(o.cfg).SpillCap() }
+
 type realFilter struct{ f *envscrub.Filter }
 
 func (r realFilter) Clean(text string) string   { return r.f.Clean(text) }
 func (r realFilter) CapText(text string) string { return r.f.CapText(text) }
 func (r realFilter) Finish(stdout, stderr, dir string, cell int) (CellOutput, error) {
 	out, err := r.f.Finish(stdout, stderr, dir, cell)
+	return CellOutput(out), err
+}
+func (r realFilter) FinishClipped(stdout, stderr Clipped, dir string, cell int) (CellOutput, error) {
+	out, err := r.f.FinishClipped(envscrub.Clipped(stdout), envscrub.Clipped(stderr), dir, cell)
 	return CellOutput(out), err
 }
 

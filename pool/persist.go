@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -28,8 +27,18 @@ type CheckpointConfig struct {
 	// Retention is how long a checkpoint is kept (default 24h); the idle
 	// reaper's sweep removes older ones.
 	Retention time.Duration
-	// Timeout bounds one save or one restore (default 60s).
+	// Timeout bounds one save or one restore (default 60s), and each
+	// store operation.
 	Timeout time.Duration
+	// Idle is how long a persist kernel sits without a cell before the
+	// pool saves it in the background (default 30s; negative: never), so
+	// a crashed node loses at most the work since, and evicting it later
+	// needs no save. A kernel is saved once per change.
+	Idle time.Duration
+	// Store keeps the checkpoints (nil: files under
+	// <StateDir>/checkpoints). Stores shared by several daemons let an
+	// owner's next kernel restore on any of them.
+	Store CheckpointStore
 }
 
 // savesOn reports whether a teardown for reason checkpoints the kernel:
@@ -40,16 +49,30 @@ func savesOn(reason teardownReason) bool {
 }
 
 // markSaveLocked registers the coming save of s's kernel, so that a new
-// kernel of the key waits for it before restoring.
+// kernel of the key waits for it before restoring. An eviction's or
+// reaper's save runs off the caller's path (teardownAll): the kernel then
+// counts as "saving" until it is done.
 func (p *Pool) markSaveLocked(s *slot, doom teardownReason) {
 	lv := s.live
 	// A kernel not yet bound to a key (a spare, or one not past restore)
-	// has no state of its key to save.
-	if lv == nil || lv.key == (key{}) || lv.saveDone != nil || !savesOn(doom) || !p.policy(lv.key.mode).Persist {
+	// has no state of its key to save; one the store holds already (an
+	// idle save, nothing run since) needs none.
+	if lv == nil || lv.key == (key{}) || lv.saveDone != nil || !savesOn(doom) || !p.policy(lv.key.mode).Persist || lv.cleanLocked() {
 		return
 	}
 	lv.saveDone = make(chan struct{})
 	p.saving[lv.key] = lv.saveDone
+	if doom == reasonEvicted || doom == reasonReaped {
+		lv.async = true
+		p.savingN++
+		p.bgSaves.Add(1) // under mu, before Close (which sets closing under it) waits
+	}
+}
+
+// cleanLocked: the store holds lv's state as it is now (an idle save
+// stored it and no cell ran since, none is being saved).
+func (lv *live) cleanLocked() bool {
+	return lv.storedCells == lv.cells && lv.idleDone == nil
 }
 
 // waitSave waits for a save of k in flight (false when ctx ended first).
@@ -79,57 +102,110 @@ func (p *Pool) saveCheckpoint(lv *live, reason teardownReason) {
 		if p.saving[lv.key] == lv.saveDone {
 			delete(p.saving, lv.key)
 		}
+		if lv.async {
+			p.savingN--
+		}
 		p.mu.Unlock()
 		close(lv.saveDone)
 	}()
-	if lv.dead() {
-		return
+	// An idle save of the kernel may still run: it ends first, and when
+	// it stored the kernel's state there is nothing left to save.
+	p.mu.Lock()
+	idle := lv.idleDone
+	p.mu.Unlock()
+	if idle != nil {
+		<-idle
 	}
-	start := time.Now()
-	k := lv.key
-	h := &ckptHeader{Owner: k.owner, Mode: k.mode, Interpreter: k.interpreter, Cwd: k.cwd, Tools: k.tools, SavedAt: start, Reason: string(reason)}
-	f, err := p.ckpt.create(k)
-	if err != nil {
-		p.log.Error("checkpoint not saved", "id", lv.id, "owner", lv.owner, "error", err)
+	p.mu.Lock()
+	clean := lv.cleanLocked()
+	p.mu.Unlock()
+	if clean || lv.dead() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Checkpoints.Timeout)
 	defer cancel()
+	p.storeState(ctx, lv, reason, true)
+}
+
+// storeState saves lv's namespace as its key's next generation and
+// reports whether the store then holds lv's state. With note, a refused
+// or failed save stores a note in the checkpoint's place (the key's next
+// kernel reports it); an idle save only logs, as the teardown's save
+// will try again.
+func (p *Pool) storeState(ctx context.Context, lv *live, reason teardownReason, note bool) bool {
+	start := time.Now()
+	k := lv.key
+	p.mu.Lock()
+	gen, cells := lv.gen+1, lv.cells
+	p.mu.Unlock()
+	h := &ckptHeader{Owner: k.owner, Mode: k.mode, Interpreter: k.interpreter, Cwd: k.cwd, Tools: k.tools, SavedAt: start, Reason: string(reason)}
+	f, err := p.ckpt.create(k)
+	if err != nil {
+		p.log.Error("checkpoint not saved", "id", lv.id, "owner", lv.owner, "error", err)
+		return false
+	}
 	saved, err := lv.k.SaveCheckpoint(ctx, p.ckpt.room(k), f)
 	if saved != nil {
 		h.SavedTotal, h.Lost, h.LostTotal = saved.SavedTotal, saved.Lost, saved.LostTotal
 	}
 	if err != nil {
-		_ = f.Close()
-		_ = os.Remove(f.Name())
-		note := "saving it failed: " + err.Error()
+		p.ckpt.discard(f)
+		why := "saving it failed: " + err.Error()
 		var big *kernel.CheckpointTooBigError
 		if errors.As(err, &big) {
-			note = fmt.Sprintf("it pickles to %d bytes, over the %d bytes left under the owner's %d-byte checkpoint cap (checkpoint_max_bytes_per_owner)",
+			why = fmt.Sprintf("it pickles to %d bytes, over the %d bytes left under the owner's %d-byte checkpoint cap (checkpoint_max_bytes_per_owner)",
 				big.Size, big.Limit, p.cfg.Checkpoints.MaxBytesPerOwner)
 		}
-		p.log.Warn("checkpoint refused", "id", lv.id, "owner", lv.owner, "mode", lv.mode, "reason", note)
-		if err := p.ckpt.refuse(k, h, note); err != nil {
-			p.log.Error("checkpoint refusal not stored", "id", lv.id, "error", err)
+		p.log.Warn("checkpoint refused", "id", lv.id, "owner", lv.owner, "mode", lv.mode, "reason", why)
+		if note {
+			p.stored(lv, gen, -1, p.ckpt.refuse(k, h, why, gen))
 		}
-		return
+		return false
 	}
 	h.Size = saved.Size
 	if saved.SavedTotal == 0 && saved.LostTotal == 0 {
-		_ = f.Close()
-		_ = os.Remove(f.Name())
-		return // nothing to restore
+		p.ckpt.discard(f)
+		p.mu.Lock()
+		lv.storedCells = cells // nothing to restore: nothing to save until a cell runs
+		p.mu.Unlock()
+		return true
 	}
-	note, err := p.ckpt.commit(f, k, h)
+	why, err := p.ckpt.commit(f, k, h, gen)
 	switch {
 	case err != nil:
-		p.log.Error("checkpoint not saved", "id", lv.id, "owner", lv.owner, "error", err)
-	case note != "":
-		p.log.Warn("checkpoint refused", "id", lv.id, "owner", lv.owner, "mode", lv.mode, "reason", note)
-	default:
-		p.log.Info("checkpoint saved", "id", lv.id, "owner", lv.owner, "mode", lv.mode, "reason", reason,
-			"bytes", saved.Size, "names", saved.SavedTotal, "lost", saved.LostTotal, "duration", time.Since(start))
+		p.stored(lv, gen, -1, err)
+		return false
+	case why != "":
+		p.log.Warn("checkpoint refused", "id", lv.id, "owner", lv.owner, "mode", lv.mode, "reason", why)
+		p.stored(lv, gen, -1, nil)
+		return false
 	}
+	p.stored(lv, gen, cells, nil)
+	p.log.Info("checkpoint saved", "id", lv.id, "owner", lv.owner, "mode", lv.mode, "reason", reason, "generation", gen,
+		"bytes", saved.Size, "names", saved.SavedTotal, "lost", saved.LostTotal, "duration", time.Since(start))
+	return true
+}
+
+// stored records that generation gen of lv's key was written (err nil):
+// the kernel's next save writes gen+1, and cells >= 0 is the cell count
+// whose state it holds. A stale generation means another kernel of the
+// key saved a newer one: this kernel's state is dropped, never written
+// over it.
+func (p *Pool) stored(lv *live, gen uint64, cells int, err error) {
+	switch {
+	case errors.Is(err, ErrStaleGeneration):
+		p.log.Warn("checkpoint dropped: the store holds a newer generation", "id", lv.id, "owner", lv.owner, "generation", gen, "error", err)
+		return
+	case err != nil:
+		p.log.Error("checkpoint not saved", "id", lv.id, "owner", lv.owner, "store", p.ckpt.st.Describe(), "error", err)
+		return
+	}
+	p.mu.Lock()
+	lv.gen, lv.wrote = gen, true
+	if cells >= 0 {
+		lv.storedCells = cells
+	}
+	p.mu.Unlock()
 }
 
 // restoreNote is what a restore tells the key's first cell.
@@ -146,19 +222,23 @@ func (p *Pool) restore(ctx context.Context, lv *live, rq normalized) *restoreNot
 	k := rq.key
 	p.mu.Lock()
 	lv.key = k
+	lv.storedCells, lv.idleTried = -1, -1 // the store holds none of this kernel's state yet
 	p.mu.Unlock()
 	if rq.reset {
 		if p.waitSave(ctx, k) {
-			p.ckpt.remove(k)
+			p.ckpt.remove(k, deleteAll)
 		}
 		return nil
 	}
 	if !p.policy(k.mode).Persist || !p.waitSave(ctx, k) {
 		return nil
 	}
-	f, h, err := p.ckpt.open(k)
+	f, h, gen, err := p.ckpt.open(k)
+	p.mu.Lock()
+	lv.gen = gen // the kernel's saves come after what the store holds
+	p.mu.Unlock()
 	if err != nil {
-		p.log.Warn("checkpoint not loaded", "owner", k.owner, "mode", k.mode, "error", err)
+		p.log.Warn("checkpoint not loaded", "owner", k.owner, "mode", k.mode, "store", p.ckpt.st.Describe(), "error", err)
 		return nil
 	}
 	if f == nil {
@@ -166,7 +246,9 @@ func (p *Pool) restore(ctx context.Context, lv *live, rq normalized) *restoreNot
 	}
 	defer func() {
 		_ = f.Close()
-		p.ckpt.remove(k) // consumed: a restore that failed is not retried
+		// Consumed: a restore that failed is not retried. A newer
+		// generation another node stored meanwhile stays.
+		p.ckpt.remove(k, gen)
 	}()
 	switch {
 	case time.Since(h.SavedAt) > p.ckpt.retention:

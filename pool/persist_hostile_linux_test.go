@@ -43,6 +43,7 @@ func TestPersistHostileCheckpoint(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			wantStatus(t, run(t, p, Request{Owner: "h", Code: hostileCkpt(tc.save, tc.chunk)}), StatusSuccess)
 			run(t, p, Request{Owner: "other", Code: "pass"}) // evicts h: its save
+			waitSaved(t, p)
 			infos := p.Checkpoints()
 			if len(infos) != 1 || infos[0].Owner != "h" || !strings.Contains(infos[0].Refused, tc.note) || infos[0].Bytes > 4096 {
 				t.Fatalf("checkpoints = %+v, want a refusal saying %q", infos, tc.note)

@@ -44,6 +44,13 @@ func ckptFiles(t *testing.T, p *Pool) []string {
 	return out
 }
 
+// waitSaved waits for the saves of evicted kernels, which run off the
+// evicting request's path.
+func waitSaved(t testing.TB, p *Pool) {
+	t.Helper()
+	waitFor(t, "the evicted kernels' saves", func() bool { return p.Stats().KernelsSaving == 0 })
+}
+
 const stateCell = `x = 41
 d = {"k": [1, 2], "s": "v"}
 from dataclasses import dataclass
@@ -67,6 +74,7 @@ func TestPersistEvictionKeepsState(t *testing.T) {
 	wantStatus(t, first, StatusSuccess)
 	run(t, p, Request{Owner: "b", Code: "y = 2"})
 	run(t, p, Request{Owner: "c", Code: "z = 3"}) // evicts a (least recently used)
+	waitSaved(t, p)
 	if st := p.Stats(); st.Evicted != 1 {
 		t.Fatalf("stats = %+v, want one eviction", st)
 	}
@@ -161,6 +169,7 @@ func TestPersistCapRefusedWithNote(t *testing.T) {
 	p := newPersistPool(t, func(c *Config) { c.MaxKernels = 1; c.Checkpoints.MaxBytesPerOwner = capBytes })
 	run(t, p, Request{Owner: "a", Code: "import os\nblob = os.urandom(3 << 20)\nsmall = 1"})
 	run(t, p, Request{Owner: "b", Code: "pass"}) // evicts a (b's empty namespace is never saved)
+	waitSaved(t, p)
 	infos := p.Checkpoints()
 	if len(infos) != 1 || infos[0].Owner != "a" || !strings.Contains(infos[0].Refused, "over the 1048564 bytes left under the owner's 1048576-byte checkpoint cap") {
 		t.Fatalf("checkpoints = %+v", infos)
@@ -190,6 +199,7 @@ func TestPersistOwnCheckpointOnly(t *testing.T) {
 	p := newPersistPool(t, func(c *Config) { c.MaxKernels = 1 })
 	run(t, p, Request{Owner: "a", Code: "x = 'secret of a'"})
 	res := run(t, p, Request{Owner: "b", Code: "'x' in globals()"}) // evicts a
+	waitSaved(t, p)
 	if res.Output != "False\n" || res.Kernel.Restored {
 		t.Fatalf("b's first cell: %+v", res)
 	}
@@ -200,19 +210,20 @@ func TestPersistOwnCheckpointOnly(t *testing.T) {
 	aKey := key{owner: "a", mode: defaultName, interpreter: testenv.Python}
 	bKey := aKey
 	bKey.owner = "b"
-	if p.ckpt.path(aKey) == p.ckpt.path(bKey) || filepath.Dir(p.ckpt.path(aKey)) == filepath.Dir(p.ckpt.path(bKey)) {
+	aPath, bPath := p.ckpt.localPath(aKey, 1), p.ckpt.localPath(bKey, 1)
+	if aPath == bPath || filepath.Dir(aPath) == filepath.Dir(bPath) {
 		t.Fatal("two owners share a checkpoint path or dir")
 	}
-	data, err := os.ReadFile(p.ckpt.path(aKey))
+	data, err := os.ReadFile(aPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// b's kernel goes; a's checkpoint is then planted at b's path.
 	p.ShutdownOwner("b")
-	if err := os.MkdirAll(filepath.Dir(p.ckpt.path(bKey)), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(bPath), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(p.ckpt.path(bKey), data, 0o600); err != nil {
+	if err := os.WriteFile(bPath, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	res = run(t, p, Request{Owner: "b", Code: "'x' in globals()"})
@@ -231,6 +242,7 @@ func TestPersistExpiredRemoved(t *testing.T) {
 	})
 	run(t, p, Request{Owner: "a", Code: "x = 1"})
 	run(t, p, Request{Owner: "b", Code: "pass"}) // evicts a
+	waitSaved(t, p)
 	if len(p.Checkpoints()) != 1 {
 		t.Fatalf("checkpoints = %+v", p.Checkpoints())
 	}
@@ -248,7 +260,8 @@ func TestPersistExpiredRemoved(t *testing.T) {
 		})
 		run(t, q, Request{Owner: "a", Code: "x = 1"})
 		run(t, q, Request{Owner: "b", Code: "pass"}) // evicts a
-		time.Sleep(300 * time.Millisecond)           // the retention passes
+		waitSaved(t, q)
+		time.Sleep(300 * time.Millisecond) // the retention passes
 		if res := run(t, q, Request{Owner: "a", Code: "'x' in globals()"}); res.Output != "False\n" || res.Kernel.Restored {
 			t.Fatalf("expired checkpoint restored: %+v", res)
 		}
@@ -262,10 +275,12 @@ func TestPersistResetAndShutdownDelete(t *testing.T) {
 	p := newPersistPool(t, func(c *Config) { c.MaxKernels = 1 })
 	run(t, p, Request{Owner: "a", Code: "x = 1"})
 	run(t, p, Request{Owner: "b", Code: "y = 1"}) // evicts a
+	waitSaved(t, p)
 	if infos := p.Checkpoints(); len(infos) != 1 || infos[0].Owner != "a" {
 		t.Fatalf("checkpoints = %+v", infos)
 	}
 	res := run(t, p, Request{Owner: "a", Code: "w = 0\n'x' in globals()", Reset: true}) // evicts b
+	waitSaved(t, p)
 	if res.Output != "False\n" || res.Kernel.Restored {
 		t.Fatalf("reset cell: %+v", res)
 	}
@@ -276,6 +291,7 @@ func TestPersistResetAndShutdownDelete(t *testing.T) {
 		t.Fatalf("%+v", r)
 	}
 	run(t, p, Request{Owner: "a", Code: "x = 3", Cwd: "/"}) // evicts a's /usr key
+	waitSaved(t, p)
 	if infos := p.Checkpoints(); len(infos) != 3 {
 		t.Fatalf("checkpoints = %+v", infos)
 	}
@@ -301,6 +317,7 @@ func TestPersistRestoreOnSpare(t *testing.T) {
 		run(t, p, Request{Owner: o, Code: "x = 'kept by " + o + "'"})
 	}
 	run(t, p, Request{Owner: "d", Code: "pass"}) // cold, evicts a (saved)
+	waitSaved(t, p)
 	if infos := p.Checkpoints(); len(infos) != 1 || infos[0].Owner != "a" {
 		t.Fatalf("checkpoints = %+v", infos)
 	}

@@ -50,6 +50,12 @@ type Pool struct {
 	// (under mu), which the key's next kernel waits for before restoring.
 	ckpt   *ckptStore
 	saving map[key]chan struct{}
+	// savingN counts evicted or reaped kernels whose save runs in the
+	// background (under mu); bgSaves tracks those saves for Close; idle
+	// tracks the idle saver (idlesave.go).
+	savingN int
+	bgSaves sync.WaitGroup
+	idle    sync.WaitGroup
 
 	stopOnce   sync.Once
 	stop       chan struct{} // closed by Close: ends the reaper
@@ -87,6 +93,8 @@ func New(cfg Config) (*Pool, error) {
 	p.killCtx, p.killAll = context.WithCancel(context.Background())
 	go p.reaper()
 	go p.refiller()
+	p.idle.Add(1)
+	go p.idleSaver()
 	return p, nil
 }
 
@@ -101,6 +109,10 @@ func (p *Pool) reaper() {
 			return
 		case now := <-t.C:
 			p.mu.Lock()
+			if p.closing { // Close stops the kernels itself
+				p.mu.Unlock()
+				return
+			}
 			gone := p.reapLocked(now)
 			p.pruneBucketsLocked(now)
 			p.mu.Unlock()
@@ -201,6 +213,9 @@ func (p *Pool) ShutdownOwner(owner string) int {
 func (p *Pool) Close(ctx context.Context) error {
 	p.mu.Lock()
 	p.closing = true
+	for _, s := range p.slots {
+		s.interruptIdleSaveLocked() // Close's own save follows, bounded
+	}
 	var wait chan struct{}
 	if p.users > 0 {
 		if p.drained == nil {
@@ -231,6 +246,8 @@ func (p *Pool) Close(ctx context.Context) error {
 	p.spawns.Wait()
 	<-p.sp.done
 	<-p.reaperDone
+	p.idle.Wait()
+	p.bgSaves.Wait() // evicted and reaped kernels still saving
 	if len(gone) > 0 {
 		p.log.Info("pool closed", "kernels_killed", len(gone))
 	}
@@ -242,6 +259,7 @@ func (p *Pool) Stats() PoolStats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	st := p.stats
+	st.KernelsSaving = p.savingN
 	for _, list := range p.sp.ready {
 		st.Spares += len(list)
 	}

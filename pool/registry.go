@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"context"
 	"os"
 	"slices"
 	"sync"
@@ -31,6 +32,9 @@ const (
 	reasonClosed      teardownReason = "pool closed"
 	reasonInterrupted teardownReason = "interrupted past its grace"
 	reasonSpare       teardownReason = "spare not used"
+	// reasonIdleSave is not a teardown: it is what an idle save's header
+	// says stopped the kernel when a crash ends it before a teardown.
+	reasonIdleSave teardownReason = "saved while idle"
 )
 
 // slot is the registry entry of one key. It outlives the kernels it holds
@@ -94,8 +98,22 @@ type live struct {
 	claimed                        chan struct{}
 
 	// saveDone is closed once a checkpoint save marked for the kernel
-	// (markSaveLocked, under Pool.mu) finished; nil when none is.
+	// (markSaveLocked, under Pool.mu) finished; nil when none is. async:
+	// that save runs off the request path and counts in Pool.savingN.
 	saveDone chan struct{}
+	async    bool
+
+	// Checkpoint generations (persist.go, idlesave.go), under Pool.mu.
+	// gen is the generation of the key the kernel restored or last
+	// stored; cells counts the cells it ran, storedCells the count whose
+	// state the store holds (-1: none). idleDone is closed when an idle
+	// save in flight ends, idleCancel interrupts it.
+	gen                uint64
+	wrote              bool // the kernel stored a generation
+	cells, storedCells int
+	idleTried          int // cells at the last idle save's start
+	idleDone           chan struct{}
+	idleCancel         context.CancelFunc
 }
 
 // takeBetween returns the output lv's kernel dropped between cells since
@@ -171,6 +189,7 @@ func (p *Pool) enterFor(k key, tools []string, rq *normalized) (*slot, []doomed,
 			p.byID[claimed.id] = s
 		}
 	}
+	s.interruptIdleSaveLocked() // a cell wants the kernel
 	s.users++
 	p.users++
 	s.lastUsed = now
@@ -242,9 +261,13 @@ func (p *Pool) reapLocked(now time.Time) []doomed {
 	return out
 }
 
-// makeRoomLocked evicts least recently used idle kernels (of any owner)
-// until one more slot fits under MaxKernels. A busy slot is never evicted:
-// when nothing is evictable the caller gets ErrCapacity.
+// makeRoomLocked evicts idle kernels (of any owner) until one more slot
+// fits under MaxKernels: spares first, then kernels whose state the store
+// holds already (nothing to save), then the least recently used. A busy
+// slot is never evicted, and neither is one that needs a save while
+// MaxKernels saves run already: when nothing is evictable the caller gets
+// ErrCapacity. A victim that needs a save is saved off the caller's path
+// (markSaveLocked), so its save never delays the caller's cell.
 func (p *Pool) makeRoomLocked() ([]doomed, error) {
 	spares := p.spareCountLocked()
 	excess := len(p.slots) + spares + 1 - p.cfg.MaxKernels
@@ -252,10 +275,18 @@ func (p *Pool) makeRoomLocked() ([]doomed, error) {
 		return nil, nil
 	}
 	var idle []*slot
+	saves := p.savingN
 	for _, s := range p.slots {
-		if s.users == 0 {
-			idle = append(idle, s)
+		if s.users != 0 {
+			continue
 		}
+		if p.needsSaveLocked(s) {
+			if saves >= p.cfg.MaxKernels {
+				continue
+			}
+			saves++
+		}
+		idle = append(idle, s)
 	}
 	if spares+len(idle) < excess {
 		p.stats.CapacityRefusals++
@@ -264,7 +295,15 @@ func (p *Pool) makeRoomLocked() ([]doomed, error) {
 	// Spares first: no owner loses anything.
 	out, taken := p.evictSparesLocked(excess)
 	excess -= taken
-	slices.SortFunc(idle, func(a, b *slot) int { return a.lastUsed.Compare(b.lastUsed) })
+	slices.SortFunc(idle, func(a, b *slot) int {
+		if na, nb := p.needsSaveLocked(a), p.needsSaveLocked(b); na != nb {
+			if nb {
+				return -1
+			}
+			return 1
+		}
+		return a.lastUsed.Compare(b.lastUsed)
+	})
 	for _, s := range idle[:excess] {
 		if s.live != nil {
 			out = append(out, doomed{s.live, reasonEvicted})
@@ -273,6 +312,12 @@ func (p *Pool) makeRoomLocked() ([]doomed, error) {
 		p.stats.Evicted++
 	}
 	return out, nil
+}
+
+// needsSaveLocked: evicting s's kernel would save it.
+func (p *Pool) needsSaveLocked(s *slot) bool {
+	lv := s.live
+	return lv != nil && lv.key != (key{}) && p.policy(lv.key.mode).Persist && !lv.cleanLocked()
 }
 
 // teardown kills lv's process tree, closes its tool server and logs why.
@@ -289,6 +334,9 @@ func (p *Pool) teardown(lv *live, reason teardownReason) {
 		p.saveCheckpoint(lv, reason)
 		if err := lv.k.Kill(); err != nil {
 			p.log.Warn("kernel kill failed", "id", lv.id, "owner", owner, "error", err)
+		}
+		if reason == reasonKilled {
+			p.dropStoredState(lv)
 		}
 		if tools != nil {
 			if err := tools.Close(); err != nil {
@@ -331,17 +379,20 @@ func endReasonOf(reason teardownReason) EndReason {
 	return EndCrash // died, dead, protocol error
 }
 
-// teardownAll tears kernels down in parallel and returns when all are gone.
+// teardownAll tears kernels down in parallel and returns when all are
+// gone, except those whose save runs off the caller's path (an eviction's
+// or the reaper's): they go on in the background, and Close waits for
+// them.
 func (p *Pool) teardownAll(list []doomed) {
-	switch len(list) {
-	case 0:
-		return
-	case 1:
-		p.teardown(list[0].lv, list[0].reason)
-		return
-	}
 	var wg sync.WaitGroup
 	for _, d := range list {
+		if d.lv.async {
+			go func() {
+				defer p.bgSaves.Done()
+				p.teardown(d.lv, d.reason)
+			}()
+			continue
+		}
 		wg.Go(func() { p.teardown(d.lv, d.reason) })
 	}
 	wg.Wait()

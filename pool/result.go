@@ -60,6 +60,7 @@ func (p *Pool) settled(c cellState) *Result {
 	res := c.base()
 	out := p.finish(c, res)
 	res.Kernel.StatePreserved = true
+	res.Exception = cleanException(c.lv.filter, r.Exception)
 	stdout, stderr := out.Stdout, out.Stderr
 	switch r.Status {
 	case kernel.ReplyError:
@@ -186,7 +187,7 @@ func (p *Pool) failed(ctx context.Context, c cellState, err error, doom teardown
 // A filter error loses nothing: the texts are still cleaned and returned.
 func (p *Pool) finish(c cellState, res *Result) CellOutput {
 	r := c.reply
-	out, err := c.lv.filter.Finish(r.Stdout, r.Stderr, p.spillDir(c.lv.id), c.count)
+	out, err := finishStreams(c.lv.filter, r, p.spillDir(c.lv.id), c.count)
 	if err != nil {
 		p.log.Warn("output filter failed", "id", c.lv.id, "error", err)
 		out = CellOutput{
@@ -198,6 +199,7 @@ func (p *Pool) finish(c cellState, res *Result) CellOutput {
 	res.StdoutTruncated, res.StdoutBytesTotal = out.StdoutTruncated, out.StdoutBytesTotal
 	res.StderrTruncated, res.StderrBytesTotal = out.StderrTruncated, out.StderrBytesTotal
 	res.StdoutSpillPath, res.Warning = out.SpillPath, out.Warning
+	res.Stdout, res.Stderr = out.Stdout, out.Stderr
 	if out.SpillPath != "" {
 		res.StdoutSpillName = filepath.Base(out.SpillPath)
 		res.Warning += fmt.Sprintf(" The daemon also serves it: kernpool spill %s %s (GET /v1/kernels/%s/spill/%s).",
@@ -217,8 +219,6 @@ func (p *Pool) finish(c cellState, res *Result) CellOutput {
 	if r.StdoutClipped {
 		res.StdoutTruncated = true
 		res.StdoutBytesTotal = max(res.StdoutBytesTotal, r.StdoutBytesTotal)
-		clip := fmt.Sprintf("The kernel clipped the cell's Python-level stdout at its 1,000,000-character cap (%d in total).", r.StdoutBytesTotal)
-		res.Warning = strings.TrimSpace(res.Warning + " " + clip)
 	}
 	return out
 }

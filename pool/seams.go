@@ -60,6 +60,29 @@ type OutputFilterFactory interface {
 	ForKernel(secrets []string) OutputFilter
 }
 
+// spillCapper is implemented by factories whose filters spill
+// (envscrub.Pipeline): each kernel then keeps that much of a cell's
+// stdout from its start, so that a spill can hold it.
+type spillCapper interface {
+	SpillCap() int
+}
+
+// Clipped is one stream of a cell as the kernel kept it: all of it (Tail
+// empty), or its first bytes and its last ones with Total-len(Head)-
+// len(Tail) bytes between them dropped (envscrub.Clipped's fields).
+type Clipped struct {
+	Head  string
+	Tail  string
+	Total int
+}
+
+// clippedFinisher is implemented by filters that finish clipped streams
+// (envscrub.Filter): the inline tail and the spill's end are then the
+// stream's real end. Without it, Finish gets the streams' heads.
+type clippedFinisher interface {
+	FinishClipped(stdout, stderr Clipped, spillDir string, cell int) (CellOutput, error)
+}
+
 // CellOutput is one cell's cleaned output and its truncation metadata.
 type CellOutput struct {
 	Stdout           string

@@ -30,6 +30,12 @@ func (p *Pool) spawn(ctx context.Context, rq normalized) (*live, error) {
 		StateDir:    p.cfg.StateDir,
 		Logger:      p.cfg.Logger, // kernel names its own sub-logger
 	}
+	if c, ok := p.cfg.Output.(spillCapper); ok {
+		// Keep what a spill can hold (never less than the default: a
+		// checkpoint reply travels in stdout).
+		spec.StdoutCap = max(c.SpillCap(), kernel.CaptureChars)
+		spec.RawStdoutCap = max(c.SpillCap(), kernel.DefaultRawStdoutCap)
+	}
 	uid := -1
 	if p.cfg.Sandboxes != nil {
 		sb, err := p.cfg.Sandboxes.NewSandbox(id, rq.key.owner, rq.key.mode, rq.limits)

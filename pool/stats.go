@@ -6,6 +6,9 @@ type PoolStats struct {
 	KernelsLive int `json:"kernels_live"`
 	// KernelsBusy is the number of kernels running or queueing a cell now.
 	KernelsBusy int `json:"kernels_busy"`
+	// KernelsSaving is the number of evicted or reaped kernels whose
+	// checkpoint is being saved now (not in KernelsLive).
+	KernelsSaving int `json:"kernels_saving"`
 	// KernelsStarted counts successful spawns.
 	KernelsStarted uint64 `json:"kernels_started"`
 	// SpawnFailures counts spawns that failed.

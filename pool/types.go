@@ -50,6 +50,13 @@ type Result struct {
 	ExitCode int `json:"exit_code"`
 	// Error explains a non-success status.
 	Error string `json:"error,omitempty"`
+	// Stdout and Stderr are the cell's two streams apart, cleaned and
+	// capped like Output (Stderr without the traceback).
+	Stdout string `json:"stdout,omitempty"`
+	Stderr string `json:"stderr,omitempty"`
+	// Exception is the structured form of the exception a cell raised
+	// (status error, or interrupted with the kernel kept).
+	Exception *Exception `json:"exception,omitempty"`
 	// DurationSeconds is the wall time of the call.
 	DurationSeconds float64 `json:"duration_seconds"`
 	// ToolCallsMade counts the cell's dispatched tool calls.

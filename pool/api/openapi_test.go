@@ -45,6 +45,7 @@ var goTypes = map[string]reflect.Type{
 	"pool.Result":           reflect.TypeFor[pool.Result](),
 	"pool.KernelResult":     reflect.TypeFor[pool.KernelResult](),
 	"pool.Display":          reflect.TypeFor[pool.Display](),
+	"pool.Exception":        reflect.TypeFor[pool.Exception](),
 	"pool.ToolCall":         reflect.TypeFor[pool.ToolCall](),
 	"pool.KernelInfo":       reflect.TypeFor[pool.KernelInfo](),
 	"pool.CheckpointInfo":   reflect.TypeFor[pool.CheckpointInfo](),

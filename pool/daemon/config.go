@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -79,8 +80,27 @@ type Config struct {
 	Ceiling Ceiling
 	// Checkpoints configures the checkpoints of profiles with Persist
 	// (checkpoint_max_bytes_per_owner, checkpoint_retention,
-	// checkpoint_timeout; docs/design.md, "Lossless eviction").
+	// checkpoint_timeout, checkpoint_idle; docs/design.md, "Lossless
+	// eviction"). Checkpoints.Idle 0 turns idle saves off.
 	Checkpoints pool.CheckpointConfig
+	// CheckpointStore is where checkpoints are kept (docs/config.md,
+	// "Checkpoint store"); its zero value is the local store.
+	CheckpointStore StoreConfig
+}
+
+// StoreConfig names a shared checkpoint store. Credentials never come
+// from the config file: the AWS variables or a credentials file give
+// them (pool/ckpts3).
+type StoreConfig struct {
+	// URL is checkpoint_store: "" (files under the state dir) or
+	// s3://bucket[/prefix].
+	URL string
+	// Endpoint is checkpoint_store_endpoint: an S3-compatible server
+	// (default AWS_ENDPOINT_URL, else Amazon S3).
+	Endpoint string
+	// AllowHTTP is checkpoint_store_allow_http: accept a plain http
+	// endpoint.
+	AllowHTTP bool
 }
 
 // AuditConfig configures the audit log (one JSON line per cell).
@@ -221,7 +241,7 @@ func DefaultConfig() *Config {
 		Profiles:        map[string]Profile{DefaultProfile: defaultProfile()},
 		Ceiling:         Ceiling{MemoryMax: 4 << 30, PidsMax: 4096, CPUMax: 2.0},
 		Checkpoints: pool.CheckpointConfig{MaxBytesPerOwner: pool.DefaultCheckpointMaxBytesPerOwner,
-			Retention: pool.DefaultCheckpointRetention, Timeout: pool.DefaultCheckpointTimeout},
+			Retention: pool.DefaultCheckpointRetention, Timeout: pool.DefaultCheckpointTimeout, Idle: pool.DefaultCheckpointIdle},
 	}
 }
 
@@ -297,6 +317,11 @@ func (c *Config) Validate() error {
 		{c.Users.UIDFirst <= 0 || c.Users.UIDLast < c.Users.UIDFirst, "users.uid_range must be FIRST-LAST with 0 < FIRST <= LAST"},
 		{c.Checkpoints.MaxBytesPerOwner <= 0 || c.Checkpoints.Retention <= 0 || c.Checkpoints.Timeout <= 0,
 			"checkpoint_max_bytes_per_owner, checkpoint_retention and checkpoint_timeout must be positive"},
+		{c.Checkpoints.Idle < 0, "checkpoint_idle must not be negative (0 turns idle saves off)"},
+		{c.CheckpointStore.URL != "" && !strings.HasPrefix(c.CheckpointStore.URL, "s3://"),
+			fmt.Sprintf("checkpoint_store %q: want \"\" (the state dir) or s3://bucket[/prefix]", c.CheckpointStore.URL)},
+		{c.CheckpointStore.URL == "" && (c.CheckpointStore.Endpoint != "" || c.CheckpointStore.AllowHTTP),
+			"checkpoint_store_endpoint and checkpoint_store_allow_http need checkpoint_store"},
 	}
 	for _, ch := range check {
 		if ch.bad {

@@ -39,6 +39,10 @@ type fileConfig struct {
 	CheckpointCap   hcl.Expression `hcl:"checkpoint_max_bytes_per_owner,optional"`
 	CheckpointKeep  hcl.Expression `hcl:"checkpoint_retention,optional"`
 	CheckpointTime  hcl.Expression `hcl:"checkpoint_timeout,optional"`
+	CheckpointIdle  hcl.Expression `hcl:"checkpoint_idle,optional"`
+	StoreURL        *string        `hcl:"checkpoint_store,optional"`
+	StoreEndpoint   *string        `hcl:"checkpoint_store_endpoint,optional"`
+	StoreAllowHTTP  *bool          `hcl:"checkpoint_store_allow_http,optional"`
 	Env             *fileEnv       `hcl:"env,block"`
 	Output          *fileOutput    `hcl:"output,block"`
 	Cgroup          *fileCgroup    `hcl:"cgroup,block"`
@@ -124,6 +128,10 @@ func (f *fileConfig) apply(cfg *Config) hcl.Diagnostics {
 	diags = append(diags, sizeAttr(f.CheckpointCap, "checkpoint_max_bytes_per_owner", &cfg.Checkpoints.MaxBytesPerOwner)...)
 	diags = append(diags, durationAttr(f.CheckpointKeep, "checkpoint_retention", &cfg.Checkpoints.Retention)...)
 	diags = append(diags, durationAttr(f.CheckpointTime, "checkpoint_timeout", &cfg.Checkpoints.Timeout)...)
+	diags = append(diags, durationAttr(f.CheckpointIdle, "checkpoint_idle", &cfg.Checkpoints.Idle)...)
+	setStr(&cfg.CheckpointStore.URL, f.StoreURL)
+	setStr(&cfg.CheckpointStore.Endpoint, f.StoreEndpoint)
+	setBool(&cfg.CheckpointStore.AllowHTTP, f.StoreAllowHTTP)
 	if f.Env != nil {
 		cfg.Env.Passthrough = nonEmpty(f.Env.Passthrough)
 		if f.Env.Refuse != nil {

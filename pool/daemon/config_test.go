@@ -118,6 +118,26 @@ ceiling { memory_max = "8GiB" }
 				t.Errorf("checkpoints = %+v, default persist %v", c.Checkpoints, c.Profiles[DefaultProfile].Persist)
 			}
 		}},
+		{name: "checkpoint store and idle", src: "checkpoint_idle = \"10s\"\ncheckpoint_store = \"s3://b/p\"\ncheckpoint_store_endpoint = \"http://127.0.0.1:9000\"\ncheckpoint_store_allow_http = true\n", check: func(t *testing.T, c *Config) {
+			if c.Checkpoints.Idle != 10*time.Second || c.CheckpointStore != (StoreConfig{URL: "s3://b/p", Endpoint: "http://127.0.0.1:9000", AllowHTTP: true}) {
+				t.Errorf("checkpoints = %+v, store %+v", c.Checkpoints, c.CheckpointStore)
+			}
+			if pc := poolCheckpoints(c.Checkpoints); pc.Idle != 10*time.Second {
+				t.Errorf("pool idle = %v", pc.Idle)
+			}
+		}},
+		{name: "idle saves off", src: "checkpoint_idle = 0\n", check: func(t *testing.T, c *Config) {
+			if pc := poolCheckpoints(c.Checkpoints); c.Checkpoints.Idle != 0 || pc.Idle >= 0 {
+				t.Errorf("checkpoint_idle 0: config %v, pool %v (want off)", c.Checkpoints.Idle, pc.Idle)
+			}
+		}},
+		{name: "default idle and store", src: "", check: func(t *testing.T, c *Config) {
+			if c.Checkpoints.Idle != 30*time.Second || c.CheckpointStore != (StoreConfig{}) {
+				t.Errorf("defaults: idle %v, store %+v", c.Checkpoints.Idle, c.CheckpointStore)
+			}
+		}},
+		{name: "store of another scheme", src: "checkpoint_store = \"gs://b\"\n", err: []string{"checkpoint_store", "s3://bucket[/prefix]"}},
+		{name: "store endpoint without a store", src: "checkpoint_store_endpoint = \"h:1\"\n", err: []string{"need checkpoint_store"}},
 		{name: "bad checkpoint cap", src: "\ncheckpoint_max_bytes_per_owner = \"much\"\n", err: []string{"test.hcl:2", "checkpoint_max_bytes_per_owner"}},
 		{name: "zero checkpoint retention", src: "checkpoint_retention = 0\n", err: []string{"checkpoint_retention"}},
 		{name: "spill quota below one spill", src: "output {\n  spill_quota = \"1MB\"\n}\n", err: []string{"spill_quota"}},

@@ -132,9 +132,13 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (d *Daemon, err error
 	if d.kit, err = newOpsKit(&c, o.version, o.revision, log); err != nil {
 		return nil, err
 	}
-	undo = append(undo, func() { d.kit.close(context.Background()) })
+	kit := d.kit // the deferred undo runs after d is set to nil
+	undo = append(undo, func() { kit.close(context.Background()) })
 	pc := poolConfig(&c, interp, d.seams, log)
 	pc.Observer, pc.Quotas = d.kit.observer, quotas(&c)
+	if pc.Checkpoints.Store, err = openStore(ctx, &c, log); err != nil {
+		return nil, err
+	}
 	if d.pool, err = pool.New(pc); err != nil {
 		return nil, fmt.Errorf("start pool: %w", err)
 	}
@@ -299,8 +303,16 @@ func poolConfig(cfg *Config, interp string, sm seams, log hclog.Logger) pool.Con
 		MaxKernels: cfg.MaxKernels, MaxToolCalls: cfg.MaxToolCalls,
 		Ceiling:   pool.Limits{MemoryMax: cfg.Ceiling.MemoryMax, PidsMax: cfg.Ceiling.PidsMax, CPUMax: cfg.Ceiling.CPUMax},
 		Sandboxes: sm.Sandboxes, Env: sm.Env, Output: sm.Output, Tools: sm.Tools, Logger: log,
-		Policies: cfg.Policies(), Warm: cfg.Warm(), Checkpoints: cfg.Checkpoints,
+		Policies: cfg.Policies(), Warm: cfg.Warm(), Checkpoints: poolCheckpoints(cfg.Checkpoints),
 	}
+}
+
+// poolCheckpoints maps checkpoint_idle = 0 (off) onto the pool's -1.
+func poolCheckpoints(c pool.CheckpointConfig) pool.CheckpointConfig {
+	if c.Idle == 0 {
+		c.Idle = -1
+	}
+	return c
 }
 
 func newHTTPServer(h http.Handler, log hclog.Logger) *http.Server {

@@ -219,6 +219,16 @@ func (o outputFilter) Finish(stdout, stderr, spillDir string, cell int) (pool.Ce
 	return pool.CellOutput(out), err // identical fields by design
 }
 
+// FinishClipped makes the inline tail and the spill's end the real end of
+// a stream the kernel clipped.
+func (o outputFilter) FinishClipped(stdout, stderr pool.Clipped, spillDir string, cell int) (pool.CellOutput, error) {
+	out, err := o.f.FinishClipped(envscrub.Clipped(stdout), envscrub.Clipped(stderr), spillDir, cell)
+	return pool.CellOutput(out), err
+}
+
+// SpillCap makes each kernel keep what a spill can hold.
+func (f outputFactory) SpillCap() int { return f.p.SpillCap() }
+
 // toolFactory adapts rpcsock.
 type toolFactory struct{ log hclog.Logger }
 

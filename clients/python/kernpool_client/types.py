@@ -18,6 +18,7 @@ __all__ = [
     "KernelResult",
     "Display",
     "Result",
+    "ExceptionInfo",
     "ToolCall",
     "KernelInfo",
     "Variable",
@@ -70,6 +71,7 @@ def _parsers() -> Dict[str, Callable[[Any, str], Any]]:
         "Any": lambda v, where: v,
         "Isolation": nested(Isolation),
         "Optional[Isolation]": nested(Isolation),
+        "Optional[ExceptionInfo]": nested(ExceptionInfo),
         "KernelResult": nested(KernelResult),
         "List[Display]": nested_list(Display),
         "List[Variable]": nested_list(Variable),
@@ -150,6 +152,17 @@ class Display(_FromJSON):
 
 
 @dataclass
+class ExceptionInfo(_FromJSON):
+    """The exception a cell raised, as Jupyter's error message carries it
+    (docs/api.md "exception"): ``"".join(traceback)`` is the traceback text."""
+
+    ename: str = ""
+    evalue: str = ""
+    traceback: List[str] = field(default_factory=list)
+
+
+
+@dataclass
 class Result(_FromJSON):
     """A settled cell. A failed cell is a Result too: check ``status``."""
 
@@ -157,6 +170,11 @@ class Result(_FromJSON):
     output: str = ""
     exit_code: int = 0
     error: str = ""
+    # The two streams apart (stderr without the traceback), and the
+    # exception structured; output and error keep the combined texts.
+    stdout: str = ""
+    stderr: str = ""
+    exception: Optional[ExceptionInfo] = None
     duration_seconds: float = 0.0
     tool_calls_made: int = 0
     kernel: KernelResult = field(default_factory=KernelResult)

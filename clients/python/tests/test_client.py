@@ -29,6 +29,16 @@ def test_failed_cell_is_a_result(client: Client) -> None:
     assert "ZeroDivisionError" in r.error
 
 
+def test_exception_and_streams_apart(client: Client) -> None:
+    r = client.execute("import sys\nprint('out')\nprint('err', file=sys.stderr)\nundefined_name", owner="py-exc")
+    assert r.stdout == "out\n" and r.stderr == "err\n", r
+    e = r.exception
+    assert e is not None and e.ename == "NameError" and e.evalue == "name 'undefined_name' is not defined"
+    assert e.traceback[0] == "Traceback (most recent call last):\n" and "".join(e.traceback) in r.output
+    ok = client.execute("print('fine')", owner="py-exc")
+    assert ok.exception is None and ok.stdout == "fine\n" and ok.stderr == ""
+
+
 def test_state_across_calls(client: Client) -> None:
     first = client.execute("x = 21\nimport math", owner="py-state")
     second = client.execute("print(x * 2, math.floor(2.5))", owner="py-state")

@@ -1,0 +1,87 @@
+// The client's API; the API's own types (Result, KernelList, ...) are
+// generated from docs/openapi.json into types.d.ts.
+import type {
+  Display, ErrorCode, Health, InterruptResponse, KernelList, KillResponse, Limits,
+  Result, ShutdownResponse, StreamEvent, ToolAnswer, ToolAnswered, ToolCall, Variables,
+} from './types.js';
+
+export * from './types.js';
+
+export const DEFAULT_MAX_LINE_BYTES: number;
+export const MAX_ERROR_BYTES: number;
+export const DEFAULT_MAX_SPILL_BYTES: number;
+export const MAX_CONCURRENT_TOOL_CALLS: number;
+
+export interface ClientOptions {
+  /** The daemon's Unix socket (default: as the CLI, defaultSocket()). */
+  socket?: string;
+  /** The daemon's network API instead, `https://host:port`. */
+  url?: string;
+  /** Sent as `Authorization: Bearer <token>` (refused over plain http:). */
+  token?: string;
+  /** TLS: the CA to trust, and a client certificate and its key (PEM). */
+  ca?: string | Buffer | Array<string | Buffer>;
+  cert?: string | Buffer;
+  key?: string | Buffer;
+  /** Bounds every request but execute/stream (default 60000). */
+  timeoutMs?: number;
+  /** Bounds one JSON answer or stream event (default 16 MiB). */
+  maxLineBytes?: number;
+}
+
+export interface ExecuteOptions {
+  owner?: string;
+  mode?: string;
+  interpreter?: string;
+  cwd?: string;
+  tools?: string[];
+  reset?: boolean;
+  /** `"30s"`, `"2m"` or seconds. */
+  timeout?: string | number;
+  passthrough?: string[];
+  limits?: Limits;
+  maxToolCalls?: number;
+  /** Aborting closes the connection, which interrupts the cell. */
+  signal?: AbortSignal;
+}
+
+export interface ExecuteCallbacks {
+  onStdout?: (text: string) => void;
+  onStderr?: (text: string) => void;
+  onDisplay?: (display: Display) => void;
+  /** Its value (a string as is, else JSON) answers the call; a throw raises ToolError in the cell. */
+  onToolCall?: (call: ToolCall) => unknown | Promise<unknown>;
+}
+
+export class APIError extends Error {
+  readonly status: number;
+  readonly code: ErrorCode | string;
+  readonly apiMessage: string;
+  /** Retry-After in seconds (429 quota, 503 capacity). */
+  readonly retryAfter: number | undefined;
+}
+export class DaemonUnavailable extends Error {
+  readonly where: string;
+}
+export class ProtocolError extends Error {}
+
+export function defaultSocket(env?: Record<string, string | undefined>): string;
+export function toolResultText(value: unknown): string;
+
+export class Client {
+  constructor(opts?: ClientOptions);
+  close(): void;
+  execute(code: string, opts?: ExecuteOptions & ExecuteCallbacks): Promise<Result>;
+  stream(code: string, opts?: ExecuteOptions): AsyncGenerator<StreamEvent, void, undefined>;
+  answerToolCall(id: string, answer: ToolAnswer): Promise<ToolAnswered>;
+  interrupt(kernelId: string): Promise<InterruptResponse>;
+  interruptOwner(owner: string, mode?: string): Promise<InterruptResponse>;
+  variables(kernelId: string): Promise<Variables>;
+  variablesByOwner(owner: string, mode?: string): Promise<Variables>;
+  kernels(): Promise<KernelList>;
+  kill(kernelId: string): Promise<KillResponse>;
+  shutdown(owner: string): Promise<ShutdownResponse>;
+  health(): Promise<Health>;
+  spill(kernelId: string, name: string, maxBytes?: number): Promise<string>;
+  metrics(): Promise<string>;
+}

@@ -1,0 +1,363 @@
+// kernpool's Node.js client: HTTP/1.1 over the daemon's Unix socket (or
+// https to its network listener), standard library only. Types: index.d.ts.
+import http from 'node:http';
+import https from 'node:https';
+import os from 'node:os';
+import path from 'node:path';
+
+// Bounds on what a daemon can make this process hold (docs/api.md "Caps":
+// a result is under 2.1 MiB plus at most 4 MiB of displays, one display
+// event at most 4 MiB of JSON). A longer answer or stream line is a
+// ProtocolError, never an allocation.
+export const DEFAULT_MAX_LINE_BYTES = 16 << 20;
+export const MAX_ERROR_BYTES = 1 << 20;
+// A spill file is at most output.spill_cap (5,000,000 bytes by default).
+export const DEFAULT_MAX_SPILL_BYTES = 64 << 20;
+// Tool calls one execute answers at once; past it a call is refused.
+export const MAX_CONCURRENT_TOOL_CALLS = 64;
+
+/** A non-2xx answer of the API (or an error event of a stream). */
+export class APIError extends Error {
+  constructor(status, code, message, retryAfter) {
+    super(`${code} (HTTP ${status}): ${message}`);
+    this.name = 'APIError';
+    this.status = status;
+    this.code = code;
+    this.apiMessage = message;
+    this.retryAfter = retryAfter;
+  }
+}
+
+/** No daemon answers where the client dials. */
+export class DaemonUnavailable extends Error {
+  constructor(where, cause) {
+    super(`no kernpool daemon at ${where}: ${cause.message}`, { cause });
+    this.name = 'DaemonUnavailable';
+    this.where = where;
+  }
+}
+
+/** The daemon's answer broke the protocol (too large, not JSON, cut short). */
+export class ProtocolError extends Error {
+  constructor(message) {
+    super(message);
+    this.name = 'ProtocolError';
+  }
+}
+
+/** The socket the CLI dials by default (cmd/kernpool/paths.go). */
+export function defaultSocket(env = process.env) {
+  if (env.KERNPOOL_SOCKET) return env.KERNPOOL_SOCKET;
+  const uid = typeof process.getuid === 'function' ? process.getuid() : -1;
+  let base;
+  if (uid === 0) base = '/run/kernpool';
+  else if (env.XDG_RUNTIME_DIR) base = path.join(env.XDG_RUNTIME_DIR, 'kernpool');
+  else if (uid >= 0) base = path.join(env.TMPDIR || '/tmp', `kernpool-${uid}`);
+  else base = path.join(os.tmpdir(), 'kernpool');
+  return path.join(base, 'kernpool.sock');
+}
+
+const seg = (s) => {
+  if (typeof s !== 'string' || s === '') throw new TypeError('a kernel id, owner or name must be a non-empty string');
+  return encodeURIComponent(s);
+};
+
+function retryAfter(res) {
+  const v = res.headers['retry-after'];
+  return typeof v === 'string' && /^\s*\d+\s*$/.test(v) ? Number(v) : undefined;
+}
+
+function parseJSON(buf, what) {
+  try {
+    return JSON.parse(buf.toString('utf8'));
+  } catch (e) {
+    throw new ProtocolError(`${what}: not JSON: ${e.message}`);
+  }
+}
+
+// Reads the whole body, failing once it passes limit bytes.
+async function readBody(res, limit, what) {
+  const chunks = [];
+  let n = 0;
+  try {
+    for await (const c of res) {
+      n += c.length;
+      if (n > limit) {
+        res.destroy();
+        throw new ProtocolError(`${what}: the answer is over ${limit} bytes`);
+      }
+      chunks.push(c);
+    }
+  } catch (e) {
+    if (e instanceof ProtocolError) throw e;
+    throw new ProtocolError(`${what}: reading the answer: ${e.message}`);
+  }
+  return Buffer.concat(chunks);
+}
+
+async function apiError(res, what) {
+  const raw = await readBody(res, MAX_ERROR_BYTES, what);
+  let body;
+  try { body = JSON.parse(raw.toString('utf8')); } catch { body = null; }
+  if (body && typeof body.error === 'string' && typeof body.code === 'string') {
+    return new APIError(res.statusCode, body.code, body.error, retryAfter(res));
+  }
+  const text = raw.subarray(0, 200).toString('utf8').trim();
+  return new APIError(res.statusCode, 'internal', `HTTP ${res.statusCode}: ${text}`, retryAfter(res));
+}
+
+// The events of an NDJSON body, each line bounded by limit bytes.
+async function* ndjson(res, limit, what) {
+  let parts = [];
+  let n = 0;
+  try {
+    for await (const chunk of res) {
+      let c = chunk;
+      for (let i = c.indexOf(10); i >= 0; i = c.indexOf(10)) {
+        if (n + i > limit) throw new ProtocolError(`${what}: a stream line is over ${limit} bytes`);
+        parts.push(c.subarray(0, i));
+        const line = Buffer.concat(parts);
+        parts = [];
+        n = 0;
+        c = c.subarray(i + 1);
+        if (line.length > 0) yield parseJSON(line, what);
+      }
+      n += c.length;
+      if (n > limit) throw new ProtocolError(`${what}: a stream line is over ${limit} bytes`);
+      if (c.length) parts.push(c);
+    }
+  } finally {
+    res.destroy();
+  }
+  if (n > 0) throw new ProtocolError(`${what}: the stream ended inside a line`);
+}
+
+function executeBody(code, o) {
+  if (typeof code !== 'string') throw new TypeError('code must be a string');
+  const body = { code, stream: true };
+  const copy = { owner: 'owner', mode: 'mode', interpreter: 'interpreter', cwd: 'cwd', timeout: 'timeout',
+    limits: 'limits', maxToolCalls: 'max_tool_calls', tools: 'tools', passthrough: 'passthrough' };
+  for (const [k, wire] of Object.entries(copy)) if (o[k] !== undefined && o[k] !== null) body[wire] = o[k];
+  if (o.reset) body.reset = true;
+  for (const k of ['tools', 'passthrough']) {
+    if (body[k] !== undefined && !Array.isArray(body[k])) throw new TypeError(`${k} must be an array of strings`);
+  }
+  return body;
+}
+
+/** A result's wire form of a tool's return value: a string as is, else its JSON. */
+export function toolResultText(v) {
+  return typeof v === 'string' ? v : JSON.stringify(v ?? null);
+}
+
+export class Client {
+  /** @param {import('./index').ClientOptions} [opts] */
+  constructor(opts = {}) {
+    this.maxLineBytes = opts.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES;
+    this.timeoutMs = opts.timeoutMs ?? 60_000;
+    this.token = opts.token;
+    const agentOpts = { keepAlive: true };
+    if (opts.url) {
+      const u = new URL(opts.url);
+      if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new TypeError(`url ${opts.url}: only https: (or http:) is served`);
+      if (u.protocol === 'http:' && opts.token) {
+        throw new TypeError('refusing to send a bearer token over plain http: use https');
+      }
+      this.where = u.origin;
+      this.mod = u.protocol === 'https:' ? https : http;
+      this.base = { protocol: u.protocol, hostname: u.hostname.replace(/^\[|\]$/g, ''), port: u.port || undefined };
+      if (u.protocol === 'https:') Object.assign(agentOpts, { ca: opts.ca, cert: opts.cert, key: opts.key });
+    } else {
+      const socket = opts.socket || defaultSocket();
+      this.where = socket;
+      this.mod = http;
+      this.base = { socketPath: socket };
+    }
+    this.agent = new this.mod.Agent(agentOpts);
+  }
+
+  /** Closes the client's idle kept-alive connections. */
+  close() {
+    this.agent.destroy();
+  }
+
+  // Sends one request; resolves with the response once its head arrived.
+  _send(method, p, body, { timeoutMs, signal } = {}) {
+    const data = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+    const headers = { Accept: 'application/json, application/x-ndjson' };
+    // Over the socket the host is ignored; over https it names the server the certificate must match.
+    if (this.base.socketPath) headers.Host = 'kernpool';
+    if (data) Object.assign(headers, { 'Content-Type': 'application/json', 'Content-Length': data.length });
+    if (this.token) headers.Authorization = `Bearer ${this.token}`;
+    return new Promise((resolve, reject) => {
+      const req = this.mod.request({ ...this.base, agent: this.agent, method, path: p, headers, signal });
+      let connected = false;
+      req.on('socket', (s) => {
+        if (!s.connecting) connected = true;
+        else s.once('connect', () => { connected = true; });
+        if (timeoutMs) {
+          req.setTimeout(timeoutMs, () => req.destroy(new ProtocolError(`${method} ${p}: no answer within ${timeoutMs} ms`)));
+        }
+      });
+      req.on('response', resolve);
+      req.on('error', (e) => {
+        if (e instanceof ProtocolError || e.name === 'AbortError') reject(e);
+        else if (!connected) reject(new DaemonUnavailable(this.where, e));
+        else reject(new ProtocolError(`${method} ${p}: ${e.message}`));
+      });
+      req.end(data);
+    });
+  }
+
+  // One JSON request and its JSON answer (bounded); a non-2xx is an APIError.
+  async _json(method, p, body, limit = this.maxLineBytes) {
+    const what = `${method} ${p}`;
+    const res = await this._send(method, p, body, { timeoutMs: this.timeoutMs });
+    if (res.statusCode < 200 || res.statusCode > 299) throw await apiError(res, what);
+    return parseJSON(await readBody(res, limit, what), what);
+  }
+
+  /**
+   * The raw event stream of one cell: stdout, stderr, display, tool_call
+   * events, then the result event (the last). An error event is thrown as
+   * an APIError. Answer tool_call events with answerToolCall. Leaving the
+   * loop early closes the connection, which interrupts the cell.
+   */
+  async *stream(code, opts = {}) {
+    const what = 'POST /v1/execute';
+    const res = await this._send('POST', '/v1/execute', executeBody(code, opts), { signal: opts.signal });
+    if (res.statusCode !== 200) throw await apiError(res, what);
+    try {
+      for await (const ev of ndjson(res, this.maxLineBytes, what)) {
+        if (ev === null || typeof ev !== 'object' || typeof ev.event !== 'string') {
+          throw new ProtocolError(`${what}: a stream line is not an event`);
+        }
+        if (ev.event === 'error') throw new APIError(res.statusCode, String(ev.code), String(ev.error), undefined);
+        yield ev;
+        if (ev.event === 'result') return;
+      }
+    } catch (e) {
+      if (opts.signal?.aborted) throw opts.signal.reason;
+      if (e instanceof APIError || e instanceof ProtocolError) throw e;
+      throw new ProtocolError(`${what}: reading the stream: ${e.message}`);
+    }
+    throw new ProtocolError(`${what}: the stream ended without a result`);
+  }
+
+  /**
+   * Runs one cell and resolves with its Result (a failed cell is a Result
+   * too). Output, displays and tool calls reach the callbacks as they come;
+   * onToolCall's return value (or promise) answers the call, a throw makes
+   * it raise ToolError in the cell.
+   */
+  async execute(code, opts = {}) {
+    const pending = new Set();
+    try {
+      for await (const ev of this.stream(code, opts)) {
+        switch (ev.event) {
+          case 'stdout': opts.onStdout?.(ev.text); break;
+          case 'stderr': opts.onStderr?.(ev.text); break;
+          case 'display': opts.onDisplay?.(ev.display); break;
+          case 'tool_call': {
+            if (pending.size >= MAX_CONCURRENT_TOOL_CALLS) {
+              // Refused before the stream is read on, so a flood of calls
+              // holds at most the cap of answers in flight.
+              const error = `the client runs ${MAX_CONCURRENT_TOOL_CALLS} tool calls at once; retry later`;
+              await this.answerToolCall(ev.call.id, { error }).catch(() => {});
+              break;
+            }
+            const p = this._toolCall(ev.call, opts.onToolCall).catch(() => {});
+            pending.add(p);
+            p.finally(() => pending.delete(p));
+            break;
+          }
+          case 'result': return ev.result;
+          default: break; // event types this client does not know are skipped
+        }
+      }
+    } finally {
+      await Promise.all(pending);
+    }
+    throw new ProtocolError('POST /v1/execute: the stream ended without a result');
+  }
+
+  async _toolCall(call, handler) {
+    let answer;
+    if (!handler) answer = { error: `the client has no handler for tool ${call.tool}` };
+    else {
+      try {
+        answer = { result: toolResultText(await handler(call)) };
+      } catch (e) {
+        answer = { error: String(e?.message ?? e) };
+      }
+    }
+    return this.answerToolCall(call.id, answer);
+  }
+
+  /** Answers a pending tool call: {result: string} or {error: string}. */
+  answerToolCall(id, answer) {
+    return this._json('POST', `/v1/tool-calls/${seg(id)}`, answer);
+  }
+
+  /** Interrupts the cell running on a kernel (409 idle when none runs). */
+  interrupt(kernelId) {
+    return this._json('POST', `/v1/kernels/${seg(kernelId)}/interrupt`);
+  }
+
+  /** Interrupts the running cells of an owner's kernels (of one mode if given). */
+  interruptOwner(owner, mode) {
+    const q = mode ? `?mode=${encodeURIComponent(mode)}` : '';
+    return this._json('POST', `/v1/owners/${seg(owner)}/interrupt${q}`);
+  }
+
+  /** The user-defined names of a kernel's namespace (409 busy while a cell runs). */
+  variables(kernelId) {
+    return this._json('GET', `/v1/kernels/${seg(kernelId)}/variables`);
+  }
+
+  /** The variables of the owner's one kernel (of mode, if given), as `kernpool vars --owner`. */
+  async variablesByOwner(owner, mode) {
+    const { kernels } = await this.kernels();
+    const mine = kernels.filter((k) => k.owner === owner && (!mode || k.mode === mode));
+    if (mine.length !== 1) {
+      const why = mine.length ? `${mine.length} kernels (${mine.map((k) => k.id).join(', ')}): name one by id` : 'no kernel';
+      throw new APIError(404, 'not_found', `owner ${owner} has ${why}`, undefined);
+    }
+    return this.variables(mine[0].id);
+  }
+
+  /** The live kernels and waiting checkpoints. */
+  kernels() {
+    return this._json('GET', '/v1/kernels');
+  }
+
+  /** Kills one kernel. */
+  kill(kernelId) {
+    return this._json('DELETE', `/v1/kernels/${seg(kernelId)}`);
+  }
+
+  /** Kills every kernel of an owner. */
+  shutdown(owner) {
+    return this._json('POST', `/v1/owners/${seg(owner)}/shutdown`);
+  }
+
+  /** The daemon's health and pool counters (`stats`). */
+  health() {
+    return this._json('GET', '/v1/health');
+  }
+
+  /** A spilled cell's full stdout (a result's kernel.id and stdout_spill_name). */
+  async spill(kernelId, name, maxBytes = DEFAULT_MAX_SPILL_BYTES) {
+    const p = `/v1/kernels/${seg(kernelId)}/spill/${seg(name)}`;
+    const res = await this._send('GET', p, undefined, { timeoutMs: this.timeoutMs });
+    if (res.statusCode !== 200) throw await apiError(res, `GET ${p}`);
+    return (await readBody(res, maxBytes, `GET ${p}`)).toString('utf8');
+  }
+
+  /** The Prometheus text exposition of the daemon's metrics. */
+  async metrics() {
+    const res = await this._send('GET', '/metrics', undefined, { timeoutMs: this.timeoutMs });
+    if (res.statusCode !== 200) throw await apiError(res, 'GET /metrics');
+    return (await readBody(res, this.maxLineBytes, 'GET /metrics')).toString('utf8');
+  }
+}

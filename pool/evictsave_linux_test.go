@@ -1,0 +1,160 @@
+package pool
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// slowReduceCell defines an object whose pickling sleeps for secs
+// seconds: saving its kernel's namespace takes that long.
+func slowReduceCell(secs int) string {
+	return "import time\nclass Slow:\n    def __reduce__(self):\n        time.sleep(" + strconv.Itoa(secs) + ")\n        return (int, (0,))\nslow = Slow()\nkept = 'v'\n"
+}
+
+// liveOf returns the kernel of owner's default key (under the lock).
+func liveOf(p *Pool, owner string) *live {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, s := range p.slots {
+		if k.owner == owner {
+			return s.live
+		}
+	}
+	return nil
+}
+
+// TestEvictionDoesNotWaitForVictimSave: the victim's save sleeps 30 s in
+// its pickling; the evicting owner's first cell completes while that
+// save is still running (the order is the assertion; the latency is
+// reported), and the victim's owner gets its state back once the save
+// is done.
+func TestEvictionDoesNotWaitForVictimSave(t *testing.T) {
+	p := newPersistPool(t, func(c *Config) {
+		c.MaxKernels = 2
+		c.Checkpoints.Timeout = 2 * time.Minute // the save is never cut short here
+		c.Checkpoints.Idle = -1                 // the eviction's own save is what is measured
+	})
+	wantStatus(t, run(t, p, Request{Owner: "victim", Code: slowReduceCell(30)}), StatusSuccess)
+	victim := liveOf(p, "victim")
+	// The floor: a new owner's first cell with room in the pool (a cold
+	// start, no eviction), measured in the same run.
+	start := time.Now()
+	wantStatus(t, run(t, p, Request{Owner: "floor", Code: "1 + 1"}), StatusSuccess)
+	floor := time.Since(start)
+
+	start = time.Now()
+	res := run(t, p, Request{Owner: "requester", Code: "1 + 1"}) // evicts victim, the least recently used
+	took := time.Since(start)
+	st := p.Stats()
+	wantStatus(t, res, StatusSuccess)
+	if res.Output != "2\n" || st.Evicted != 1 {
+		t.Fatalf("requester: %+v, stats %+v", res, st)
+	}
+	// The save was still running when the requester's cell had finished.
+	if st.KernelsSaving != 1 || len(p.Checkpoints()) != 0 {
+		t.Fatalf("after the requester's cell: %d saving, checkpoints %+v; want the victim's save still in flight", st.KernelsSaving, p.Checkpoints())
+	}
+	t.Logf("the evicting request's first cell took %v while the victim's save sleeps 30 s; a first cell without eviction took %v (ratio %.2f)",
+		took, floor, took.Seconds()/floor.Seconds())
+	// End the 30 s sleep: the save fails and leaves a note, as a save
+	// past checkpoint_timeout does.
+	_ = victim.k.Kill()
+	waitSaved(t, p)
+	next := run(t, p, Request{Owner: "victim", Code: "'kept' in globals()"})
+	if next.Output != "False\n" || !strings.Contains(next.Warning, "its state was not saved: saving it failed") {
+		t.Fatalf("victim's next cell: %+v", next)
+	}
+}
+
+// TestEvictionSaveOverTimeoutLeavesNote: a victim whose save runs past
+// checkpoint_timeout leaves a note its owner's next cell reports; the
+// requester did not wait for it.
+func TestEvictionSaveOverTimeoutLeavesNote(t *testing.T) {
+	p := newPersistPool(t, func(c *Config) {
+		c.MaxKernels = 1
+		c.Checkpoints.Timeout = time.Second
+		c.Checkpoints.Idle = -1
+	})
+	wantStatus(t, run(t, p, Request{Owner: "victim", Code: slowReduceCell(30)}), StatusSuccess)
+	wantStatus(t, run(t, p, Request{Owner: "requester", Code: "pass"}), StatusSuccess)
+	if st := p.Stats(); st.KernelsSaving != 1 {
+		t.Fatalf("stats %+v: want the victim saving", st)
+	}
+	waitSaved(t, p)
+	infos := p.Checkpoints()
+	if len(infos) != 1 || infos[0].Owner != "victim" || !strings.Contains(infos[0].Refused, "saving it failed") {
+		t.Fatalf("checkpoints = %+v", infos)
+	}
+	next := run(t, p, Request{Owner: "victim", Code: "'kept' in globals()"})
+	if next.Output != "False\n" || !strings.Contains(next.Warning, "its state was not saved") {
+		t.Fatalf("victim's next cell: %+v", next)
+	}
+}
+
+// TestEvictionSavingBounded: kernels being saved count toward a bound of
+// MaxKernels: with as many saves in flight, a request that would need
+// one more is refused with ErrCapacity (503 with Retry-After over the
+// API) instead of growing the pool without bound.
+func TestEvictionSavingBounded(t *testing.T) {
+	p := newPersistPool(t, func(c *Config) {
+		c.MaxKernels = 1
+		c.Checkpoints.Timeout = 2 * time.Minute
+		c.Checkpoints.Idle = -1
+	})
+	wantStatus(t, run(t, p, Request{Owner: "v1", Code: slowReduceCell(30)}), StatusSuccess)
+	v1 := liveOf(p, "v1")
+	wantStatus(t, run(t, p, Request{Owner: "v2", Code: slowReduceCell(30)}), StatusSuccess) // v1 saving
+	v2 := liveOf(p, "v2")
+	_, err := p.Execute(context.Background(), Request{Owner: "v3", Code: "pass"})
+	if !isCapacity(err) {
+		t.Fatalf("third owner with one save in flight and max_kernels 1: %v, want ErrCapacity", err)
+	}
+	if st := p.Stats(); st.KernelsSaving != 1 || st.CapacityRefusals != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+	_ = v1.k.Kill()
+	_ = v2.k.Kill()
+	waitSaved(t, p)
+}
+
+func isCapacity(err error) bool {
+	return err != nil && strings.Contains(err.Error(), ErrCapacity.Error())
+}
+
+// TestStoreLateSaveDropped: two pools ran one owner at once (a network
+// partition); the one that saves second saves the generation the first
+// already stored, and the store keeps the first's: a late save of an
+// older generation never overwrites a newer one.
+func TestStoreLateSaveDropped(t *testing.T) {
+	shared, err := NewLocalCheckpointStore(testTempDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func() *Pool {
+		return newTestPool(t, func(c *Config) {
+			c.Policies = map[string]CellPolicy{defaultName: {Persist: true}}
+			c.Checkpoints.Store = shared
+			c.Checkpoints.Idle = -1
+		})
+	}
+	a, b := mk(), mk()
+	run(t, a, Request{Owner: "o", Code: "x = 'from a'"})
+	run(t, b, Request{Owner: "o", Code: "x = 'from b'"})
+	if err := a.Close(context.Background()); err != nil { // stores generation 1
+		t.Fatal(err)
+	}
+	if err := b.Close(context.Background()); err != nil { // generation 1 again: dropped
+		t.Fatal(err)
+	}
+	c := mk()
+	infos := c.Checkpoints()
+	if len(infos) != 1 || infos[0].Generation != 1 {
+		t.Fatalf("checkpoints = %+v", infos)
+	}
+	if res := run(t, c, Request{Owner: "o", Code: "x"}); res.Output != "'from a'\n" || !res.Kernel.Restored {
+		t.Fatalf("restored: %+v", res)
+	}
+}

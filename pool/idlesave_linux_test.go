@@ -1,0 +1,135 @@
+package pool
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// idleSaved waits for owner's idle save to be stored and returns its
+// description.
+func idleSaved(t *testing.T, p *Pool, owner string, gen uint64) CheckpointInfo {
+	t.Helper()
+	var got CheckpointInfo
+	waitFor(t, owner+"'s idle save", func() bool {
+		for _, c := range p.Checkpoints() {
+			if c.Owner == owner && c.Generation == gen {
+				got = c
+				return true
+			}
+		}
+		return false
+	})
+	if got.Reason != string(reasonIdleSave) {
+		t.Fatalf("checkpoint %+v: want reason %q", got, reasonIdleSave)
+	}
+	return got
+}
+
+// idleSaveRunning reports whether an idle save of owner's kernel runs.
+func idleSaveRunning(p *Pool, owner string) bool {
+	lv := liveOf(p, owner)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return lv != nil && lv.idleDone != nil
+}
+
+// TestIdleSaveMakesEvictionInstant: a persist kernel idle for
+// checkpoint_idle is saved once; an unchanged kernel is not saved again;
+// evicting it then saves nothing (no kernel is left saving) and its
+// owner's next kernel restores the idle save.
+func TestIdleSaveMakesEvictionInstant(t *testing.T) {
+	p := newPersistPool(t, func(c *Config) {
+		c.MaxKernels = 1
+		c.Checkpoints.Idle = 100 * time.Millisecond
+	})
+	run(t, p, Request{Owner: "a", Code: "x = 41\nimport threading\nlk = threading.Lock()"})
+	info := idleSaved(t, p, "a", 1)
+	if info.Names != 2 || info.Lost != 1 {
+		t.Fatalf("idle save = %+v", info)
+	}
+	// Due by time but unchanged: no save starts.
+	p.startIdleSaves(time.Now().Add(time.Hour))
+	if idleSaveRunning(p, "a") {
+		t.Fatal("an unchanged kernel was saved again")
+	}
+	run(t, p, Request{Owner: "b", Code: "pass"}) // evicts a: nothing to save
+	if st := p.Stats(); st.Evicted != 1 || st.KernelsSaving != 0 {
+		t.Fatalf("stats after evicting a saved kernel: %+v", st)
+	}
+	if infos := p.Checkpoints(); len(infos) != 1 || infos[0].Generation != 1 || infos[0].Reason != string(reasonIdleSave) {
+		t.Fatalf("checkpoints after the eviction = %+v (want the idle save, not a new one)", infos)
+	}
+	res := run(t, p, Request{Owner: "a", Code: "x + 1"})
+	if res.Output != "42\n" || !res.Kernel.Restored || strings.Join(res.Lost, ",") != "lk" || !strings.Contains(res.Warning, "(saved while idle)") {
+		t.Fatalf("a's next cell: %+v", res)
+	}
+}
+
+// TestIdleSaveInterruptedByCell: a cell that arrives while its kernel's
+// idle save runs (here a save that would sleep 30 s) interrupts the save
+// and runs on the same, living kernel with its state.
+func TestIdleSaveInterruptedByCell(t *testing.T) {
+	p := newPersistPool(t, func(c *Config) {
+		c.Checkpoints.Idle = 100 * time.Millisecond
+		c.Checkpoints.Timeout = 2 * time.Minute // the idle save is never cut short by its timeout
+	})
+	first := run(t, p, Request{Owner: "a", Code: slowReduceCell(30)})
+	waitFor(t, "the idle save to start", func() bool { return idleSaveRunning(p, "a") })
+	start := time.Now()
+	res := run(t, p, Request{Owner: "a", Code: "kept"})
+	t.Logf("the cell that interrupted a 30 s idle save took %v", time.Since(start))
+	if res.Output != "'v'\n" || res.Kernel.ID != first.Kernel.ID || !res.Kernel.Reused {
+		t.Fatalf("cell after the interrupted idle save: %+v", res)
+	}
+	if infos := p.Checkpoints(); len(infos) != 0 {
+		t.Fatalf("an interrupted idle save stored %+v", infos)
+	}
+	// Close would save the slow kernel for 30 s: it goes first.
+	_ = liveOf(p, "a").k.Kill()
+}
+
+// TestIdleSaveKillDrops: a kill loses the kernel's state, as it did
+// before idle saves: what its idle save stored goes with it.
+func TestIdleSaveKillDrops(t *testing.T) {
+	p := newPersistPool(t, func(c *Config) { c.Checkpoints.Idle = 100 * time.Millisecond })
+	first := run(t, p, Request{Owner: "a", Code: "x = 1"})
+	idleSaved(t, p, "a", 1)
+	if err := p.Kill(first.Kernel.ID); err != nil {
+		t.Fatal(err)
+	}
+	if infos := p.Checkpoints(); len(infos) != 0 {
+		t.Fatalf("checkpoints after kill = %+v", infos)
+	}
+	if res := run(t, p, Request{Owner: "a", Code: "'x' in globals()"}); res.Output != "False\n" || res.Kernel.Restored {
+		t.Fatalf("after kill: %+v", res)
+	}
+}
+
+// TestIdleSaveRestoresAfterCrash: node A saved an idle owner and then
+// went away without a shutdown (its kernel never saved again); node B,
+// another state dir over the same store, restores the owner's state.
+func TestIdleSaveRestoresAfterCrash(t *testing.T) {
+	shared, err := NewLocalCheckpointStore(testTempDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func() *Pool {
+		return newTestPool(t, func(c *Config) {
+			c.Policies = map[string]CellPolicy{defaultName: {Persist: true}}
+			c.Checkpoints.Store = shared
+			c.Checkpoints.Idle = 100 * time.Millisecond
+		})
+	}
+	a := mk()
+	run(t, a, Request{Owner: "o", Code: "x = 'before the crash'"})
+	idleSaved(t, a, "o", 1)
+	b := mk()
+	if res := run(t, b, Request{Owner: "o", Code: "x"}); res.Output != "'before the crash'\n" || !res.Kernel.Restored {
+		t.Fatalf("on node B: %+v", res)
+	}
+	if err := a.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
