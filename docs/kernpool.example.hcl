@@ -98,7 +98,7 @@ profile "default" {
   cpu_weight      = 100
   passthrough     = []
   network         = false   # true: the host network; false: own netns, only loopback
-  tmp_size        = "64MiB" # each private /tmp, /var/tmp, /dev/shm (counts as memory)
+  tmp_size        = "64MiB" # each private tmpfs: /tmp, /var/tmp, /dev/shm, /run/lock, staging (counts as memory)
   spares          = 2       # kernels started ahead for new owners (count toward max_kernels)
   preload         = []      # modules every kernel imports before its first cell, e.g. ["pandas"]
   persist         = false   # true: evicted, reaped or drained kernels keep their variables
@@ -111,6 +111,7 @@ profile "untrusted" {
   cpu_max       = 0.5
   network       = false
   tmp_size      = "16MiB"
+  pty_max       = 4         # ptys of its own devpts (default 16)
 }
 
 # Per-request limit overrides may not exceed these.

@@ -249,6 +249,9 @@ func (d *Daemon) cleanup() {
 	if d.t.Failed() {
 		d.t.Logf("daemon log tail (%s):\n%s", d.Log, d.LogTail(60))
 	}
+	for _, m := range mountsBelow(d.State) { // a killed daemon's staging mounts
+		_ = syscall.Unmount(m, syscall.MNT_DETACH)
+	}
 	_ = os.RemoveAll(d.Base)
 }
 

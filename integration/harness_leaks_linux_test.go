@@ -27,12 +27,13 @@ type Leaks struct {
 	Cgroups []string
 	Staging []string
 	Sockets []string
+	Mounts  []string // staging tmpfs left mounted below the state dir
 	FDs     []string
 }
 
 // Empty reports whether nothing was left.
 func (l Leaks) Empty() bool {
-	return len(l.Procs)+len(l.Cgroups)+len(l.Staging)+len(l.Sockets)+len(l.FDs) == 0
+	return len(l.Procs)+len(l.Cgroups)+len(l.Staging)+len(l.Sockets)+len(l.Mounts)+len(l.FDs) == 0
 }
 
 func (l Leaks) String() string {
@@ -50,6 +51,7 @@ func (l Leaks) String() string {
 	section("cgroup dirs", l.Cgroups)
 	section("staging dirs", l.Staging)
 	section("sockets", l.Sockets)
+	section("mounts", l.Mounts)
 	section("daemon fds beyond its start-up baseline", l.FDs)
 	return b.String()
 }
@@ -103,10 +105,32 @@ func (d *Daemon) scan(daemonAlive bool) Leaks {
 		}
 		return nil
 	})
+	if daemonAlive {
+		// A killed daemon's staging mounts stay until the next one starts
+		// on the state dir (isolate unmounts them then): leaks only while
+		// a daemon runs.
+		l.Mounts = mountsBelow(d.State)
+	}
 	if pid := d.Pid(); daemonAlive && pid != 0 {
 		l.FDs = extraFDs(d.baseFDs, listFDs(pid))
 	}
 	return l
+}
+
+// mountsBelow lists the mount points below dir in this (the daemon's)
+// mount namespace.
+func mountsBelow(dir string) []string {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			out = append(out, f[4])
+		}
+	}
+	return out
 }
 
 // scanProcs finds processes that belong to this daemon's kernels: their
@@ -357,6 +381,9 @@ func (d *Daemon) AssertClean(t *testing.T) {
 func (d *Daemon) killLeaks(l Leaks) {
 	for _, pid := range l.pids {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	for _, m := range l.Mounts {
+		_ = syscall.Unmount(m, syscall.MNT_DETACH)
 	}
 	for _, cg := range l.Cgroups {
 		_ = os.WriteFile(filepath.Join(cg, "cgroup.kill"), []byte("1"), 0o644) // v2 only; absent on v1

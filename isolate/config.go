@@ -19,6 +19,10 @@ import (
 // DefaultProfile is the profile a mode without its own profile uses.
 const DefaultProfile = "default"
 
+// maxPtyMax bounds Profile.PtyMax: a kernel's devpts must stay far below
+// the host's kernel.pty.max (4096 by default, 1024 of them reserved).
+const maxPtyMax = 256
+
 // cpuPeriod is the CFS period used for CPU quotas (100 ms, the kernel default).
 const cpuPeriod = 100000
 
@@ -104,6 +108,10 @@ type Profile struct {
 	// /var/tmp and /dev/shm (InitStep; 0: 64 MiB). Their pages count
 	// against the kernel's memory limit.
 	TmpSize int64
+	// PtyMax is how many ptys the kernel's own devpts instance holds
+	// (InitStep; 0: 16). They count toward the host's kernel.pty.nr, but
+	// never more than this per kernel.
+	PtyMax int
 	// NoNetwork, without InitStep, gives the kernel an empty network
 	// namespace (loopback down). Under InitStep the network namespace is
 	// the default and Network opts out of it.
@@ -319,6 +327,9 @@ func (c *Config) validate() error {
 		}
 		if p.TmpSize < 0 {
 			return fmt.Errorf("%w: profile %q has a negative tmp_size", ErrBadConfig, name)
+		}
+		if p.PtyMax < 0 || p.PtyMax > maxPtyMax {
+			return fmt.Errorf("%w: profile %q: pty_max %d: want 0 (default) to %d", ErrBadConfig, name, p.PtyMax, maxPtyMax)
 		}
 		if p.PrivateTmp && !c.InitStep {
 			return fmt.Errorf("%w: profile %q: private /tmp needs the kernel init step (Linux, a root daemon): %w", ErrBadConfig, name, ErrUnsupported)

@@ -5,9 +5,12 @@
 // daemon is root, and a cgroup (package cgroup) holding its limits. On
 // Linux with a root daemon every kernel starts through the kernel init step
 // (package kinit, Config.InitStep): its own mount, pid, ipc, uts and network
-// namespaces, private tmpfs on /tmp, /var/tmp and /dev/shm, a fresh /proc
-// and a seccomp filter (compiled here, seccomp_linux.go), all before user
-// code; New probes it (ProbeInit) and fails rather than run with less.
+// namespaces and a cgroup namespace, private tmpfs on /tmp, /var/tmp,
+// /dev/shm and every other host dir a kernel uid could write (found at New,
+// hostpaths_linux.go; the rest read-only), its own devpts and mqueue, a
+// fresh /proc and a seccomp filter (compiled here, seccomp_linux.go), all
+// before user code; New probes it (ProbeInit) and fails rather than run
+// with less. The staging dir is a capped tmpfs of the kernel's own.
 // Isolator is the pool's SandboxFactory; Sandbox implements kernel.Sandbox.
 //
 // It fails closed: in sandbox mode (Config.Isolation, the default) New
@@ -24,5 +27,7 @@
 // start are not used. Like systemd's DynamicUser, a uid belongs to one live
 // kernel and is freed only after its cgroup is empty; the least recently
 // used free uid is leased next, after what its previous tenant left in the
-// host's world-writable dirs and SysV IPC was removed.
+// host's world-writable dirs and SysV IPC was removed (a bounded scrub that
+// never withholds the uid); a uid retired because its processes outlived
+// its kernel comes back once none runs.
 package isolate

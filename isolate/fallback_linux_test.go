@@ -84,7 +84,8 @@ func TestCheckAccess(t *testing.T) {
 		{"relative interpreter", "python3", "", "absolute"},
 		{"missing interpreter", "/nonexistent/python3", "", "does not exist"},
 		{"interpreter not executable by uid", script, "", "cannot execute"},
-		{"cwd not enterable", testenv.Python, private, "cannot search"},
+		{"cwd not enterable", testenv.Python, private, "cannot search " + private},
+		{"the fix is named", testenv.Python, private, "run: chmod o+x " + private},
 		{"cwd is a file", testenv.Python, testenv.Python, "not a directory"},
 	}
 	for _, c := range cases {

@@ -164,7 +164,8 @@ func modeAllows(path string, uid, gid int, bit uint32) error {
 		if st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
 			what = "execute"
 		}
-		return fmt.Errorf("%w: uid %d cannot %s %s (mode %04o, owner %d:%d)", ErrAccess, uid, what, path, st.Mode&0o7777, st.Uid, st.Gid)
+		return fmt.Errorf("%w: uid %d cannot %s %s (mode %04o, owner %d:%d; to let kernels through, run: chmod o+x %s)",
+			ErrAccess, uid, what, path, st.Mode&0o7777, st.Uid, st.Gid, path)
 	}
 	return nil
 }

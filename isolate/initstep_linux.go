@@ -85,8 +85,14 @@ func (s *Sandbox) wrapInit(cmd *exec.Cmd, staging string, placement []string) er
 	cfg := kinit.Config{
 		Path: cmd.Path, Args: cmd.Args, Dir: cmd.Dir, UID: s.uid, GID: s.gid,
 		CgroupProcs: placement, Rlimits: initRlimits(s.iso.cfg.Rlimits),
-		Network: s.profile.Network, TmpSize: s.profile.TmpSize,
+		Network: s.profile.Network, TmpSize: s.profile.TmpSize, PtyMax: s.profile.PtyMax,
+		Private: s.iso.hostPaths.Private, ReadOnly: s.iso.hostPaths.ReadOnly,
+		Staging: staging, Hide: filepath.Dir(staging),
 		Keep: []string{s.iso.cfg.StateDir, staging, cmd.Dir}, Peer: os.Getpid(), Seccomp: s.iso.seccomp,
+		BaseMounts: s.iso.baseMounts,
+	}
+	if s.group != nil {
+		cfg.KillFile = s.group.KillFile()
 	}
 	initEnv, err := cfg.Env()
 	if err != nil {

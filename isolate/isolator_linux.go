@@ -22,6 +22,13 @@ type Isolator struct {
 	useInit  bool     // kernels start through the init step (it works here)
 	seccomp  [][]byte // compiled filters the init step loads
 	initPath string   // the init step's binary (ResolveInitPath)
+	scrubs   scrubStats
+	// hostPaths are the host dirs a kernel uid could write: the init step
+	// makes each private or read-only (found at New under the init step).
+	hostPaths hostPaths
+	// baseMounts: only the earlier sandbox's mounts (benchmarks set it to
+	// measure the others; kinit.Config.BaseMounts).
+	baseMounts bool
 }
 
 // New validates cfg, detects the host's cgroup mode, creates (or checks
@@ -51,6 +58,7 @@ func New(cfg Config) (*Isolator, error) {
 	if err := i.setupUIDs(root); err != nil {
 		return nil, err
 	}
+	i.findHostPaths()
 	if err := i.report.enforce(); err != nil {
 		return nil, err // before any cgroup is touched
 	}
@@ -160,7 +168,12 @@ func (i *Isolator) setupUIDs(root bool) error {
 	if lockDir == "" {
 		lockDir = DefaultUIDLockDir
 	}
-	if err := os.MkdirAll(lockDir, 0o700); err != nil {
+	// Its parent (/run/kernpool by default) is where the daemon's socket
+	// and state dir live too: kernels must be able to traverse it.
+	if err := os.MkdirAll(filepath.Dir(lockDir), 0o711); err != nil {
+		return fmt.Errorf("uid lock dir: %w", err)
+	}
+	if err := os.Mkdir(lockDir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("uid lock dir: %w", err)
 	}
 	i.uids = newUIDPool(first, last, i.cfg.PerOwnerUID, lockDir, nil)
@@ -168,15 +181,42 @@ func (i *Isolator) setupUIDs(root bool) error {
 	if dirs == nil {
 		dirs = DefaultScrubDirs()
 	}
-	i.uids.scrub = func(uid int) error {
-		err := scrubUID(dirs, uid)
+	i.uids.scrub = func(uid int) {
+		res, err := scrubUID(dirs, uid)
+		i.scrubs.record(res, err)
 		if err != nil {
-			i.log.Error("cannot remove what a previous kernel of this uid left; the uid is retired", "uid", uid, "error", err)
+			// Not a reason to withhold the uid: what is left is the previous
+			// tenant's, and a sandboxed kernel's private mounts hide it.
+			i.log.Warn("a previous kernel of this uid left entries the scrub did not remove", "uid", uid,
+				"removed", res.Removed, "visited", res.Visited, "error", err)
 		}
-		return err
 	}
+	i.uids.busy = func(uid int) bool { return len(procUIDs()[uid]) > 0 }
 	i.report.RunAsUser, i.report.UIDFirst, i.report.UIDLast, i.report.PerOwnerUID = true, first, last, i.cfg.PerOwnerUID
 	return nil
+}
+
+// findHostPaths walks the host once for the directories kernel uids could
+// write, which every kernel's init makes private or read-only. A walk that
+// fails is a Lost protection: sandbox mode refuses to start.
+func (i *Isolator) findHostPaths() {
+	if !i.useInit || i.uids == nil {
+		return
+	}
+	lockDir := i.cfg.UIDLockDir
+	if lockDir == "" {
+		lockDir = DefaultUIDLockDir
+	}
+	hp, err := findHostPaths(i.cfg.UIDRange[0], i.cfg.UIDRange[1], []string{i.cfg.StateDir, lockDir})
+	if err != nil {
+		i.report.Lost = append(i.report.Lost, "private or read-only host paths: "+err.Error())
+		i.report.Advice = append(i.report.Advice, "see `kernpool doctor`")
+		return
+	}
+	i.hostPaths = hp
+	i.report.PrivatePaths, i.report.ReadOnlyPaths = hp.Private, hp.ReadOnly
+	i.log.Info("host paths kernels could write are private or read-only in every kernel",
+		"private", strings.Join(hp.Private, " "), "read_only", strings.Join(hp.ReadOnly, " "), "dirs", hp.Dirs, "took", hp.Took)
 }
 
 func taintedUIDs(first, last int) map[int]bool {
@@ -221,6 +261,11 @@ func (i *Isolator) setupCgroups() {
 	res, err := m.Sweep()
 	if err != nil {
 		i.log.Error("sweep of leftover kernel groups incomplete", "error", err)
+	}
+	if os.Geteuid() == 0 {
+		if err := unmountStale(i.cfg.StateDir); err != nil {
+			i.log.Error("cannot unmount a dead instance's staging dirs", "error", err)
+		}
 	}
 	i.report.Swept = len(res.Groups)
 	// Staging dirs hold tenant files: ours, and those of a dead daemon

@@ -78,7 +78,7 @@ func TestScrubRemovesOnlyTheUIDsFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = os.Lchown(filepath.Join(ww, "link"), uid, uid)
-	if err := scrubUID([]string{ww, filepath.Join(root, "missing")}, uid); err != nil {
+	if _, err := scrubUID([]string{ww, filepath.Join(root, "missing")}, uid); err != nil {
 		t.Fatal(err)
 	}
 	for _, gone := range []string{"mine", "mydir", "shared/mine-too", "link"} {

@@ -51,6 +51,9 @@ type Report struct {
 	InitStep bool
 	// InitPath is the binary run as each kernel's init.
 	InitPath string
+	// PrivatePaths and ReadOnlyPaths are the host dirs kernel uids could
+	// write, found at start: a private tmpfs, or read-only, in every kernel.
+	PrivatePaths, ReadOnlyPaths []string
 	// Profiles is what a kernel of each mode gets (uid -1: one from the
 	// range, or the daemon's; limits as configured, before per-request
 	// overrides), by mode name.
@@ -108,7 +111,10 @@ func (r Report) String() string {
 	w("rlimits", orNone(r.Rlimits))
 	w("namespaces", orNone(strings.Join(r.Namespaces, ", ")))
 	if r.InitStep {
-		w("init step", r.InitPath+": private /tmp, /var/tmp, /dev/shm; own /proc; umask 077; orphans reaped")
+		w("init step", r.InitPath+": private /tmp, /var/tmp, /dev/shm, staging dir; own /proc, devpts, mqueue, cgroup namespace; umask 077; orphans reaped")
+		if len(r.PrivatePaths)+len(r.ReadOnlyPaths) > 0 {
+			w("host paths", "private: "+strings.Join(r.PrivatePaths, " ")+"; read-only: "+strings.Join(r.ReadOnlyPaths, " "))
+		}
 	} else {
 		w("init step", "off: kernels share /tmp, /dev/shm, SysV IPC, the network and /proc with the host")
 	}

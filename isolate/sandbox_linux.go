@@ -34,13 +34,15 @@ type Sandbox struct {
 	// isolation is what is enforced, limits read back from the group.
 	isolation kernel.Isolation
 
-	mu       sync.Mutex
-	init     *initStep // nil without the init step
-	cgfd     *os.File
-	pid      int
-	released bool
-	verdict  kernel.Verdict
-	relErr   error
+	mu   sync.Mutex
+	init *initStep // nil without the init step
+	cgfd *os.File
+	pid  int
+	// stagingMount is the staging dir's own tmpfs ("" when none).
+	stagingMount string
+	released     bool
+	verdict      kernel.Verdict
+	relErr       error
 }
 
 var _ kernel.Sandbox = (*Sandbox)(nil)
@@ -222,6 +224,7 @@ func (s *Sandbox) Release() (kernel.Verdict, error) {
 		s.verdict.Reported, s.verdict.ExitCode, s.verdict.Signal = s.init.exitStatus()
 		s.closeInit()
 	}
+	s.unmountStaging()
 	if s.uid >= 0 {
 		if clean {
 			s.iso.uids.release(s.uid)

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -152,15 +152,29 @@ func TestEscapedDescendantsDieOnEveryTeardown(t *testing.T) {
 	}
 }
 
+// cgroupMountOf is the cgroup2 mount point holding path.
+func cgroupMountOf(t *testing.T, path string) string {
+	t.Helper()
+	for _, m := range []string{"/sys/fs/cgroup/unified", "/sys/fs/cgroup"} {
+		if strings.HasPrefix(path, m+"/") {
+			return m
+		}
+	}
+	t.Fatalf("%s is under no cgroup2 mount", path)
+	return ""
+}
+
 func TestKernelStartsConfined(t *testing.T) {
 	testenv.RequireCgroupMode(t, cgroup.DetectMode(""), cgroup.ModeLegacy, cgroup.ModeHybrid, cgroup.ModeUnified)
 	testenv.RequirePython(t)
 	iso := newIso(t, nil)
 	k, sb := startKernel(t, iso, "alice", "default", Limits{})
 	if kf := sb.group.KillFile(); kf != "" {
-		// The runner writes it when its host dies.
-		if r := run(t, k, fmt.Sprintf("import os\nprint(os.access(%q, os.W_OK))", kf)); strings.TrimSpace(r.Stdout) != "True" {
-			t.Errorf("kernel cannot write its cgroup.kill %s", kf)
+		// The runner writes it when its host dies; in the kernel's cgroup
+		// namespace its group is the root of the cgroup2 mount.
+		inNS := filepath.Join(cgroupMountOf(t, kf), "cgroup.kill")
+		if r := run(t, k, fmt.Sprintf("import os\nprint(os.access(%q, os.W_OK))", inNS)); strings.TrimSpace(r.Stdout) != "True" {
+			t.Errorf("kernel cannot write its cgroup.kill %s (%s on the host)", inNS, kf)
 		}
 	}
 	r := run(t, k, `import os, resource
@@ -168,7 +182,7 @@ print(os.getuid(), os.getgid(), os.getgroups())
 print(resource.getrlimit(resource.RLIMIT_CORE), resource.getrlimit(resource.RLIMIT_NOFILE))
 print([l for l in open("/proc/self/status") if l.startswith("NoNewPrivs")][0].split()[1])
 print(os.getpgrp() == os.getpid())
-print(open("/proc/self/cgroup").read().count("/`+sb.id+`"))
+print(open("/proc/self/cgroup").read().count("`+sb.id+`"))
 print(sorted(k for k in os.environ if k.startswith(("KERNPOOL_CGROUP", "KERNPOOL_RLIMITS", "KERNPOOL_NO_NEW"))))
 `)
 	lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
@@ -187,8 +201,13 @@ print(sorted(k for k in os.environ if k.startswith(("KERNPOOL_CGROUP", "KERNPOOL
 			t.Errorf("line %d = %q, want %q", i, lines[i], w)
 		}
 	}
-	if n, _ := strconv.Atoi(lines[4]); n < 1 {
-		t.Errorf("kernel is in %s of its groups, controllers %v", lines[4], iso.Report().Controllers)
+	// Its own cgroup namespace: it is in its groups (the host sees it
+	// there), yet sees each as the root, never its id.
+	if lines[4] != "0" {
+		t.Errorf("the kernel sees its cgroup id %d times in /proc/self/cgroup, want 0 (a cgroup namespace of its own)", atoi(lines[4]))
+	}
+	if len(procsOf(t, sb)) < 1 {
+		t.Errorf("kernel is in none of its groups, controllers %v", iso.Report().Controllers)
 	}
 	if lines[5] != "[]" {
 		t.Errorf("runner variables visible to cells: %s", lines[5])

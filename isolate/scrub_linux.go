@@ -2,153 +2,291 @@ package isolate
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
 
 // DefaultScrubDirs lists the host's world-writable directories a kernel uid
 // may have left files in: before a uid is leased again, every entry it
-// owns below them is removed (the init step's private tmpfs covers most of
-// them for sandboxed kernels; /run/lock and kernels without it are not).
+// owns below them is removed. Under the init step every one of them is a
+// private mount of the kernel (hostpaths_linux.go), so the scrub only
+// matters for kernels without it.
 func DefaultScrubDirs() []string {
 	return []string{"/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/dev/mqueue"}
 }
 
-// Bounds of one scrub walk: it runs on the spawn path of a kernel whose
-// uid was used before, so it must stay cheap however much a tenant left.
+// Bounds of one scrub. It runs on the spawn path of a kernel whose uid was
+// used before, so it stays cheap however much a tenant left: it removes at
+// most scrubMaxRemoved of the uid's entries and looks at most at
+// scrubMaxVisited entries in all. A scrub that stops at a bound is logged
+// and counted, never a reason to withhold the uid (what is left is the
+// previous tenant's, and the next kernel's private mounts hide it).
 const (
-	scrubMaxDepth   = 8
-	scrubMaxEntries = 200000
+	scrubMaxRemoved = 100000
+	scrubMaxVisited = 1 << 20
+	// scrubHeldFDs directory fds stay open on the way down; a deeper level
+	// closes the fd of the level scrubHeldFDs above it, which is reopened
+	// through ".." (checked by device and inode) on the way back up. A tree
+	// of any depth costs at most this many fds.
+	scrubHeldFDs = 64
 )
 
-// errScrubBound: the walk hit a bound, so leftovers may remain.
-var errScrubBound = errors.New("scrub walk bound reached")
+// errScrubBound: the walk stopped at a bound, so leftovers may remain.
+var errScrubBound = errors.New("scrub bound reached")
 
-// scrubUID removes everything uid owns in dirs (never following a
-// symlink: every step is relative to an O_NOFOLLOW directory fd) and its
-// SysV IPC objects. It only descends into directories uid could have
-// written to: world-writable ones, and its own (removed whole). It kills
-// nothing. An error means leftovers may remain.
-func scrubUID(dirs []string, uid int) error {
+// errScrubMoved: a directory reopened through ".." is not the one left.
+var errScrubMoved = errors.New("directory moved during the scrub")
+
+// scrubResult is what one scrub did.
+type scrubResult struct {
+	Removed, Visited int
+}
+
+// scrubUID removes everything uid owns in dirs and its SysV IPC objects.
+// Every step is relative to a directory fd opened with O_NOFOLLOW, so no
+// symlink is ever followed; it descends only into directories uid could
+// have written to (world-writable ones) and into its own, which go whole.
+// It kills nothing. An error means leftovers may remain (errScrubBound
+// when a bound stopped it).
+func scrubUID(dirs []string, uid int) (scrubResult, error) {
 	s := scrubber{uid: uint32(uid)}
 	var errs []error
 	for _, d := range dirs {
-		fd, err := unix.Open(d, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if errors.Is(err, unix.ENOENT) {
-			continue
+		if s.stopped {
+			break
 		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("scrub %s: %w", d, err))
-			continue
-		}
-		if err := s.walk(fd, 0); err != nil {
+		if err := s.scrubRoot(d); err != nil {
 			errs = append(errs, fmt.Errorf("scrub %s: %w", d, err))
 		}
-		_ = unix.Close(fd)
 	}
 	if err := removeIPC(uid); err != nil {
 		errs = append(errs, err)
 	}
-	return errors.Join(errs...)
+	return scrubResult{Removed: s.removed, Visited: s.visited}, errors.Join(errs...)
 }
 
 type scrubber struct {
-	uid     uint32
-	entries int
+	uid              uint32
+	removed, visited int
+	stopped          bool // a bound was reached
+	buf              []byte
 }
 
-// walk removes uid's entries in the directory dirfd and descends into the
-// world-writable directories of others.
-func (s *scrubber) walk(dirfd, depth int) error {
-	names, err := readDirNames(dirfd)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, name := range names {
-		if s.entries++; s.entries > scrubMaxEntries {
-			return errScrubBound
-		}
-		var st unix.Stat_t
-		if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			continue // gone meanwhile
-		}
-		isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
-		switch {
-		case st.Uid == s.uid:
-			if err := s.removeAt(dirfd, name, isDir, depth); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", name, err))
-			}
-		case isDir && st.Mode&0o002 != 0:
-			if err := s.descend(dirfd, name, depth, s.walk); err != nil {
-				errs = append(errs, err)
-			}
-		}
-	}
-	return errors.Join(errs...)
+// scrubFrame is one directory on the walk's stack.
+type scrubFrame struct {
+	fd       int    // -1 while closed to bound the fds held
+	dev, ino uint64 // identity, checked when reopened through ".."
+	name     string // its name in the parent
+	own      bool   // uid's: everything in it goes, then it
+	resume   int64  // directory offset to continue from when reopened
+	ents     []dirent
+	eof      bool
 }
 
-// removeAt removes one entry of dirfd; a directory with all it holds.
-func (s *scrubber) removeAt(dirfd int, name string, isDir bool, depth int) error {
-	if !isDir {
-		return ignoreENOENT(unix.Unlinkat(dirfd, name, 0))
-	}
-	if err := s.descend(dirfd, name, depth, s.empty); err != nil {
-		return err
-	}
-	return ignoreENOENT(unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR))
+type dirent struct {
+	name string
+	off  int64
 }
 
-// empty removes everything in the directory dirfd (it belongs to uid).
-func (s *scrubber) empty(dirfd, depth int) error {
-	names, err := readDirNames(dirfd)
-	if err != nil {
-		return err
-	}
-	for _, name := range names {
-		if s.entries++; s.entries > scrubMaxEntries {
-			return errScrubBound
-		}
-		var st unix.Stat_t
-		if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			continue
-		}
-		if err := s.removeAt(dirfd, name, st.Mode&unix.S_IFMT == unix.S_IFDIR, depth); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-	}
-	return nil
-}
-
-// descend opens dirfd/name without following a symlink and runs fn in it.
-func (s *scrubber) descend(dirfd int, name string, depth int, fn func(int, int) error) error {
-	if depth+1 > scrubMaxDepth {
-		return errScrubBound
-	}
-	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+func (s *scrubber) scrubRoot(path string) error {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ENOENT) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	defer unix.Close(fd)
-	return fn(fd, depth+1)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		_ = unix.Close(fd)
+		return err
+	}
+	return s.walk(&scrubFrame{fd: fd, dev: st.Dev, ino: st.Ino})
 }
 
-func readDirNames(dirfd int) ([]string, error) {
-	dup, err := unix.Dup(dirfd)
-	if err != nil {
-		return nil, err
+// walk runs the scrub from root without recursion: a stack of frames,
+// at most scrubHeldFDs of them with an open fd.
+func (s *scrubber) walk(root *scrubFrame) error {
+	stack := []*scrubFrame{root}
+	var errs []error
+	defer func() {
+		for _, f := range stack {
+			if f.fd >= 0 {
+				_ = unix.Close(f.fd)
+			}
+		}
+	}()
+	for len(stack) > 0 {
+		top := stack[len(stack)-1]
+		name, err := s.next(top)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if name == "" || err != nil || s.stopped {
+			// This directory is done: back to its parent.
+			stack = stack[:len(stack)-1]
+			if len(stack) > 0 {
+				parent := stack[len(stack)-1]
+				if err := s.leave(parent, top); err != nil {
+					errs = append(errs, err)
+					if parent.fd < 0 {
+						return errors.Join(errs...) // the path up is lost
+					}
+				}
+			} else {
+				_ = unix.Close(top.fd)
+				top.fd = -1
+			}
+			continue
+		}
+		child, err := s.visit(top, name)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		}
+		if child == nil {
+			continue
+		}
+		stack = append(stack, child)
+		if n := len(stack); n > scrubHeldFDs {
+			if f := stack[n-1-scrubHeldFDs]; f.fd >= 0 {
+				_ = unix.Close(f.fd)
+				f.fd, f.ents = -1, nil
+			}
+		}
 	}
-	f := os.NewFile(uintptr(dup), "dir")
-	defer f.Close()
-	return f.Readdirnames(-1)
+	if s.stopped {
+		errs = append(errs, errScrubBound)
+	}
+	return errors.Join(errs...)
+}
+
+// visit handles one entry of dir: removes it when it is uid's and not a
+// directory; returns the frame to descend into for a directory of uid's
+// (to empty and remove) or a world-writable one of another uid's.
+func (s *scrubber) visit(dir *scrubFrame, name string) (*scrubFrame, error) {
+	if s.visited++; s.visited > scrubMaxVisited {
+		s.stopped = true
+		return nil, nil
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(dir.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return nil, nil // gone meanwhile
+	}
+	own := dir.own || st.Uid == s.uid
+	isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
+	switch {
+	case own && !isDir:
+		if s.removed >= scrubMaxRemoved {
+			s.stopped = true
+			return nil, nil
+		}
+		if err := ignoreENOENT(unix.Unlinkat(dir.fd, name, 0)); err != nil {
+			return nil, err
+		}
+		s.removed++
+		return nil, nil
+	case isDir && (own || st.Mode&0o002 != 0):
+		fd, err := unix.Openat(dir.fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENOENT) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		var got unix.Stat_t
+		if err := unix.Fstat(fd, &got); err != nil || got.Dev != st.Dev || got.Ino != st.Ino {
+			_ = unix.Close(fd)
+			return nil, errScrubMoved
+		}
+		return &scrubFrame{fd: fd, dev: st.Dev, ino: st.Ino, name: name, own: own}, nil
+	}
+	return nil, nil
+}
+
+// leave returns from child to its parent dir: reopens the parent through
+// ".." when its fd was closed, then removes child when it was uid's.
+func (s *scrubber) leave(parent, child *scrubFrame) error {
+	defer func() { _ = unix.Close(child.fd); child.fd = -1 }()
+	if parent.fd < 0 {
+		fd, err := unix.Openat(child.fd, "..", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("reopen parent of %s: %w", child.name, err)
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil || st.Dev != parent.dev || st.Ino != parent.ino {
+			_ = unix.Close(fd)
+			return fmt.Errorf("reopen parent of %s: %w", child.name, errScrubMoved)
+		}
+		if _, err := unix.Seek(fd, parent.resume, 0); err != nil {
+			_ = unix.Close(fd)
+			return fmt.Errorf("reopen parent of %s: %w", child.name, err)
+		}
+		parent.fd, parent.ents, parent.eof = fd, nil, false
+	}
+	if !child.own || s.stopped {
+		return nil
+	}
+	err := ignoreENOENT(unix.Unlinkat(parent.fd, child.name, unix.AT_REMOVEDIR))
+	if err != nil {
+		return fmt.Errorf("%s: %w", child.name, err)
+	}
+	s.removed++
+	return nil
+}
+
+// next is the next entry name of dir ("" at its end), read in batches
+// straight from getdents so a huge directory never sits in memory whole.
+func (s *scrubber) next(dir *scrubFrame) (string, error) {
+	for len(dir.ents) == 0 {
+		if dir.eof {
+			return "", nil
+		}
+		if s.buf == nil {
+			s.buf = make([]byte, 32<<10)
+		}
+		n, err := unix.Getdents(dir.fd, s.buf)
+		if err != nil {
+			return "", err
+		}
+		if n == 0 {
+			dir.eof = true
+			return "", nil
+		}
+		dir.ents = parseDirents(s.buf[:n], dir.ents[:0])
+	}
+	e := dir.ents[0]
+	dir.ents = dir.ents[1:]
+	dir.resume = e.off
+	return e.name, nil
+}
+
+// parseDirents decodes struct linux_dirent64 records (ino u64, off s64,
+// reclen u16, type u8, name NUL-terminated), skipping "." and "..".
+func parseDirents(b []byte, out []dirent) []dirent {
+	for len(b) >= 19 {
+		reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+		if reclen < 19 || reclen > len(b) {
+			break
+		}
+		off := int64(binary.NativeEndian.Uint64(b[8:16]))
+		name := b[19:reclen]
+		if i := bytes.IndexByte(name, 0); i >= 0 {
+			name = name[:i]
+		}
+		if n := string(name); n != "." && n != ".." {
+			out = append(out, dirent{name: n, off: off})
+		}
+		b = b[reclen:]
+	}
+	return out
 }
 
 func ignoreENOENT(err error) error {
@@ -235,4 +373,38 @@ func ipcIDs(path string, uid int) ([]int, error) {
 		}
 	}
 	return ids, sc.Err()
+}
+
+// scrubStats counts the scrubs of one isolator, for ScrubStats.
+type scrubStats struct {
+	runs, removed, incomplete atomic.Int64
+}
+
+func (s *scrubStats) record(res scrubResult, err error) {
+	s.runs.Add(1)
+	s.removed.Add(int64(res.Removed))
+	if err != nil {
+		s.incomplete.Add(1)
+	}
+}
+
+// ScrubStats are the isolator's leftover scrubs so far: how many ran, the
+// entries they removed, and how many stopped at a bound or an error (their
+// uid was leased anyway; the log names it).
+type ScrubStats struct {
+	Runs, Removed, Incomplete int64
+}
+
+// ScrubStats reports the scrubs so far.
+func (i *Isolator) ScrubStats() ScrubStats {
+	return ScrubStats{Runs: i.scrubs.runs.Load(), Removed: i.scrubs.removed.Load(), Incomplete: i.scrubs.incomplete.Load()}
+}
+
+// TaintedUIDs is how many kernel uids are retired now (their processes
+// may still run); they come back once none does.
+func (i *Isolator) TaintedUIDs() int {
+	if i.uids == nil {
+		return 0
+	}
+	return i.uids.taintedCount()
 }

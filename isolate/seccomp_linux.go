@@ -15,8 +15,11 @@ import (
 // attack surface of most recent kernel privilege escalations (keyrings,
 // eBPF, perf, userfaultfd, io_uring), ways out of the sandbox (mounts,
 // namespace switches, kexec, modules, handle-based opens) and ways into
-// other processes (ptrace, process_vm_*). Names a platform lacks are
-// skipped. A new slice on every call.
+// other processes (ptrace, process_vm_*), and host-wide pools a kernel
+// could drain for everyone (Linux AIO contexts count toward fs.aio-max-nr;
+// fanotify groups and memfd_secret pages are nothing a kernel needs; see
+// docs/design.md, "Host-wide pools"). Names a platform lacks are skipped.
+// A new slice on every call.
 func DeniedSyscalls() []string {
 	return []string{
 		"keyctl", "add_key", "request_key",
@@ -28,6 +31,8 @@ func DeniedSyscalls() []string {
 		"open_by_handle_at", "name_to_handle_at",
 		"ptrace", "process_vm_readv", "process_vm_writev",
 		"acct", "swapon", "swapoff", "reboot",
+		"io_setup", "io_destroy", "io_submit", "io_cancel", "io_getevents", "io_pgetevents",
+		"fanotify_init", "memfd_secret",
 	}
 }
 

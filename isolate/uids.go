@@ -28,12 +28,20 @@ type uidPool struct {
 	perOwner bool
 	lockDir  string // "" = no cross-daemon locking or persistence (unit tests)
 	leases   map[int]*uidLease
-	tainted  map[int]bool // uids with foreign processes at start: never used
-	retired  []io.Closer  // locks of tainted uids, held until the daemon exits
-	order    []int        // every uid of the range, least recently used first
+	// tainted are uids that may still run processes (foreign ones at start,
+	// or a kernel's that outlived it): not handed out until busy says they
+	// are gone, which acquire checks when no clean uid is left.
+	tainted map[int]bool
+	retired map[int]io.Closer // locks of tainted uids: no other daemon takes them either
+	order   []int             // every uid of the range, least recently used first
 	// scrub removes what a previous tenant of uid left on the host before
-	// the uid is handed out; an error retires the uid. nil: nothing to do.
-	scrub func(uid int) error
+	// the uid is handed out. It cannot refuse the uid: a tenant must not be
+	// able to make a uid unusable by leaving more than a scrub removes (it
+	// logs and counts what it could not do). nil: nothing to do.
+	scrub func(uid int)
+	// busy says whether any process still runs as uid (nil: tainted uids
+	// never come back, as in tests without /proc).
+	busy func(uid int) bool
 }
 
 type uidLease struct {
@@ -47,7 +55,7 @@ func newUIDPool(first, last int, perOwner bool, lockDir string, tainted map[int]
 		tainted = map[int]bool{}
 	}
 	p := &uidPool{first: first, last: last, perOwner: perOwner, lockDir: lockDir,
-		leases: map[int]*uidLease{}, tainted: tainted}
+		leases: map[int]*uidLease{}, tainted: tainted, retired: map[int]io.Closer{}}
 	p.order = make([]int, 0, p.size())
 	for uid := first; uid <= last; uid++ {
 		p.order = append(p.order, uid)
@@ -78,14 +86,7 @@ func (p *uidPool) lease(uid int, owner string) (bool, error) {
 		touchUID(p.lockDir, uid)
 	}
 	if p.scrub != nil {
-		if err := p.scrub(uid); err != nil {
-			// Something of the previous tenant may survive: never hand it out.
-			p.tainted[uid] = true
-			if lock != nil {
-				p.retired = append(p.retired, lock)
-			}
-			return false, nil
-		}
+		p.scrub(uid)
 	}
 	p.leases[uid] = &uidLease{owner: owner, refs: 1, lock: lock}
 	p.used(uid)
@@ -122,18 +123,23 @@ func (p *uidPool) acquire(owner string) (int, error) {
 			}
 		}
 	}
-	for _, uid := range candidates {
-		if p.tainted[uid] || p.leases[uid] != nil {
-			continue
+	for round := 0; round < 2; round++ {
+		if round == 1 && p.revive() == 0 {
+			break
 		}
-		ok, err := p.lease(uid, owner)
-		if err != nil {
-			return -1, fmt.Errorf("acquire uid for owner %q: %w", owner, err)
+		for _, uid := range candidates {
+			if p.tainted[uid] || p.leases[uid] != nil {
+				continue
+			}
+			ok, err := p.lease(uid, owner)
+			if err != nil {
+				return -1, fmt.Errorf("acquire uid for owner %q: %w", owner, err)
+			}
+			if ok {
+				return uid, nil
+			}
+			// Another daemon's kernel has it.
 		}
-		if ok {
-			return uid, nil
-		}
-		// Another daemon's kernel has it, or its leftovers could not be removed.
 	}
 	return -1, fmt.Errorf("acquire uid for owner %q: %w (range %d-%d, %d tainted; uids leased by other daemons are skipped)", owner, ErrNoUID, p.first, p.last, len(p.tainted))
 }
@@ -163,9 +169,38 @@ func (p *uidPool) taint(uid int) {
 	p.tainted[uid] = true
 	if l := p.leases[uid]; l != nil && l.lock != nil {
 		// Its processes may linger: no other daemon may take it either.
-		p.retired = append(p.retired, l.lock)
+		p.retired[uid] = l.lock
 	}
 	delete(p.leases, uid)
+}
+
+// revive returns the tainted uids no process runs as any more to the free
+// uids (the scrub of their next lease removes what they left) and says
+// how many came back. Called with p.mu held.
+func (p *uidPool) revive() int {
+	if p.busy == nil {
+		return 0
+	}
+	n := 0
+	for uid := range p.tainted {
+		if p.busy(uid) {
+			continue
+		}
+		delete(p.tainted, uid)
+		if l := p.retired[uid]; l != nil {
+			_ = l.Close()
+			delete(p.retired, uid)
+		}
+		n++
+	}
+	return n
+}
+
+// taintedCount is how many uids are retired now.
+func (p *uidPool) taintedCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.tainted)
 }
 
 func (p *uidPool) inUse() int {

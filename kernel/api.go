@@ -101,6 +101,17 @@ type Stats struct {
 	CPUTime       time.Duration `json:"cpu_time_ns"`
 }
 
+// StagingMounter is a Sandbox that gives each staging dir a filesystem of
+// its own (package isolate: a tmpfs of the kernel's tmp_size with bounded
+// inodes), so that what the kernel writes there, its TMPDIR included, is
+// capped and gone with it instead of spending the host's disk and inodes.
+// Start calls MountStaging right after creating the empty staging dir;
+// the sandbox's Release undoes it. When it mounted one, the kernel's HOME
+// is its TMPDIR too: what programs keep in ~ is capped and private as well.
+type StagingMounter interface {
+	MountStaging(staging string) (mounted bool, err error)
+}
+
 // Sandbox confines one kernel. Package isolate provides the implementations
 // (cgroup + uid + namespaces, or process group only: ProcessGroup, the one
 // process-group sandbox, is also what Start uses when Spec.Sandbox is nil);

@@ -96,7 +96,7 @@ func (k *Kernel) Bind(ctx context.Context, b Binding) error {
 			return fmt.Errorf("kernel bind: setup: %w", err)
 		}
 	}
-	env, token := childEnv(b.Env, setupEnv, k.id, k.staging, k.capsEnv)
+	env, token := childEnv(b.Env, setupEnv, k.id, k.staging, k.capsEnv, k.home)
 	req.Set, req.Unset = envDiff(k.env, env)
 	req.Endpoint, req.Token = req.Set[EnvRPCEndpoint], token
 	delete(req.Set, EnvRPCEndpoint)

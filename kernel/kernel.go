@@ -28,6 +28,7 @@ const closedStdoutGrace = time.Second
 type Kernel struct {
 	id       string
 	staging  string
+	home     bool // HOME is staging/tmp: the staging dir is the sandbox's own tmpfs
 	log      hclog.Logger
 	cmd      *exec.Cmd
 	sb       Sandbox

@@ -15,12 +15,14 @@ import (
 // path"). On error nothing it created survives; the caller releases the
 // sandbox.
 func (k *Kernel) spawn(spec *Spec) (err error) {
-	if err := writeStaging(k.staging, spec.Files); err != nil {
+	home, err := writeStaging(k.staging, spec.Files, k.sb)
+	if err != nil {
 		if !errors.Is(err, fs.ErrExist) {
 			_ = os.RemoveAll(k.staging)
 		}
 		return err
 	}
+	k.home = home
 	defer func() {
 		if err != nil {
 			_ = os.RemoveAll(k.staging)
@@ -34,7 +36,7 @@ func (k *Kernel) spawn(spec *Spec) (err error) {
 	}
 	cmd := exec.Command(spec.Interpreter, filepath.Join(k.staging, runnerFile))
 	var token string
-	cmd.Env, token = childEnv(spec.Env, setupEnv, k.id, k.staging, k.capsEnv)
+	cmd.Env, token = childEnv(spec.Env, setupEnv, k.id, k.staging, k.capsEnv, k.home)
 	k.env = slices.Clone(cmd.Env) // before Prepare appends the runner's own
 	boot, err := bootstrapLine(k.sentinel, token)
 	if err != nil {

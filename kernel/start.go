@@ -124,15 +124,27 @@ func newSentinel() (string, error) {
 	return "@@KERNPOOL-" + base64.RawURLEncoding.EncodeToString(b) + "@@", nil
 }
 
-// writeStaging creates the staging dir, its tmp/, the runner's files and
-// spec.Files.
-func writeStaging(staging string, files map[string][]byte) error {
+// writeStaging creates the staging dir (on the sandbox's own filesystem
+// when it is a StagingMounter; mounted says it is), its tmp/, the runner's
+// files and spec.Files.
+func writeStaging(staging string, files map[string][]byte, sb Sandbox) (mounted bool, err error) {
 	if err := os.MkdirAll(filepath.Dir(staging), 0o711); err != nil {
-		return fmt.Errorf("create kernels dir: %w", err)
+		return false, fmt.Errorf("create kernels dir: %w", err)
 	}
 	if err := os.Mkdir(staging, 0o700); err != nil {
-		return fmt.Errorf("create staging dir: %w", err)
+		return false, fmt.Errorf("create staging dir: %w", err)
 	}
+	if m, ok := sb.(StagingMounter); ok {
+		if mounted, err = m.MountStaging(staging); err != nil {
+			return false, fmt.Errorf("mount staging dir: %w", err)
+		}
+	}
+	return mounted, writeStagingFiles(staging, files)
+}
+
+// writeStagingFiles creates the staging dir's tmp/, the runner's files and
+// spec.Files.
+func writeStagingFiles(staging string, files map[string][]byte) error {
 	if err := os.Mkdir(filepath.Join(staging, "tmp"), 0o700); err != nil {
 		return fmt.Errorf("create staging tmp: %w", err)
 	}
@@ -170,7 +182,7 @@ func writeFile(path string, data []byte) error {
 // /proc/<pid>/environ after the runner deletes it from os.environ, so they
 // travel on the request pipe instead (bootstrapLine); token is the RPC
 // token found in env or setupEnv.
-func childEnv(env, setupEnv []string, id, staging, caps string) (out []string, token string) {
+func childEnv(env, setupEnv []string, id, staging, caps string, home bool) (out []string, token string) {
 	own := map[string]string{
 		EnvKernelID:               id,
 		EnvOutputCaps:             caps,
@@ -181,6 +193,9 @@ func childEnv(env, setupEnv []string, id, staging, caps string) (out []string, t
 		"PYTHONIOENCODING":        "utf-8",
 		"PYTHONUTF8":              "1",
 		"PYTHONPATH":              staging,
+	}
+	if home {
+		own["HOME"] = filepath.Join(staging, "tmp")
 	}
 	out = make([]string, 0, len(env)+len(setupEnv)+len(own))
 	for _, kv := range append(append([]string(nil), env...), setupEnv...) {

@@ -26,6 +26,15 @@ const StatusFD = 3
 // DefaultTmpSize is the size of each private tmpfs when Config.TmpSize is 0.
 const DefaultTmpSize = 64 << 20
 
+// DefaultPtyMax is how many ptys a kernel's own devpts holds when
+// Config.PtyMax is 0.
+const DefaultPtyMax = 16
+
+// TmpInodes is the inode count of a private tmpfs of size bytes: one per
+// 4 KiB page, at least 1024. A kernel cannot spend more inodes than that
+// however small its files.
+func TmpInodes(size int64) int64 { return max(1024, size/4096) }
+
 // Config is what the daemon asks the init to do for one kernel.
 type Config struct {
 	// Path, Args and Dir are the interpreter command the init forks.
@@ -50,6 +59,31 @@ type Config struct {
 	// lie under /tmp, /var/tmp or /dev/shm: they are bound back into the
 	// private tmpfs.
 	Keep []string `json:"keep,omitempty"`
+	// Private are more host directories a kernel uid could write (found by
+	// the daemon at start: world-writable ones like /run/lock, and those a
+	// range uid or gid owns): each gets a private tmpfs like /tmp.
+	Private []string `json:"private,omitempty"`
+	// ReadOnly are host directories a kernel uid could write that must not
+	// be hidden (not sticky scratch dirs): each is bound read-only.
+	ReadOnly []string `json:"read_only,omitempty"`
+	// Staging is the kernel's staging dir; Hide the directory holding every
+	// kernel's: mounts below Hide other than Staging are removed from the
+	// kernel's mount table (they name other kernels).
+	Staging string `json:"staging,omitempty"`
+	Hide    string `json:"hide,omitempty"`
+	// PtyMax is the size of the kernel's own devpts instance (0: DefaultPtyMax).
+	PtyMax int `json:"pty_max,omitempty"`
+	// KillFile is the kernel's cgroup.kill as the daemon sees it; in the
+	// kernel's cgroup namespace it is cgroup.kill at the cgroup2 mount's
+	// root, and the interpreter's environment says so.
+	KillFile string `json:"kill_file,omitempty"`
+	// hostKillFile is KillFile as the daemon gave it, once setup replaced
+	// KillFile with the in-namespace path.
+	hostKillFile string
+	// BaseMounts makes only the mounts of the earlier sandbox (private
+	// /tmp, /var/tmp, /dev/shm and /proc): benchmarks set it to measure
+	// what the others cost; the daemon never does.
+	BaseMounts bool `json:"base_mounts,omitempty"`
 	// Seccomp are the raw BPF programs (struct sock_filter arrays in native
 	// byte order) the init loads, compiled once by the daemon.
 	Seccomp [][]byte `json:"-"`
@@ -106,6 +140,9 @@ func decode(config, seccomp string) (Config, error) {
 	}
 	if c.TmpSize == 0 {
 		c.TmpSize = DefaultTmpSize
+	}
+	if c.PtyMax == 0 {
+		c.PtyMax = DefaultPtyMax
 	}
 	return c, nil
 }

@@ -8,8 +8,11 @@
 // pid, ipc, uts and (by default) network namespaces and already in the
 // kernel's cgroup. That process calls Main at the top of main, sees Arg0
 // and the EnvConfig variable, and becomes the kernel's init: it places
-// itself in its v1 cgroups, mounts private tmpfs on /tmp, /var/tmp and
-// /dev/shm (binding the staging dir back when it lies beneath one), mounts
+// itself in its v1 cgroups, enters a cgroup namespace and mounts the
+// cgroup filesystems again, hides other kernels' staging mounts, binds the
+// kernel-writable host dirs read-only, mounts private tmpfs on /tmp,
+// /var/tmp, /dev/shm and the daemon's other scratch dirs (binding the
+// staging dir back when it lies beneath one), its own devpts and mqueue,
 // a fresh /proc, brings loopback up, sets umask 077, rlimits and
 // no_new_privs, loads the seccomp filter, forks the interpreter as the
 // kernel uid, reports on the status pipe (fd 3), forwards signals, reaps

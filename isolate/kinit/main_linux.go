@@ -48,7 +48,7 @@ func run(raw, seccomp string) int {
 	}
 	var ready Ready
 	if err == nil {
-		ready, err = setup(cfg)
+		ready, err = setup(&cfg)
 	}
 	if err != nil {
 		fail(status, err)
@@ -77,7 +77,7 @@ func fail(status *os.File, err error) {
 // setup confines this process (and so everything it forks): namespaces'
 // contents, umask, rlimits, no_new_privs and the seccomp filter, in that
 // order. It reports what is in force.
-func setup(cfg Config) (Ready, error) {
+func setup(cfg *Config) (Ready, error) {
 	var r Ready
 	ns, err := ownNamespaces(cfg.Peer)
 	if err != nil {
@@ -86,7 +86,8 @@ func setup(cfg Config) (Ready, error) {
 	if err := requireNamespaces(ns, cfg.Network); err != nil {
 		return r, err
 	}
-	if err := setupMounts(cfg); err != nil {
+	cfg.hostKillFile = cfg.KillFile
+	if cfg.KillFile, err = setupMounts(*cfg); err != nil {
 		return r, err
 	}
 	if !cfg.Network {

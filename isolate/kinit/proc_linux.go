@@ -24,9 +24,13 @@ func forwarded() []os.Signal {
 func forkInterpreter(cfg Config) (int, error) {
 	env := make([]string, 0, len(os.Environ()))
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, EnvConfig+"=") && !strings.HasPrefix(kv, EnvSeccomp+"=") {
-			env = append(env, kv)
+		if strings.HasPrefix(kv, EnvConfig+"=") || strings.HasPrefix(kv, EnvSeccomp+"=") {
+			continue
 		}
+		if name, value, _ := strings.Cut(kv, "="); cfg.hostKillFile != "" && value == cfg.hostKillFile {
+			kv = name + "=" + cfg.KillFile // the path in the kernel's cgroup namespace
+		}
+		env = append(env, kv)
 	}
 	sys := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if cfg.UID >= 0 {

@@ -55,7 +55,7 @@ func TestConfigRoundTripAndDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in.TmpSize = DefaultTmpSize // 0 means the default
+	in.TmpSize, in.PtyMax = DefaultTmpSize, DefaultPtyMax // 0 means the default
 	if !reflect.DeepEqual(out, in) {
 		t.Fatalf("decode(Encode) = %+v, want %+v", out, in)
 	}

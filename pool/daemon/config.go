@@ -191,6 +191,8 @@ type Profile struct {
 	// TmpSize is the size in bytes of each private tmpfs (/tmp, /var/tmp,
 	// /dev/shm; 0: 64 MiB); the pages count against MemoryMax.
 	TmpSize int64
+	// PtyMax is how many ptys the kernel's own devpts holds (0: 16).
+	PtyMax int
 	// TimeoutAction is what a cell timeout does: "interrupt" (default:
 	// KeyboardInterrupt, the kernel keeps its state if the cell stops
 	// within InterruptGrace) or "kill" (the reference's behaviour).
@@ -400,8 +402,8 @@ func (c *Config) Warm() map[string]pool.Warm {
 	return out
 }
 
-// Complete fills what is still empty with its default (Socket and
-// StateDir: DefaultSocket and DefaultStateDir under getenv; the cgroup
+// Complete fills what is still empty with its default (Socket:
+// DefaultSocket under getenv; StateDir: beside the socket; the cgroup
 // parent: derived from the state dir), makes the paths absolute and
 // validates the result.
 func (c *Config) Complete(getenv func(string) string) error {
@@ -409,7 +411,7 @@ func (c *Config) Complete(getenv func(string) string) error {
 		c.Socket = DefaultSocket(getenv)
 	}
 	if c.StateDir == "" {
-		c.StateDir = DefaultStateDir(getenv)
+		c.StateDir = StateDirBeside(c.Socket)
 	}
 	var err error
 	if c.Socket, err = filepath.Abs(c.Socket); err != nil {

@@ -22,7 +22,7 @@ func TestExampleConfigIsValid(t *testing.T) {
 		t.Errorf("example default profile %+v, built-in %+v", got, want)
 	}
 	u, ok := cfg.Profiles["untrusted"]
-	if !ok || u.MemoryMax != 128<<20 || u.PidsMax != 32 || u.Network || u.TmpSize != 16<<20 {
+	if !ok || u.MemoryMax != 128<<20 || u.PidsMax != 32 || u.Network || u.TmpSize != 16<<20 || u.PtyMax != 4 {
 		t.Errorf("untrusted profile = %+v", u)
 	}
 	cfg.Profiles, def.Profiles = nil, nil

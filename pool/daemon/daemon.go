@@ -347,21 +347,31 @@ func newHTTPServer(h http.Handler, log hclog.Logger) *http.Server {
 // their own 0700 staging dirs) and the socket's dir. The socket dir is
 // 0750, or 0711 when the state dir lies inside it (the default layout),
 // since kernels must traverse it too; the socket itself is always 0660.
+// A socket dir kernpool made earlier with a mode kernels cannot traverse
+// (a daemon or test run creating /run/kernpool/uids first made it 0700)
+// gets its mode fixed; any other dir is left alone, and the access check
+// then names the chmod to run. An existing state dir must be a directory
+// of the daemon's own uid.
 func prepareDirs(cfg *Config, log hclog.Logger) error {
 	sockDir := filepath.Dir(cfg.Socket)
+	mode := os.FileMode(api.SocketDirMode)
+	if within(cfg.StateDir, sockDir) {
+		mode = stateDirMode
+	}
 	if _, err := os.Stat(sockDir); errors.Is(err, os.ErrNotExist) {
-		mode := os.FileMode(api.SocketDirMode)
-		if within(cfg.StateDir, sockDir) {
-			mode = stateDirMode
-		}
 		if err := os.MkdirAll(sockDir, mode); err != nil {
 			return fmt.Errorf("create socket dir: %w", err)
 		}
 		if err := os.Chmod(sockDir, mode); err != nil {
 			return fmt.Errorf("chmod socket dir: %w", err)
 		}
+	} else if mode == stateDirMode {
+		if err := fixOwnDirMode(sockDir, filepath.Base(cfg.StateDir), log); err != nil {
+			return err
+		}
 	}
-	if _, err := os.Stat(cfg.StateDir); errors.Is(err, os.ErrNotExist) {
+	fi, err := os.Lstat(cfg.StateDir)
+	if errors.Is(err, os.ErrNotExist) {
 		if err := os.MkdirAll(cfg.StateDir, stateDirMode); err != nil {
 			return fmt.Errorf("create state dir: %w", err)
 		}
@@ -369,7 +379,40 @@ func prepareDirs(cfg *Config, log hclog.Logger) error {
 			return fmt.Errorf("chmod state dir: %w", err)
 		}
 		log.Debug("created state dir", "path", cfg.StateDir)
+		return nil
 	}
+	if err != nil {
+		return fmt.Errorf("state dir: %w", err)
+	}
+	if !fi.IsDir() || !ownedByUs(fi) {
+		return fmt.Errorf("%w: state dir %s is not a directory of this daemon's user (a symlink, or someone else's): choose another --state-dir or remove it", ErrConfig, cfg.StateDir)
+	}
+	return nil
+}
+
+// fixOwnDirMode gives dir search permission for everyone (0711) when it
+// lacks it and is kernpool's own: owned by the daemon's uid and holding
+// nothing but what kernpool puts there (the socket, the state dir, the
+// uid lock dir).
+func fixOwnDirMode(dir, stateName string, log hclog.Logger) error {
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm()&0o001 != 0 || !ownedByUs(fi) {
+		return nil
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	for _, e := range ents {
+		if n := e.Name(); n != stateName && n != "uids" && !strings.HasPrefix(n, "kernpool.sock") {
+			return nil // not only ours: the access check explains the fix
+		}
+	}
+	if err := os.Chmod(dir, fi.Mode().Perm()|0o011); err != nil {
+		return fmt.Errorf("chmod socket dir: %w", err)
+	}
+	log.Info("socket dir made searchable so kernels reach their staging dirs", "path", dir,
+		"old_mode", fmt.Sprintf("%04o", fi.Mode().Perm()), "new_mode", fmt.Sprintf("%04o", fi.Mode().Perm()|0o011))
 	return nil
 }
 

@@ -22,9 +22,16 @@ func DefaultSocket(getenv func(string) string) string {
 	return filepath.Join(defaultBase(getenv), "kernpool.sock")
 }
 
-// DefaultStateDir is the state dir beside the default socket.
+// DefaultStateDir is the state dir beside the default socket
+// (DefaultSocket, so $KERNPOOL_SOCKET moves both).
 func DefaultStateDir(getenv func(string) string) string {
-	return filepath.Join(defaultBase(getenv), "state")
+	return StateDirBeside(DefaultSocket(getenv))
+}
+
+// StateDirBeside is the default state dir of a daemon serving on socket:
+// "state" in the socket's directory.
+func StateDirBeside(socket string) string {
+	return filepath.Join(filepath.Dir(socket), "state")
 }
 
 func defaultBase(getenv func(string) string) string {

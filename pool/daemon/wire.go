@@ -108,6 +108,7 @@ func isolateConfig(cfg *Config, log hclog.Logger) isolate.Config {
 			Resources:    profileResources(p),
 			Network:      p.Network,
 			TmpSize:      p.TmpSize,
+			PtyMax:       p.PtyMax,
 			NoNetwork:    !p.Network,
 			PIDNamespace: p.PIDNamespace,
 			PrivateTmp:   p.PrivateTmp,
