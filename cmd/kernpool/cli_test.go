@@ -292,13 +292,7 @@ func TestDoctor(t *testing.T) {
 // waitUntil polls cond (tests only) for up to 20 s.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.WaitFor(t, what, cond)
 }
 
 func TestServeSecondSignalForcesTeardown(t *testing.T) {
