@@ -34,7 +34,7 @@ const (
 )
 
 // ErrClosed: the log was closed.
-var ErrClosed = errors.New("closed")
+var ErrClosed = errors.New("audit log closed")
 
 // Config configures the audit log.
 type Config struct {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kernpool/kernpool/kernel"
+	"github.com/kernpool/kernpool/units"
 )
 
 // StderrSeparator joins a failed or noisy cell's stdout and its stderr
@@ -212,7 +213,7 @@ func (p *Pool) finish(c cellState, res *Result) CellOutput {
 	}
 	if r.DisplaysDropped > 0 {
 		res.Warning = strings.TrimSpace(res.Warning + fmt.Sprintf(" %d display(s) dropped: over the %s cap per display or per cell.",
-			r.DisplaysDropped, kernel.FormatBytes(kernel.DisplayCellBytes)))
+			r.DisplaysDropped, units.FormatBytes(kernel.DisplayCellBytes)))
 	}
 	if r.StdoutClipped {
 		res.StdoutTruncated = true
@@ -275,7 +276,7 @@ func oomMessage(limit int64) string {
 		return "The session kernel was killed by the out-of-memory killer; " + msgStateLostTail
 	}
 	return "The session kernel was killed by the out-of-memory killer at its memory limit of " +
-		kernel.FormatBytes(limit) + "; " + msgStateLostTail
+		units.FormatBytes(limit) + "; " + msgStateLostTail
 }
 
 func withStderr(stdout, stderr string) string {

@@ -348,7 +348,7 @@ func decodeResponse(resp *http.Response, out any) error {
 // encoding/json's successor (github.com/go-json-experiment/json, what
 // Go's encoding/json/v2 ships as): a result decodes in a third of
 // encoding/json's time, the largest share of the client's own cost per
-// cell (issue 11's API bound). Stricter where it matters: a duplicate
+// cell. Stricter where it matters: a duplicate
 // member or invalid UTF-8 is an error, never a silent choice; unknown
 // members are skipped, so a newer daemon's answers still decode.
 func unmarshal(data []byte, out any) error { return jsonv2.Unmarshal(data, out) }

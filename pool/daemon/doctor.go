@@ -12,6 +12,7 @@ import (
 
 	"github.com/kernpool/kernpool/isolate"
 	"github.com/kernpool/kernpool/kernel"
+	"github.com/kernpool/kernpool/units"
 )
 
 // Doctor describes cfg (completed) and what the host offers for it: the
@@ -94,14 +95,14 @@ func isolationModeNames() string {
 	return strings.Join(names, ", ")
 }
 
-func formatLimit(n int64) string { return kernel.FormatBytes(n) }
+func formatLimit(n int64) string { return units.FormatBytes(n) }
 
 // formatSwap renders a swap limit, where 0 means no swap at all.
 func formatSwap(n int64) string {
 	if n == 0 {
 		return "none"
 	}
-	return kernel.FormatBytes(n)
+	return units.FormatBytes(n)
 }
 
 func sortedProfileNames(cfg *Config) []string {
