@@ -54,6 +54,9 @@ type ServerConfig struct {
 	// Metrics, when set, serves GET /metrics (the daemon wires its
 	// Prometheus handler; this package does not depend on it).
 	Metrics http.Handler
+	// Settings, when set, answers GET /v1/settings with the configuration
+	// the daemon runs with now (404 without it).
+	Settings func() *Settings
 }
 
 // Server is the API's http.Handler over one pool.
@@ -99,6 +102,7 @@ func (s *Server) endpoints() []route {
 		{http.MethodGet, "/v1/kernels/{id}/spill/{name}", s.handleSpill},
 		{http.MethodPost, "/v1/owners/{owner}/shutdown", s.handleShutdownOwner},
 		{http.MethodGet, "/v1/health", s.handleHealth},
+		{http.MethodGet, "/v1/settings", s.handleSettings},
 	}
 	if s.cfg.Metrics != nil {
 		rs = append(rs, route{http.MethodGet, "/metrics", s.cfg.Metrics.ServeHTTP})

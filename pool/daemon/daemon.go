@@ -141,6 +141,7 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (d *Daemon, err error
 	d.handler = api.NewServer(d.pool, api.ServerConfig{
 		Version: o.version, Isolation: d.seams.Isolation, ToolCallTimeout: c.ToolCallTimeout, Logger: log,
 		CheckAccess: requestChecker(d.seams, interp), Metrics: d.kit.metrics.Handler(),
+		Settings: func() *api.Settings { return SettingsOf(d.rl.current(), interp) },
 	})
 	d.rl = &reloader{cur: &c, pool: d.pool, seams: d.seams, log: log}
 	return d, nil
