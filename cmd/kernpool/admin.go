@@ -23,6 +23,7 @@ func psFlags(fs *pflag.FlagSet) runFunc {
 }
 
 func runPs(ctx context.Context, e *env, socket string, asJSON bool, args []string) int {
+	e.json = asJSON
 	if len(args) > 0 {
 		return usageError(e, "ps", "unexpected argument %q", args[0])
 	}
@@ -204,11 +205,7 @@ func runDoctor(ctx context.Context, e *env, sf *serveFlags, args []string) int {
 
 // connError prints a failed API call; exit 2 (usage or connection).
 func connError(e *env, cmd string, err error) int {
-	fmt.Fprintf(e.stderr, "kernpool %s: %v\n", cmd, err)
-	if errors.Is(err, api.ErrUnavailable) {
-		fmt.Fprintln(e.stderr, "Is the daemon running? Start it with 'kernpool serve' or pass --socket.")
-	}
-	return exitUsage
+	return fail(e, cmd, err, connHint(err), exitUsage)
 }
 
 func formatSeconds(s float64) string {

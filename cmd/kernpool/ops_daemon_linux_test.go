@@ -86,10 +86,14 @@ func TestSdNotify(t *testing.T) {
 }
 
 // TestVersion: the version line carries the build info's revision and Go
-// version (the test binary is built without VCS stamping: "unknown").
+// version (the test binary is built without VCS stamping: "unknown");
+// --version prints the same line.
 func TestVersion(t *testing.T) {
 	r := cli(t, "", "version")
 	if r.code != 0 || !regexp.MustCompile(`^kernpool \S+ \(revision \S+(, modified)?, go1\.\d+`).MatchString(r.stdout) {
 		t.Fatalf("version: %+v", r)
+	}
+	if flag := cli(t, "", "--version"); flag != r {
+		t.Fatalf("--version: %+v, want what version prints: %+v", flag, r)
 	}
 }
