@@ -146,6 +146,7 @@ func newRoot(e *env, code *int) *cobra.Command {
 		Version: buildVersion().String(),
 	}
 	root.SetVersionTemplate("kernpool {{.Version}}\n")
+	root.Flags().BoolP("version", "v", false, "print the version (what kernpool version prints)")
 	root.SetIn(e.stdin)
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
