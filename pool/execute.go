@@ -128,8 +128,7 @@ func (p *Pool) executeOn(ctx context.Context, s *slot, rq normalized, start time
 		}
 		fresh = false
 		m.uid = lv.uid
-		c := &cell{p: p, s: s, lv: lv, rq: rq, use: kernelUse{reused: reused, stateReset: stateReset}, m: m, start: start}
-		res, f := c.run(ctx)
+		res, f := (&cell{p: p, s: s, lv: lv, rq: rq, use: kernelUse{reused: reused, stateReset: stateReset}, m: m, start: start}).run(ctx)
 		p.settle(s, lv, f)
 		restored.apply(res)
 		m.takeRedactions(lv.filter) // still under the slot's semaphore
