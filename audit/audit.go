@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -34,7 +36,7 @@ const (
 )
 
 // ErrClosed: the log was closed.
-var ErrClosed = errors.New("closed")
+var ErrClosed = errors.New("audit log closed")
 
 // Config configures the audit log.
 type Config struct {
@@ -107,7 +109,13 @@ func Open(cfg Config) (*Log, error) {
 	}
 	r, err := openRotator(cfg.Path, cfg.MaxSize, cfg.Keep)
 	if err != nil {
-		return nil, fmt.Errorf("open: %w", err)
+		// The *PathError already reads "open PATH: ..."; a missing
+		// directory is the usual cause, and the daemon does not create it
+		// (its mode and owner are the operator's choice).
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("audit_log: the directory %s does not exist (create it, or point audit_log elsewhere): %w", filepath.Dir(cfg.Path), err)
+		}
+		return nil, fmt.Errorf("audit_log: %w", err)
 	}
 	return start(cfg, r), nil
 }

@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -141,5 +143,17 @@ func TestWriteFailureIsCountedAndLoggedOnce(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), "audit log write failed"); n != 1 {
 		t.Fatalf("write failure logged %d times, want once:\n%s", n, logs)
+	}
+}
+
+// TestOpenMissingDirSaysSo: an audit_log in a directory that does not
+// exist fails with one "open" (the path error's own) and names the
+// directory to create.
+func TestOpenMissingDirSaysSo(t *testing.T) {
+	dir := filepath.Join(testTempDir(t), "absent")
+	_, err := Open(Config{Path: filepath.Join(dir, "audit.log")})
+	if err == nil || !errors.Is(err, fs.ErrNotExist) || strings.Count(err.Error(), "open") != 1 ||
+		!strings.HasPrefix(err.Error(), "audit_log: the directory "+dir+" does not exist") {
+		t.Fatalf("Open in a missing dir: %v", err)
 	}
 }

@@ -1,6 +1,6 @@
 // Package audit writes kernpool's audit log: one JSON line per settled
 // cell (who ran what, where, and how it ended), with size-based rotation.
-// It implements pool.Observer; cmd/kernpool wires it when `audit_log` is
+// It implements pool.Observer; pool/daemon wires it when `audit_log` is
 // set.
 //
 // Writing never blocks a cell and costs it almost nothing: CellDone only

@@ -47,7 +47,7 @@ func BenchmarkKillTree50(b *testing.B) {
 				cmd := startPlaced(b, g, "print('ready', flush=True)\n"+treeCode)
 				// Bounded poll (outside the timer) until the whole tree is placed.
 				var procs []int
-				for end := time.Now().Add(10 * time.Second); len(procs) < 50 && time.Now().Before(end); time.Sleep(time.Millisecond) {
+				for end := time.Now().Add(testenv.Patience); len(procs) < 50 && time.Now().Before(end); time.Sleep(time.Millisecond) {
 					procs, _ = g.Procs()
 				}
 				if len(procs) != 50 {

@@ -21,7 +21,7 @@ const freezerPin = "freezer-pin"
 // CPU). A freeze and thaw per kill did that twice per kill and once more per
 // re-kill: IPI storms on a large host, and under TCG emulation, which throws
 // away the translations of every rewritten page, a guest livelocked in the
-// first churn test (issue 15; integration/vmcheck's TestV1StaticKeyStorm
+// first churn test (integration/vmcheck's TestV1StaticKeyStorm
 // reproduces it without kernpool). With the pin frozen the key stays on and
 // a kill's freeze and thaw rewrite nothing. Best effort: without the pin a
 // kill is as correct, only costlier.

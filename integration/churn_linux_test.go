@@ -191,11 +191,21 @@ func TestChurn(t *testing.T) {
 			}
 		}()
 	}
-	for i := 0; i < n; i++ {
-		work <- i
+	// The scale is fixed, its speed is the host's: when the binary's
+	// -test.timeout would end the run before the leak checks, stop feeding
+	// and fail with the count instead (a timeout panic loses those checks).
+	stopBy, bounded := t.Deadline()
+	stopBy = stopBy.Add(-scaled(3 * time.Minute))
+	fed := 0
+	for ; fed < n && (!bounded || time.Now().Before(stopBy)); fed++ {
+		work <- fed
 	}
 	close(work)
 	wg.Wait()
+	if fed < n {
+		t.Errorf("only %d of %d lifecycles ran before the test deadline (%v elapsed): raise -timeout (KERNPOOL_VM_TEST_TIMEOUT) or lower KERNPOOL_CHURN", fed, n, time.Since(start).Round(time.Second))
+	}
+	n = fed
 	t.Logf("%d lifecycles in %v, %d failed", n, time.Since(start).Round(time.Millisecond), len(fails))
 	// One line per teardown kind: how many failed, and the first error.
 	byKind := map[string][]error{}

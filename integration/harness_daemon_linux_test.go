@@ -151,7 +151,7 @@ func (d *Daemon) start(o Opts) {
 		d.mu.Unlock()
 		close(done)
 	}(d.done)
-	deadline := time.Now().Add(scaled(15 * time.Second))
+	deadline := time.Now().Add(scaled(testenv.Patience))
 	for {
 		if _, err := d.api.Health(context.Background()); err == nil {
 			break

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 // kernelIDRe matches kernel ids ("k" + 16 hex) in logs and paths.
@@ -355,7 +357,7 @@ func fdTarget(f string) string {
 // waitLeaks polls until nothing is left (teardown may finish just after
 // the reply) and returns the last scan.
 func (d *Daemon) waitLeaks(daemonAlive bool) Leaks {
-	deadline := time.Now().Add(scaled(5 * time.Second))
+	deadline := time.Now().Add(scaled(testenv.Patience))
 	for {
 		l := d.scan(daemonAlive)
 		if l.Empty() || time.Now().After(deadline) {

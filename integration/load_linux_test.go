@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 // daemonFigures are the resource figures that must be flat across a load.
@@ -40,7 +42,7 @@ func figures(t *testing.T, d *Daemon) daemonFigures {
 // back near base, then returns its figures.
 func settle(t *testing.T, d *Daemon, base daemonFigures) daemonFigures {
 	t.Helper()
-	deadline := time.Now().Add(scaled(15 * time.Second))
+	deadline := time.Now().Add(scaled(testenv.Patience))
 	for {
 		h, err := d.API().Health(context.Background())
 		f := figures(t, d)

@@ -177,7 +177,7 @@ func TestProcessIsolationSaysWhatItAllowsAndIsNonDumpable(t *testing.T) {
 
 func waitHealthy(t *testing.T, api *API, cmd *exec.Cmd, output func() string) {
 	t.Helper()
-	deadline := time.Now().Add(scaled(15 * time.Second))
+	deadline := time.Now().Add(scaled(testenv.Patience))
 	for {
 		if _, err := api.Health(context.Background()); err == nil {
 			return

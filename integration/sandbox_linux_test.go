@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 // tenantCase is one attempt by a tenant ("mallory") on what another
@@ -209,7 +211,7 @@ print('survived')`})
 	}
 	// The tmpfs goes with the kernel's mount namespace, after its last
 	// process; allow 32 MiB of unrelated host noise.
-	deadline := time.Now().Add(scaled(10 * time.Second))
+	deadline := time.Now().Add(scaled(testenv.Patience))
 	for {
 		now := shmemKiB(t)
 		if now < before+32<<10 {

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 // TestDaemonSIGKILLMidCell: when the daemon is SIGKILLed while a cell runs,
@@ -34,7 +36,7 @@ func TestDaemonSIGKILLMidCell(t *testing.T) {
 		_, _ = d.API().Execute(ctx, ExecReq{Owner: "busy", Code: "import time\ntime.sleep(300)", Timeout: "300s"})
 	}()
 	defer wg.Wait()
-	deadline := time.Now().Add(scaled(20 * time.Second))
+	deadline := time.Now().Add(scaled(testenv.Patience))
 	for !busy(d.Live(t)) {
 		if time.Now().After(deadline) {
 			t.Fatal("the busy cell never showed as busy in /v1/kernels")

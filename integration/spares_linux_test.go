@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 // TestSparesAcrossTenants: a daemon with two warm spares (real sandboxes)
@@ -44,7 +46,7 @@ func TestSparesAcrossTenants(t *testing.T) {
 // it shows n spares none of which is in old, and returns their ids.
 func waitSpareIDs(t *testing.T, d *Daemon, n int, old []string) []string {
 	t.Helper()
-	deadline := time.Now().Add(scaled(30 * time.Second))
+	deadline := time.Now().Add(scaled(testenv.Patience))
 	for {
 		list, err := d.API().Kernels(context.Background())
 		if err != nil {

@@ -100,7 +100,7 @@ func TestDaemonSIGKILLThenRestartLeavesNothing(t *testing.T) {
 	// watchdog (a pidfd on the runner) kills the kernel's cgroup once the
 	// runner is gone. Bounded poll: they die asynchronously.
 	survivors := st.Pids[1:]
-	for end := time.Now().Add(10 * time.Second); len(survivors) > 0 && time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+	for end := time.Now().Add(testenv.Patience); len(survivors) > 0 && time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
 		survivors = slices.DeleteFunc(survivors, func(pid int) bool { return !alive(pid) })
 	}
 	if len(survivors) > 0 {

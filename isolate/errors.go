@@ -27,7 +27,7 @@ var (
 	// ErrUnsupported: the platform lacks a facility the configuration asked for.
 	ErrUnsupported = errors.New("unsupported on this platform")
 	// ErrClosed: the isolator was closed.
-	ErrClosed = errors.New("closed")
+	ErrClosed = errors.New("isolator closed")
 	// ErrReleased: the sandbox was already released.
 	ErrReleased = errors.New("sandbox released")
 )

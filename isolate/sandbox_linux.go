@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
 	"github.com/kernpool/kernpool/cgroup"
 	"github.com/kernpool/kernpool/kernel"
+	"github.com/kernpool/kernpool/units"
 )
 
 // releaseTimeout bounds how long Release waits for a group to empty.
@@ -252,7 +254,7 @@ func (s *Sandbox) releaseGroup() (kernel.Verdict, bool, error) {
 	if oom {
 		v.OOMKilled = true
 		s.iso.oomKills.Add(1)
-		s.log.Warn("kernel killed at its memory limit", "limit", kernel.FormatBytes(v.MemoryLimit))
+		s.log.Warn("kernel killed at its memory limit", "limit", units.FormatBytes(v.MemoryLimit))
 	}
 	if err := s.group.Remove(releaseTimeout); err != nil {
 		errs = append(errs, err)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/kernpool/kernpool/units"
 )
 
 // This file is the contract between kernel and the packages around it
@@ -23,7 +25,7 @@ var (
 	// oversized frame, bad header). The kernel is killed.
 	ErrProtocol = errors.New("protocol error")
 	// ErrClosed: the kernel was already killed or has exited.
-	ErrClosed = errors.New("closed")
+	ErrClosed = errors.New("kernel ended")
 	// ErrBusy: Exec was called while another cell runs (callers serialize).
 	ErrBusy = errors.New("busy")
 	// ErrUnsupported: the platform lacks a facility the spec asked for.
@@ -56,27 +58,12 @@ type DeathError struct {
 func (e *DeathError) Error() string {
 	switch {
 	case e.OOMKilled:
-		return fmt.Sprintf("the kernel was killed by the out-of-memory killer at its memory limit of %s", FormatBytes(e.MemoryLimit))
+		return fmt.Sprintf("the kernel was killed by the out-of-memory killer at its memory limit of %s", units.FormatBytes(e.MemoryLimit))
 	case e.Signal != "":
 		return "the kernel died from signal " + e.Signal
 	default:
 		return fmt.Sprintf("the kernel exited with code %d", e.ExitCode)
 	}
-}
-
-// FormatBytes renders a byte count the way operators write limits (64MiB).
-func FormatBytes(n int64) string {
-	const unit = 1024
-	if n <= 0 {
-		return "unlimited"
-	}
-	suffixes := []string{"B", "KiB", "MiB", "GiB", "TiB"}
-	v, i := n, 0
-	for v%unit == 0 && v >= unit && i < len(suffixes)-1 {
-		v /= unit
-		i++
-	}
-	return fmt.Sprintf("%d%s", v, suffixes[i])
 }
 
 // Verdict is what the sandbox learned about a kernel after it was reaped.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"sync/atomic"
+
+	"github.com/kernpool/kernpool/units"
 )
 
 // The runner's caps and the frame limit derived from them. Each is
@@ -118,7 +120,7 @@ func (b *budget) charge(n int) error {
 	held := b.held.Add(int64(n))
 	if held > b.limit {
 		b.held.Add(-int64(n))
-		return protocolErr(fmt.Sprintf("the kernel's output needs more than its %s memory budget in the daemon", FormatBytes(b.limit)))
+		return protocolErr(fmt.Sprintf("the kernel's output needs more than its %s memory budget in the daemon", units.FormatBytes(b.limit)))
 	}
 	for {
 		p := b.peak.Load()

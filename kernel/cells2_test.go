@@ -104,7 +104,7 @@ func TestStreamPartialLineBeforeCellEnds(t *testing.T) {
 		if e.Kind != EventStdout || string(e.Data) != "partial" {
 			t.Fatalf("first event %s %q, want stdout \"partial\"", e.Kind, e.Data)
 		}
-	case <-time.After(10 * time.Second): // the cell waits for the gate forever
+	case <-time.After(testenv.Patience): // the cell waits for the gate forever
 		mustWrite(t, gate, "")
 		<-done
 		t.Fatal("the partial line did not arrive while the cell ran")

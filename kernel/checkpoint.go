@@ -9,6 +9,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/kernpool/kernpool/units"
 )
 
 // Checkpoints (docs/design.md, "Lossless eviction"): the runner pickles
@@ -55,7 +57,7 @@ type CheckpointTooBigError struct {
 }
 
 func (e *CheckpointTooBigError) Error() string {
-	return fmt.Sprintf("kernel checkpoint: the state pickles to %s, over the %s left under the owner's checkpoint cap", FormatBytes(e.Size), FormatBytes(e.Limit))
+	return fmt.Sprintf("kernel checkpoint: the state pickles to %s, over the %s left under the owner's checkpoint cap", units.FormatBytes(e.Size), units.FormatBytes(e.Limit))
 }
 
 // SaveCheckpoint pickles the kernel's user namespace inside the kernel and

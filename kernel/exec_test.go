@@ -3,10 +3,15 @@ package kernel
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 func TestPersistenceAndExecutionCount(t *testing.T) {
@@ -222,7 +227,7 @@ func TestOutputBetweenCellsDropped(t *testing.T) {
 	arrived := func() bool {
 		return strings.Contains(k.cell.stderrTail(), "BETWEEN-ERR") && k.DroppedOutput() >= int64(len("BETWEENBETWEEN-ERR"))
 	}
-	for end := time.Now().Add(10 * time.Second); !arrived(); time.Sleep(5 * time.Millisecond) {
+	for end := time.Now().Add(testenv.Patience); !arrived(); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(end) {
 			t.Fatal("the background output never arrived")
 		}
@@ -274,9 +279,12 @@ func TestBusy(t *testing.T) {
 	k := startKernel(t, baseSpec(t), "")
 	var first atomic.Value
 	finished := make(chan struct{})
+	// The first cell runs until the test has tried the second (the gate
+	// file appears), however slowly the host runs the test.
+	gate := filepath.Join(testTempDir(t), "gate")
 	go func() {
 		defer close(finished)
-		_, err := k.Exec(context.Background(), Cell{Code: "import time; time.sleep(0.5)"})
+		_, err := k.Exec(context.Background(), Cell{Code: fmt.Sprintf("import os, time\nwhile not os.path.exists(%q): time.sleep(0.01)", gate)})
 		first.Store(errBox{err})
 	}()
 	for !k.busy.Load() {
@@ -284,6 +292,9 @@ func TestBusy(t *testing.T) {
 	}
 	if _, err := k.Exec(context.Background(), Cell{Code: "1"}); !errors.Is(err, ErrBusy) {
 		t.Fatalf("concurrent exec: %v, want ErrBusy", err)
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	<-finished
 	if err := first.Load().(errBox).err; err != nil {

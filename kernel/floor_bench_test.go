@@ -54,8 +54,8 @@ while True:
 func BenchmarkExecFloor(b *testing.B) { benchFloor(b, false, false) }
 
 // BenchmarkExecFloorMarks: the echo loop that also writes the begin marks
-// the runner writes before each cell (issue 10's exact boundary between
-// output written between cells and a cell's own): what the marks alone
+// the runner writes before each cell (the exact boundary between output
+// written between cells and a cell's own): what the marks alone
 // cost over the floor.
 func BenchmarkExecFloorMarks(b *testing.B) { benchFloor(b, true, false) }
 

@@ -7,7 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 // TestGroupSandboxKillKillsWholeTree exercises ProcessGroup alone (no
@@ -61,7 +62,7 @@ func TestGroupSandboxKillKillsWholeTree(t *testing.T) {
 		t.Fatalf("shell exit after Kill = %v, want killed", err)
 	}
 	for _, pid := range pids {
-		if !waitDead(pid, 5*time.Second) {
+		if !waitDead(pid, testenv.Patience) {
 			t.Errorf("tree member %d survives the sandbox's Kill", pid)
 		}
 	}

@@ -3,6 +3,8 @@ package kernel
 import (
 	"fmt"
 	"strings"
+
+	"github.com/kernpool/kernpool/units"
 )
 
 // IsolationMode is the isolation a daemon promises its kernels. It is the
@@ -85,7 +87,7 @@ func (i Isolation) Summary() string {
 		pids = fmt.Sprint(i.PidsMax)
 	}
 	return fmt.Sprintf("%s uid=%d mem=%s pids=%s cpu=%s ns=%s seccomp=%s net=%s",
-		i.Mode, i.UID, FormatBytes(i.MemoryMax), pids, cpu, ns, onOff(i.Seccomp), onOff(i.Network))
+		i.Mode, i.UID, units.FormatBytes(i.MemoryMax), pids, cpu, ns, onOff(i.Seccomp), onOff(i.Network))
 }
 
 func onOff(b bool) string {

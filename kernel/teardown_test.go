@@ -165,9 +165,15 @@ func TestHostileKernelsCannotHangExec(t *testing.T) {
 			"for fd in os.listdir('/proc/self/fd'):\n"+
 			"    if os.path.exists('/proc/self/fd/' + fd) and os.readlink('/proc/self/fd/' + fd) == 'pipe:["+strconv.FormatUint(st.Ino, 10)+"]':\n"+
 			"        os.dup2(r, int(fd))")
+		// The write of the 4 MiB request blocks (nobody reads the pipe)
+		// until the deadline, which must come before the kernel's 1 s
+		// closed-stdout grace. The code is built first: a deadline that
+		// passed before Exec began would leave the kernel untouched (and
+		// alive), which is Exec's contract, not what this case checks.
+		code := "x = '" + strings.Repeat("a", 4<<20) + "'"
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		defer cancel()
-		execErr(t, k, ctx, "x = '"+strings.Repeat("a", 4<<20)+"'", ErrTimeout)
+		execErr(t, k, ctx, code, ErrTimeout)
 	})
 }
 

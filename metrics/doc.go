@@ -6,5 +6,6 @@
 // Labels are bounded by the configuration: mode (a configured profile),
 // status, end reason, refusal and tool-call outcome. Owners, kernel ids
 // and code never become label values (cardinality and privacy); per-owner
-// figures stay in `kernpool ps`. docs/metrics.md lists every series.
+// figures stay in `kernpool ps`. docs/ops.md ("Metrics") lists every
+// series.
 package metrics

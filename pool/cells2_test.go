@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kernpool/kernpool/envscrub"
+	"github.com/kernpool/kernpool/internal/testenv"
 	"github.com/kernpool/kernpool/kernel"
 )
 
@@ -18,10 +19,18 @@ func killOnTimeout(c *Config) {
 	c.Policies = map[string]CellPolicy{defaultName: {TimeoutAction: TimeoutKill}}
 }
 
+// The timeout's interrupt ends the cell and keeps the kernel's state. The
+// grace is generous: on a loaded host the default 2 s could run out before
+// the interpreter handles KeyboardInterrupt, which this test does not
+// check (TestTimeoutGraceKillsStubbornCell does).
 func TestTimeoutInterruptKeepsVariables(t *testing.T) {
-	p := newTestPool(t)
+	p := newTestPool(t, func(c *Config) {
+		c.Policies = map[string]CellPolicy{defaultName: {InterruptGrace: testenv.Patience}}
+	})
 	warm := run(t, p, Request{Code: "x = 1"})
-	res := run(t, p, Request{Code: "import time\nx = 2\nprint('started', flush=True)\ntime.sleep(30)", Timeout: 300 * time.Millisecond})
+	// The timeout outlasts the two statements before the sleep: they
+	// compile and run at once, so the interrupt lands in time.sleep.
+	res := run(t, p, Request{Code: "import time\nx = 2\nprint('started', flush=True)\ntime.sleep(300)", Timeout: time.Second})
 	wantStatus(t, res, StatusTimeout)
 	if !res.Kernel.StatePreserved || res.ExitCode != -1 || !strings.Contains(res.Error, "Its variables and imports survived") ||
 		!strings.HasPrefix(res.Output, "started\n") || strings.Contains(res.Output, "_on_sigint") {
@@ -146,7 +155,7 @@ func TestStreamerSendsQuietPartialLine(t *testing.T) {
 		if e.Kind != EventStdout || !strings.HasPrefix(e.Text, "50% ") || strings.Contains(e.Text, secret[:10]) {
 			t.Fatalf("partial line sent as %s %q", e.Kind, e.Text)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(testenv.Patience):
 		t.Fatal("the quiet partial line was never sent")
 	}
 	time.Sleep(2 * streamPartialAfter) // the key block's timer fired by now

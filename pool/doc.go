@@ -8,7 +8,9 @@
 //
 // It drives package kernel for one kernel's process and reaches the other
 // layers only through the seams in seams.go (SandboxFactory, EnvBuilder,
-// OutputFilterFactory, ToolServerFactory), so it builds and tests alone.
+// OutputFilterFactory, ToolServerFactory), so it builds without them. Its
+// tests that need real confinement use the real adapters (isolate, envscrub,
+// rpcsock) through the same seams.
 // Every seam may be nil: kernels then run as plain process groups with a
 // minimal environment (Config.Env), unfiltered output, and tool sets are
 // refused.

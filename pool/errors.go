@@ -10,7 +10,7 @@ import (
 // the problem; test with errors.Is.
 var (
 	// ErrClosed: the pool is closed (or draining) and takes no new cells.
-	ErrClosed = errors.New("closed")
+	ErrClosed = errors.New("pool closed")
 	// ErrNotFound: no live kernel has the given id.
 	ErrNotFound = errors.New("no such kernel")
 	// ErrBadRequest: a request or config field is invalid; the message names it.

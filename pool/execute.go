@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/kernpool/kernpool/kernel"
 )
 
 // Execute runs one cell in the kernel of req's key, starting that kernel
@@ -130,10 +128,11 @@ func (p *Pool) executeOn(ctx context.Context, s *slot, rq normalized, start time
 		}
 		fresh = false
 		m.uid = lv.uid
-		res, ranNothing := p.runCell(ctx, s, lv, rq, start, reused, stateReset, m)
+		res, f := (&cell{p: p, s: s, lv: lv, rq: rq, use: kernelUse{reused: reused, stateReset: stateReset}, m: m, start: start}).run(ctx)
+		p.settle(s, lv, f)
 		restored.apply(res)
 		m.takeRedactions(lv.filter) // still under the slot's semaphore
-		if !ranNothing || attempt > 0 {
+		if !f.retry || attempt > 0 {
 			return res, false, nil
 		}
 		// The kernel had died between cells (Exec found it closed before
@@ -170,7 +169,7 @@ func (p *Pool) spawnInto(ctx context.Context, s *slot, rq normalized, start time
 		p.obs.SpawnFailed(rq.key.mode)
 		switch {
 		case ctx.Err() != nil:
-			return nil, interruptedResult(rq, start, "", "canceled by the caller", nil, false, stateReset), nil
+			return nil, interruptedResult(rq, start, "canceled by the caller", nil, kernelUse{stateReset: stateReset}), nil
 		case p.killCtx.Err() != nil:
 			return nil, nil, fmt.Errorf("execute: %w", ErrClosed)
 		}
@@ -191,7 +190,7 @@ func (p *Pool) spawnInto(ctx context.Context, s *slot, rq normalized, start time
 	p.obs.KernelStarted(lv.mode)
 	if doom != "" {
 		p.teardown(lv, doom)
-		return nil, interruptedResult(rq, start, "", string(doom), lv, false, stateReset), nil
+		return nil, interruptedResult(rq, start, string(doom), lv, kernelUse{stateReset: stateReset}), nil
 	}
 	return lv, nil, nil
 }
@@ -205,78 +204,6 @@ func (p *Pool) discard(s *slot, lv *live, reason teardownReason) {
 	}
 	p.mu.Unlock()
 	p.teardown(lv, reason)
-}
-
-// runCell runs rq's code on lv and assembles the Result. ranNothing is
-// true when the kernel turned out to be dead before the cell was written
-// (no pool operation killed it), so the caller may retry on a fresh kernel.
-func (p *Pool) runCell(ctx context.Context, s *slot, lv *live, rq normalized, start time.Time, reused, stateReset bool, m *cellMeta) (_ *Result, ranNothing bool) {
-	cellCtx, cancel := context.WithTimeout(ctx, rq.timeout)
-	defer cancel()
-	var end func() int
-	if lv.tools != nil {
-		m.tools = &cellTools{h: rq.handler}
-		end = lv.tools.BeginCell(m.tools, rq.budget)
-	}
-	pol := p.policy(rq.key.mode)
-	cell := kernel.Cell{Code: rq.code, Grace: pol.InterruptGrace, KillOnTimeout: pol.TimeoutAction == TimeoutKill}
-	var st *streamer
-	if rq.stream != nil {
-		st = newStreamer(lv.filter, rq.stream)
-		cell.Stream = st.add
-	}
-	reply, err := lv.k.Exec(cellCtx, cell)
-	if st != nil {
-		st.finish()
-	}
-	m.noteReply(reply)
-	m.between = lv.takeBetween()
-	if err == nil && (reply == nil || !reply.Status.Known()) {
-		status := kernel.ReplyStatus("<none>")
-		if reply != nil {
-			status = reply.Status
-		}
-		err = fmt.Errorf("%w: unknown cell status %q", kernel.ErrProtocol, status)
-	}
-	calls := 0
-	if end != nil {
-		calls = end()
-	}
-
-	p.mu.Lock()
-	doom := s.doom
-	p.stats.Cells++
-	lv.cells++ // the state may have changed: an idle save is due
-	prevCount := lv.execCount
-	if reply != nil && err == nil {
-		lv.execCount = reply.ExecutionCount
-	}
-	s.lastUsed = time.Now()
-	p.mu.Unlock()
-
-	c := cellState{rq: rq, lv: lv, start: start, reused: reused, stateReset: stateReset, calls: calls, reply: reply, m: m}
-	c.count = prevCount + 1
-	if reply != nil && reply.ExecutionCount > 0 {
-		c.count = reply.ExecutionCount
-	}
-	if err == nil {
-		res := p.settled(c)
-		if res.Kernel.Ended {
-			p.discard(s, lv, reasonExit)
-			p.count(func(st *PoolStats) { st.Ended++ })
-		}
-		return res, false
-	}
-	reason, res := p.failed(ctx, c, err, doom)
-	if errors.Is(err, kernel.ErrBusy) {
-		// Cannot happen while the slot's semaphore serializes cells; the
-		// kernel is alive and keeps its state.
-		p.log.Error("kernel reported busy under the slot semaphore", "id", lv.id)
-		return res, false
-	}
-	// Every other Exec error means the kernel is dead.
-	p.discard(s, lv, reason)
-	return res, errors.Is(err, kernel.ErrClosed) && doom == "" && ctx.Err() == nil
 }
 
 // count applies f to the counters under the lock.

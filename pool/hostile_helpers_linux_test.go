@@ -17,7 +17,7 @@ const maxAttackGrowth = 32 << 20
 // maxResultBytes bounds one cell's whole JSON result (no displays yet).
 const maxResultBytes = 1 << 20
 
-// realOutput wires envscrub's pipeline, as cmd/kernpool does.
+// realOutput wires envscrub's pipeline, as pool/daemon does.
 type realOutput struct{ cfg envscrub.OutputConfig }
 
 func (o realOutput) ForKernel(secrets []string) OutputFilter {

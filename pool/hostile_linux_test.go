@@ -99,20 +99,27 @@ func TestHostileHugeException(t *testing.T) {
 func TestHostileOutputBetweenCells(t *testing.T) {
 	rec := newRecorder()
 	p := newTestPool(t, func(c *Config) { c.Observer = rec })
-	flag := filepath.Join(testTempDir(t), "done")
+	dir := testTempDir(t)
+	settled, flag := filepath.Join(dir, "settled"), filepath.Join(dir, "done")
 	const lines = 50
+	// The thread writes only once the test saw the cell's result (the file
+	// settled appears), so every byte lands between cells.
 	res := run(t, p, Request{Owner: "a", Code: fmt.Sprintf(`import os, sys, threading, time
 def noise():
-    time.sleep(0.2)  # the cell has settled by then
+    while not os.path.exists(%q):
+        time.sleep(0.01)
     for i in range(%d):
         print("bg-%%03d" %% i)               # Python-level: buffered, flushed later
         os.write(1, b"fd-%%03d\n" %% i)
         os.write(2, b"er-%%03d\n" %% i)
     open(%q, "w").close()
 threading.Thread(target=noise).start()
-"started"`, lines, flag)})
+"started"`, settled, lines, flag)})
 	if res.Output != "'started'\n" {
 		t.Fatalf("first cell output %q", res.Output)
+	}
+	if err := os.WriteFile(settled, nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	waitFor(t, "the background thread to finish", func() bool { _, err := os.Stat(flag); return err == nil })
 	second := run(t, p, Request{Owner: "a", Code: "print('two')"})

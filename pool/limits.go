@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/kernpool/kernpool/kernel"
 	"github.com/kernpool/kernpool/units"
 )
 
@@ -88,7 +87,7 @@ func checkCeiling(l, ceiling Limits) error {
 	}
 	switch {
 	case ceiling.MemoryMax > 0 && l.MemoryMax > ceiling.MemoryMax:
-		return over("memory_max", kernel.FormatBytes(l.MemoryMax), kernel.FormatBytes(ceiling.MemoryMax))
+		return over("memory_max", units.FormatBytes(l.MemoryMax), units.FormatBytes(ceiling.MemoryMax))
 	case ceiling.PidsMax > 0 && l.PidsMax > ceiling.PidsMax:
 		return over("pids_max", strconv.FormatInt(l.PidsMax, 10), strconv.FormatInt(ceiling.PidsMax, 10))
 	case ceiling.CPUMax > 0 && l.CPUMax > ceiling.CPUMax:

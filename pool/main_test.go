@@ -97,17 +97,11 @@ func assertDead(t testing.TB, pid int) {
 	}
 }
 
-// waitFor polls cond (in the test only; the product never polls) for up
-// to 10 s.
+// waitFor polls cond (in the test only; the product never polls) until
+// it holds or testenv.Patience ends a hung test.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.WaitFor(t, what, cond)
 }
 
 // assertNoStaging fails if a kernel staging dir survived.

@@ -97,7 +97,7 @@ type CellEvent struct {
 
 // Observer is told what the pool does (metrics, audit log). Calls are
 // synchronous and made outside the registry lock: keep them fast and
-// never block on I/O a kernel controls. cmd/kernpool wires the adapters.
+// never block on I/O a kernel controls. pool/daemon wires the adapters.
 type Observer interface {
 	// KernelStarted: a kernel of mode is live.
 	KernelStarted(mode string)

@@ -6,11 +6,32 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/kernpool/kernpool/internal/testenv"
 )
+
+// syncLog collects a pool's log lines for a test to wait on.
+type syncLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
 
 // Lossless eviction with real kernels in real sandboxes (cgroups, kernel
 // uids): checkpoints are saved and loaded inside the kernels.
@@ -233,12 +254,14 @@ func TestPersistOwnCheckpointOnly(t *testing.T) {
 }
 
 // TestPersistExpiredRemoved: the sweep removes checkpoints past their
-// retention, and an expired checkpoint is never restored.
+// retention (and keeps the others), the reaper sweeps, and an expired
+// checkpoint is never restored. The test picks the sweep's clock, so no
+// host is too slow for it.
 func TestPersistExpiredRemoved(t *testing.T) {
 	p := newPersistPool(t, func(c *Config) {
 		c.MaxKernels = 1
-		c.Checkpoints.Retention = 3 * time.Second // outlasts the eviction on a loaded host
-		c.ReapInterval = 20 * time.Millisecond
+		c.Checkpoints.Retention = time.Hour
+		c.ReapInterval = time.Hour // the test sweeps, at the times it picks
 	})
 	run(t, p, Request{Owner: "a", Code: "x = 1"})
 	run(t, p, Request{Owner: "b", Code: "pass"}) // evicts a
@@ -246,10 +269,42 @@ func TestPersistExpiredRemoved(t *testing.T) {
 	if len(p.Checkpoints()) != 1 {
 		t.Fatalf("checkpoints = %+v", p.Checkpoints())
 	}
-	waitFor(t, "the sweep", func() bool { return len(ckptFiles(t, p)) == 0 })
+	p.sweepCheckpoints(time.Now())
+	if len(p.Checkpoints()) != 1 {
+		t.Fatalf("a sweep within the retention removed %+v", ckptFiles(t, p))
+	}
+	p.sweepCheckpoints(time.Now().Add(time.Hour + time.Minute))
+	if files := ckptFiles(t, p); len(files) != 0 {
+		t.Fatalf("after a sweep past the retention: %v", files)
+	}
 	if res := run(t, p, Request{Owner: "a", Code: "'x' in globals()"}); res.Output != "False\n" || res.Kernel.Restored {
 		t.Fatalf("after expiry: %+v", res)
 	}
+
+	// The reaper sweeps: its log says it removed the checkpoint the save
+	// logged, whenever each happened.
+	t.Run("reaper", func(t *testing.T) {
+		var logs syncLog
+		q := newPersistPool(t, func(c *Config) {
+			c.MaxKernels = 1
+			c.Checkpoints.Retention = time.Millisecond
+			c.ReapInterval = 20 * time.Millisecond
+			c.Logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: &logs})
+		})
+		run(t, q, Request{Owner: "a", Code: "x = 1"})
+		run(t, q, Request{Owner: "b", Code: "pass"}) // evicts a
+		// The save is logged; only the reaper's sweep removes the file then
+		// (nothing asks for a's kernel again), and it logs that it did.
+		saved := func() bool { return strings.Contains(logs.String(), "checkpoint saved") }
+		swept := func() bool {
+			return saved() && len(ckptFiles(t, q)) == 0 && strings.Contains(logs.String(), "expired checkpoints removed")
+		}
+		for deadline := time.Now().Add(testenv.Patience); !swept(); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no sweep by the reaper (saved: %v, files: %v); the pool's log:\n%s", saved(), ckptFiles(t, q), logs.String())
+			}
+		}
+	})
 
 	// Without a sweep in between, the restore itself refuses an expired one.
 	t.Run("no sweep", func(t *testing.T) {

@@ -18,10 +18,24 @@ type QuotaError struct {
 	Limit int
 	// RetryAfter is when a retry may succeed (at least one second).
 	RetryAfter time.Duration
+	// allBusy: every kernel of the owner runs a cell (kernel quota), so
+	// none is due to be reaped.
+	allBusy bool
 }
 
+// Error says what frees the quota: for the kernel quota that is ending one
+// of the owner's kernels (waiting means until an idle one is reaped, which
+// may be the whole idle timeout), for the cell rate the time to wait.
 func (e *QuotaError) Error() string {
-	return fmt.Sprintf("owner %q is over its quota %s = %d; retry in %s", e.Owner, e.Quota, e.Limit, e.RetryAfter)
+	if e.Quota != quotaKernels {
+		return fmt.Sprintf("owner %q is over its quota %s = %d; retry in %s", e.Owner, e.Quota, e.Limit, e.RetryAfter)
+	}
+	wait := fmt.Sprintf("or wait until its next idle kernel is reaped (in %s)", e.RetryAfter)
+	if e.allBusy {
+		wait = "all of them are running cells now"
+	}
+	return fmt.Sprintf("owner %q already has %d live kernels, its quota %s: shut one of them down "+
+		"(kernpool kill KERNEL_ID; kernpool ps lists them), %s", e.Owner, e.Limit, e.Quota, wait)
 }
 
 // Is makes errors.Is(err, ErrQuota) hold.
@@ -107,10 +121,11 @@ func (p *Pool) kernelQuotaLocked(owner string, now time.Time) error {
 	if n < limit {
 		return nil
 	}
-	if wait == time.Duration(math.MaxInt64) {
+	allBusy := wait == time.Duration(math.MaxInt64)
+	if allBusy {
 		wait = time.Second
 	}
-	return &QuotaError{Owner: owner, Quota: quotaKernels, Limit: limit, RetryAfter: atLeastSecond(wait)}
+	return &QuotaError{Owner: owner, Quota: quotaKernels, Limit: limit, RetryAfter: atLeastSecond(wait), allBusy: allBusy}
 }
 
 // atLeastSecond rounds d up to whole seconds, at least one (Retry-After).

@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -80,8 +81,11 @@ func TestKernelsPerOwnerQuotaAndEndReasons(t *testing.T) {
 	})
 	wantStatus(t, run(t, p, Request{Owner: "a", Code: "1"}), StatusSuccess)
 	_, err := p.Execute(context.Background(), Request{Owner: "a", Mode: "other", Code: "1"})
-	if !errors.Is(err, ErrQuota) {
-		t.Fatalf("a's second kernel: %v", err)
+	// The fix is ending one of a's kernels, not waiting out the idle
+	// timeout: the message says so, and how long the wait would be.
+	want := `execute: owner "a" already has 1 live kernels, its quota max_kernels_per_owner: shut one of them down (kernpool kill KERNEL_ID; kernpool ps lists them), or wait until its next idle kernel is reaped (in `
+	if !errors.Is(err, ErrQuota) || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "retry") {
+		t.Fatalf("a's second kernel: %v\nwant the message %q...", err, want)
 	}
 	wantStatus(t, run(t, p, Request{Owner: "a", Code: "import sys; sys.exit(3)"}), StatusSuccess)
 	wantStatus(t, run(t, p, Request{Owner: "a", Code: "1"}), StatusSuccess)
@@ -90,8 +94,8 @@ func TestKernelsPerOwnerQuotaAndEndReasons(t *testing.T) {
 	p.ShutdownOwner("a")
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	want := map[EndReason]int{EndExit: 1, EndReset: 1, EndTimeout: 1, EndShutdown: 0}
-	for r, n := range want {
+	wantEnds := map[EndReason]int{EndExit: 1, EndReset: 1, EndTimeout: 1, EndShutdown: 0}
+	for r, n := range wantEnds {
 		if rec.ends[r] != n {
 			t.Errorf("ends[%s] = %d, want %d (all: %v)", r, rec.ends[r], n, rec.ends)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kernpool/kernpool/kernel"
+	"github.com/kernpool/kernpool/units"
 )
 
 // StderrSeparator joins a failed or noisy cell's stdout and its stderr
@@ -30,15 +31,14 @@ const (
 
 // cellState is what result assembly needs to know about one cell.
 type cellState struct {
-	rq         normalized
-	lv         *live
-	start      time.Time
-	reused     bool
-	stateReset bool
-	calls      int
-	reply      *kernel.Reply // nil when Exec returned no reply
-	count      int           // execution_count to report
-	m          *cellMeta     // observer figures of the call
+	rq    normalized
+	lv    *live
+	start time.Time
+	use   kernelUse
+	calls int
+	reply *kernel.Reply // nil when Exec returned no reply
+	count int           // execution_count to report
+	m     *cellMeta     // observer figures of the call
 }
 
 // base is the Result skeleton every path fills in.
@@ -48,8 +48,8 @@ func (c cellState) base() *Result {
 		DurationSeconds: seconds(time.Since(c.start)),
 		ToolCallsMade:   c.calls,
 		Kernel: KernelResult{
-			ID: c.lv.id, Mode: c.rq.key.mode, Reused: c.reused,
-			ExecutionCount: c.count, StateReset: c.stateReset, Isolation: c.lv.isolationReport(),
+			ID: c.lv.id, Mode: c.rq.key.mode, Reused: c.use.reused,
+			ExecutionCount: c.count, StateReset: c.use.stateReset, Isolation: c.lv.isolationReport(),
 		},
 	}
 }
@@ -110,37 +110,30 @@ func (p *Pool) interruptedKept(c cellState, res *Result, cause error) string {
 	return "[execution interrupted — " + why + "; variables kept]"
 }
 
-func (p *Pool) failed(ctx context.Context, c cellState, err error, doom teardownReason) (teardownReason, *Result) {
+// failed words the Result of a cell whose Exec failed; reason is the fate
+// cell.decide chose for the kernel ("" when it lives on: a busy kernel,
+// which the semaphore rules out). It writes; it decides nothing.
+func (p *Pool) failed(ctx context.Context, c cellState, err error, reason teardownReason) *Result {
 	res := c.base()
 	res.ExitCode = -1
 	stdout := ""
 	if c.reply != nil {
 		stdout = p.finish(c, res).Stdout
 	}
-	var death *kernel.DeathError
-	switch {
-	case doom != "":
-		p.count(func(st *PoolStats) { st.Interrupted++ })
-		interrupt(res, stdout, string(doom))
-		return doom, res
-	case ctx.Err() != nil, errors.Is(err, kernel.ErrCanceled):
-		p.count(func(st *PoolStats) { st.Interrupted++ })
+	switch reason {
+	case reasonCanceled:
 		why := "canceled by the caller"
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			why = "the caller's deadline passed"
 		}
 		interrupt(res, stdout, why)
-		return reasonCanceled, res
-	case errors.Is(err, kernel.ErrInterrupted):
-		p.count(func(st *PoolStats) { st.Interrupted++ })
+	case reasonInterrupted:
 		res.Status, res.Error = StatusInterrupted, "Cell interrupted by request, but it did not stop within the interrupt grace; the session kernel was killed and "+msgStateLostTail+" Variables did not survive."
 		res.Output = "[execution interrupted — the kernel was killed]"
 		if stdout != "" {
 			res.Output = stdout + "\n" + res.Output
 		}
-		return reasonInterrupted, res
-	case errors.Is(err, kernel.ErrTimeout):
-		p.count(func(st *PoolStats) { st.Timeouts++ })
+	case reasonTimeout:
 		res.Status = StatusTimeout
 		res.Error = fmt.Sprintf("Cell timed out after %s; the session kernel was killed and %s", formatTimeout(c.rq.timeout), msgStateLostTail)
 		if pol := p.policy(c.rq.key.mode); pol.TimeoutAction != TimeoutKill {
@@ -151,34 +144,39 @@ func (p *Pool) failed(ctx context.Context, c cellState, err error, doom teardown
 		if stdout != "" {
 			res.Output = stdout + "\n\n" + timeoutMarker + res.Error
 		}
-		return reasonTimeout, res
-	case errors.As(err, &death):
-		res.Status, res.Output = StatusError, stdout
-		verdict := c.lv.k.Verdict()
-		if death.OOMKilled || verdict.OOMKilled {
-			p.count(func(st *PoolStats) { st.Died++; st.OOMKilled++ })
-			res.Kernel.OOMKilled = true
-			res.Error = oomMessage(max(death.MemoryLimit, verdict.MemoryLimit))
-			return reasonOOM, res
-		}
-		p.count(func(st *PoolStats) { st.Died++ })
-		res.Error = "The session kernel died while running the cell."
-		if tail := strings.TrimSpace(c.lv.filter.CapText(death.Stderr)); tail != "" {
-			res.Error = "The session kernel died while running the cell: " + tail
-		}
-		return reasonDied, res
-	case errors.Is(err, kernel.ErrProtocol):
+	case reasonOOM, reasonDied:
+		p.writeDeath(c, res, stdout, err)
+	case reasonProtocol:
 		res.Status, res.Output = StatusError, stdout
 		res.Error = "The session kernel broke the wire protocol (" + c.lv.filter.CapText(err.Error()) + "); it was killed and " + msgStateLostTail
-		return reasonProtocol, res
-	default: // ErrClosed (died between cells), ErrBusy, anything else
+	case reasonDead, "":
 		res.Status, res.Output = StatusError, stdout
 		cause := err
 		if kerr := c.lv.k.Err(); kerr != nil && errors.Is(err, kernel.ErrClosed) {
 			cause = kerr
 		}
 		res.Error = "The session kernel failed before running the cell (" + c.lv.filter.CapText(cause.Error()) + "); " + msgStateLostTail
-		return reasonDead, res
+	default: // a pool operation doomed the kernel (kill, shutdown, Close)
+		interrupt(res, stdout, string(reason))
+	}
+	return res
+}
+
+// writeDeath words a kernel that died mid-cell: the OOM killer's verdict,
+// or its stderr tail.
+func (p *Pool) writeDeath(c cellState, res *Result, stdout string, err error) {
+	res.Status, res.Output = StatusError, stdout
+	var death *kernel.DeathError
+	errors.As(err, &death)
+	verdict := c.lv.k.Verdict()
+	if death.OOMKilled || verdict.OOMKilled {
+		res.Kernel.OOMKilled = true
+		res.Error = oomMessage(max(death.MemoryLimit, verdict.MemoryLimit))
+		return
+	}
+	res.Error = "The session kernel died while running the cell."
+	if tail := strings.TrimSpace(c.lv.filter.CapText(death.Stderr)); tail != "" {
+		res.Error = "The session kernel died while running the cell: " + tail
 	}
 }
 
@@ -214,7 +212,7 @@ func (p *Pool) finish(c cellState, res *Result) CellOutput {
 	}
 	if r.DisplaysDropped > 0 {
 		res.Warning = strings.TrimSpace(res.Warning + fmt.Sprintf(" %d display(s) dropped: over the %s cap per display or per cell.",
-			r.DisplaysDropped, kernel.FormatBytes(kernel.DisplayCellBytes)))
+			r.DisplaysDropped, units.FormatBytes(kernel.DisplayCellBytes)))
 	}
 	if r.StdoutClipped {
 		res.StdoutTruncated = true
@@ -247,15 +245,15 @@ func interrupt(res *Result, stdout, why string) {
 
 // interruptedResult is the Result of a cell that never reached a kernel
 // because it was killed or abandoned during the spawn.
-func interruptedResult(rq normalized, start time.Time, stdout, why string, lv *live, reused, stateReset bool) *Result {
+func interruptedResult(rq normalized, start time.Time, why string, lv *live, use kernelUse) *Result {
 	res := &Result{
 		DurationSeconds: seconds(time.Since(start)),
-		Kernel:          KernelResult{Mode: rq.key.mode, Reused: reused, StateReset: stateReset},
+		Kernel:          KernelResult{Mode: rq.key.mode, Reused: use.reused, StateReset: use.stateReset},
 	}
 	if lv != nil {
 		res.Kernel.ID, res.Kernel.Isolation = lv.id, lv.isolationReport()
 	}
-	interrupt(res, stdout, why)
+	interrupt(res, "", why)
 	return res
 }
 
@@ -275,7 +273,7 @@ func oomMessage(limit int64) string {
 		return "The session kernel was killed by the out-of-memory killer; " + msgStateLostTail
 	}
 	return "The session kernel was killed by the out-of-memory killer at its memory limit of " +
-		kernel.FormatBytes(limit) + "; " + msgStateLostTail
+		units.FormatBytes(limit) + "; " + msgStateLostTail
 }
 
 func withStderr(stdout, stderr string) string {

@@ -14,7 +14,7 @@ import (
 )
 
 // rpcFactory adapts the real rpcsock listener to ToolServerFactory, as
-// cmd/kernpool's wiring does.
+// pool/daemon's wiring does.
 type rpcFactory struct{}
 
 func (rpcFactory) Listen(staging string, uid int, tools []string) (ToolServer, error) {

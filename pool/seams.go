@@ -9,8 +9,8 @@ import (
 
 // The pool's seams. Each is a small interface so that the packages that
 // implement them (envscrub, isolate, rpcsock) build and test on their own;
-// cmd/kernpool wires the concrete types in and asserts at compile time that
-// they satisfy these.
+// pool/daemon (wire.go) wires the concrete types in and asserts at compile
+// time that they satisfy these.
 
 // Limits are per-request resource overrides, bounded by the operator's
 // ceiling. Zero fields mean "the profile's value".

@@ -344,7 +344,7 @@ func (p *Pool) bindSpare(ctx context.Context, s *slot, lv *live, rq normalized, 
 		p.abandonSpawn(lv.id, tools)
 		p.discard(s, lv, reasonSpare)
 		if ctx.Err() != nil {
-			return nil, interruptedResult(rq, start, "", "canceled by the caller", nil, false, false), nil
+			return nil, interruptedResult(rq, start, "canceled by the caller", nil, kernelUse{}), nil
 		}
 		p.log.Warn("spare kernel could not be bound; starting one cold", "id", lv.id, "owner", rq.key.owner, "error", err)
 		return nil, nil, nil
@@ -363,13 +363,13 @@ func (p *Pool) bindSpare(ctx context.Context, s *slot, lv *live, rq normalized, 
 	if down {
 		// Killed while binding (owner shutdown, Close): the listener is ours.
 		p.abandonSpawn(lv.id, tools)
-		return nil, interruptedResult(rq, start, "", string(doom), lv, false, false), nil
+		return nil, interruptedResult(rq, start, string(doom), lv, kernelUse{}), nil
 	}
 	p.log.Info("kernel started", "id", lv.id, "owner", lv.owner, "mode", lv.mode, "pid", lv.pid, "uid", lv.uid, "spare", true)
 	p.obs.KernelStarted(lv.mode)
 	if s.removed {
 		p.teardown(lv, doom)
-		return nil, interruptedResult(rq, start, "", string(doom), lv, false, false), nil
+		return nil, interruptedResult(rq, start, string(doom), lv, kernelUse{}), nil
 	}
 	return lv, nil, nil
 }

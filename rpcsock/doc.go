@@ -2,7 +2,7 @@
 // listener the kernel's cells call back through, the per-cell authority that
 // decides who answers those calls, and the generated Python module
 // kernpool_tools that cells import. It implements pool.ToolServer through a
-// thin adapter in cmd/kernpool and imports nothing of the project.
+// thin adapter in pool/daemon (wire.go) and imports nothing of the project.
 //
 // # Listener
 //

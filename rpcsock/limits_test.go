@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 // TestCloseUnblocksReadsAndHandlers: Close returns promptly (well inside the
@@ -40,7 +42,7 @@ func TestCloseUnblocksReadsAndHandlers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(testenv.Patience):
 		t.Fatal("Close still blocked after 10s: a parked read or handler holds it")
 	}
 	select {
@@ -49,7 +51,7 @@ func TestCloseUnblocksReadsAndHandlers(t *testing.T) {
 		t.Fatal("Close returned before the busy handler saw its context canceled")
 	}
 	for name, cl := range map[string]*client{"idle": idle, "busy": busy} {
-		_ = cl.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_ = cl.c.SetReadDeadline(time.Now().Add(testenv.Patience))
 		if _, err := io.ReadAll(cl.r); err != nil {
 			t.Errorf("%s connection not closed by Close: %v", name, err)
 		}
@@ -104,7 +106,7 @@ func TestMemoryBudgetDropsConnection(t *testing.T) {
 // waitUntil polls cond (tests only) for up to 10 s.
 func waitUntil(t *testing.T, cond func() bool) {
 	t.Helper()
-	for end := time.Now().Add(10 * time.Second); !cond(); time.Sleep(2 * time.Millisecond) {
+	for end := time.Now().Add(testenv.Patience); !cond(); time.Sleep(2 * time.Millisecond) {
 		if time.Now().After(end) {
 			t.Fatal("condition not met within 10 s")
 		}

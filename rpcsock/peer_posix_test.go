@@ -31,7 +31,7 @@ func TestForeignPeerRefusedBeforeRead(t *testing.T) {
 		cl := newClient(t, s)
 		_, _ = cl.c.Write([]byte(req("t", nil, s.Token()) + "\n"))
 		// Bounded: a server that served the peer would hold the connection open.
-		_ = cl.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_ = cl.c.SetReadDeadline(time.Now().Add(testenv.Patience))
 		got, err := io.ReadAll(cl.r)
 		if len(got) != 0 || (err != nil && !isReset(err)) {
 			t.Fatalf("foreign peer got %q (%v), want closed unanswered", got, err)

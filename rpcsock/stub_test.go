@@ -243,7 +243,7 @@ func newFakeServer(t *testing.T, answer func(conn int64, c net.Conn)) *fakeServe
 				defer c.Close()
 				r := bufio.NewReader(c)
 				for {
-					_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+					_ = c.SetReadDeadline(time.Now().Add(testenv.Patience))
 					if _, err := r.ReadString('\n'); err != nil {
 						return
 					}

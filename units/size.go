@@ -49,3 +49,20 @@ func ParseSize(s string) (int64, error) {
 	}
 	return int64(v), nil
 }
+
+// FormatBytes renders a byte count the way operators write limits
+// ("64MiB"), in the largest binary unit that divides it exactly; 0 or less
+// is "unlimited". ParseSize reads every answer back to n.
+func FormatBytes(n int64) string {
+	const unit = 1024
+	if n <= 0 {
+		return "unlimited"
+	}
+	suffixes := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	v, i := n, 0
+	for v%unit == 0 && v >= unit && i < len(suffixes)-1 {
+		v /= unit
+		i++
+	}
+	return fmt.Sprintf("%d%s", v, suffixes[i])
+}

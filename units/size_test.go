@@ -26,3 +26,26 @@ func TestParseSize(t *testing.T) {
 		}
 	}
 }
+
+// TestFormatBytesInvertsParseSize: FormatBytes writes the largest exact
+// binary unit, and ParseSize reads every answer back.
+func TestFormatBytesInvertsParseSize(t *testing.T) {
+	for _, tc := range []struct {
+		n    int64
+		want string
+	}{
+		{0, "unlimited"}, {-1, "unlimited"}, {1, "1B"}, {1000, "1000B"}, {1024, "1KiB"},
+		{64 << 20, "64MiB"}, {1536 << 10, "1536KiB"}, {3 << 30, "3GiB"}, {5 << 40, "5TiB"}, {2048 << 40, "2048TiB"},
+	} {
+		got := FormatBytes(tc.n)
+		if got != tc.want {
+			t.Errorf("FormatBytes(%d) = %q, want %q", tc.n, got, tc.want)
+		}
+		if tc.n <= 0 {
+			continue
+		}
+		if back, err := ParseSize(got); err != nil || back != tc.n {
+			t.Errorf("ParseSize(FormatBytes(%d) = %q) = %d, %v", tc.n, got, back, err)
+		}
+	}
+}

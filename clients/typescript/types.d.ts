@@ -362,3 +362,47 @@ export interface ReadyResponse {
   error?: string;
   code?: ErrorCode;
 }
+
+/** The configuration the running daemon uses (docs/config.md names each setting). */
+export interface Settings {
+  socket: string;
+  state_dir: string;
+  /** The default interpreter, as resolved at start. */
+  interpreter: string;
+  isolation: "sandbox" | "process";
+  /** A Go duration string ("30s", "2m0s"). */
+  idle_timeout: string;
+  /** A Go duration string ("30s", "2m0s"). */
+  cell_timeout: string;
+  /** A Go duration string ("30s", "2m0s"). */
+  max_cell_timeout: string;
+  /** A Go duration string ("30s", "2m0s"). */
+  tool_call_timeout: string;
+  /** A Go duration string ("30s", "2m0s"). */
+  drain_grace: string;
+  max_kernels: number;
+  max_tool_calls: number;
+  cgroup_parent: string;
+  cgroup_enabled: boolean;
+  users: UserSettings;
+  profiles: Record<string, unknown>;
+}
+
+export interface UserSettings {
+  enabled: boolean;
+  uid_first: number;
+  uid_last: number;
+  per_owner: boolean;
+}
+
+export interface ProfileSettings {
+  memory_max: number;
+  memory_swap_max: number;
+  pids_max: number;
+  cpu_max: number;
+  cpu_weight: number;
+  network: boolean;
+  tmp_size: number;
+  spares: number;
+  preload: Array<string> | null;
+}

@@ -23,6 +23,7 @@ func psFlags(fs *pflag.FlagSet) runFunc {
 }
 
 func runPs(ctx context.Context, e *env, socket string, asJSON bool, args []string) int {
+	e.json = asJSON
 	if len(args) > 0 {
 		return usageError(e, "ps", "unexpected argument %q", args[0])
 	}
@@ -156,17 +157,39 @@ func runDoctor(ctx context.Context, e *env, sf *serveFlags, args []string) int {
 	if err != nil {
 		return usageError(e, "doctor", "%v", err)
 	}
-	report, isolationOK := daemon.Doctor(ctx, cfg, buildVersion().Version)
-	fmt.Fprint(e.stdout, report)
 	client := api.NewClient(cfg.Socket)
 	defer client.CloseIdleConnections()
-	if h, err := client.Health(ctx); err == nil {
-		fmt.Fprintf(e.stdout, "daemon:       %s, version %s, %d kernel(s), isolation %s\n", h.Status, h.Version, h.Kernels, h.Isolation)
-		// What each live kernel really has: the same line as `kernpool ps`.
-		if kernels, err := client.List(ctx); err == nil {
-			for _, k := range kernels {
-				fmt.Fprintf(e.stdout, "kernel %s:  owner %s, mode %s: %s\n", k.ID, k.Owner, k.Mode, k.Isolation.Summary())
+	h, healthErr := client.Health(ctx)
+	// A daemon that answers runs with its own settings, not this
+	// command's flag defaults: print those (an older daemon has no
+	// /v1/settings; then the flags' are printed, and say so).
+	var live *api.Settings
+	if healthErr == nil {
+		live, _ = client.Settings(ctx)
+	}
+	report, isolationOK := daemon.Doctor(ctx, cfg, live, buildVersion().Version)
+	fmt.Fprint(e.stdout, report)
+	if healthErr == nil {
+		kernels, err := client.List(ctx)
+		if err != nil {
+			fmt.Fprintf(e.stdout, "daemon:       %s, version %s, isolation %s (listing its kernels failed: %v)\n", h.Status, h.Version, h.Isolation, err)
+			return exitOK
+		}
+		spares := 0
+		for _, k := range kernels {
+			if k.Spare {
+				spares++
 			}
+		}
+		fmt.Fprintf(e.stdout, "daemon:       %s, version %s, %d kernel(s) and %d warm spare(s), isolation %s\n",
+			h.Status, h.Version, len(kernels)-spares, spares, h.Isolation)
+		// What each live kernel really has: the same line as `kernpool ps`.
+		for _, k := range kernels {
+			owner := "owner " + k.Owner
+			if k.Spare {
+				owner = "warm spare"
+			}
+			fmt.Fprintf(e.stdout, "kernel %s:  %s, mode %s: %s\n", k.ID, owner, k.Mode, k.Isolation.Summary())
 		}
 	} else {
 		fmt.Fprintf(e.stdout, "daemon:       not reachable on %s\n", cfg.Socket)
@@ -182,11 +205,7 @@ func runDoctor(ctx context.Context, e *env, sf *serveFlags, args []string) int {
 
 // connError prints a failed API call; exit 2 (usage or connection).
 func connError(e *env, cmd string, err error) int {
-	fmt.Fprintf(e.stderr, "kernpool %s: %v\n", cmd, err)
-	if errors.Is(err, api.ErrUnavailable) {
-		fmt.Fprintln(e.stderr, "Is the daemon running? Start it with 'kernpool serve' or pass --socket.")
-	}
-	return exitUsage
+	return fail(e, cmd, err, connHint(err), exitUsage)
 }
 
 func formatSeconds(s float64) string {

@@ -78,6 +78,7 @@ func varsFlags(fs *pflag.FlagSet) runFunc {
 
 func runVars(ctx context.Context, e *env, k kernelSelector, asJSON bool, args []string) int {
 	socket, owner, mode := &k.socket, &k.owner, &k.mode
+	e.json = asJSON
 	if (*owner == "") == (len(args) != 1) || len(args) > 1 {
 		return usageError(e, "vars", "expected exactly one KERNEL_ID (see 'kernpool ps') or --owner")
 	}
@@ -91,8 +92,7 @@ func runVars(ctx context.Context, e *env, k kernelSelector, asJSON bool, args []
 		var err error
 		if id, err = kernelOf(ctx, client, *owner, *mode); err != nil {
 			if errors.Is(err, pool.ErrNotFound) {
-				fmt.Fprintf(e.stderr, "kernpool vars: %v\n", err)
-				return exitCellErr
+				return fail(e, "vars", err, "", exitCellErr)
 			}
 			return connError(e, "vars", err)
 		}
@@ -100,11 +100,9 @@ func runVars(ctx context.Context, e *env, k kernelSelector, asJSON bool, args []
 	v, err := client.Variables(ctx, id)
 	switch {
 	case errors.Is(err, pool.ErrNotFound):
-		fmt.Fprintf(e.stderr, "kernpool vars: no live kernel %q\n", id)
-		return exitCellErr
+		return fail(e, "vars", fmt.Errorf("no live kernel %q", id), "", exitCellErr)
 	case errors.Is(err, pool.ErrBusy):
-		fmt.Fprintf(e.stderr, "kernpool vars: kernel %s is running a cell; try again when it ends\n", id)
-		return exitCellErr
+		return fail(e, "vars", fmt.Errorf("kernel %s is running a cell", id), "Try again when it ends.", exitCellErr)
 	case err != nil:
 		return connError(e, "vars", err)
 	}

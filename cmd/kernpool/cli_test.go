@@ -282,23 +282,46 @@ func TestServeUsageErrors(t *testing.T) {
 func TestDoctor(t *testing.T) {
 	d := startServe(t)
 	r := cli(t, "", "doctor", "--socket", d.socket, "--state-dir", d.state)
-	for _, want := range []string{"socket:", d.socket, "uid:", "interpreter:  resolves to /", "daemon:       ok"} {
+	for _, want := range []string{"socket:", d.socket, "uid:", "interpreter:  " + testenv.Python, "daemon:       ok"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("doctor output lacks %q:\n%s", want, r.stdout)
 		}
+	}
+	// Without a daemon, doctor reports its own flags and resolves python3.
+	d.stop(t)
+	r = cli(t, "", "doctor", "--socket", d.socket, "--state-dir", d.state)
+	if !strings.Contains(r.stdout, "interpreter:  resolves to /") || !strings.Contains(r.stdout, "no daemon answered") {
+		t.Errorf("doctor without a daemon:\n%s", r.stdout)
+	}
+}
+
+// TestDoctorReportsTheDaemonsSettings: with a daemon up, doctor prints the
+// daemon's settings (from GET /v1/settings), not its own flag defaults,
+// and counts the kernels it then lists.
+func TestDoctorReportsTheDaemonsSettings(t *testing.T) {
+	d := startServe(t, "--max-kernels", "7", "--idle-timeout", "17m")
+	for _, owner := range []string{"a", "b", "c"} {
+		if r := cli(t, "", "exec", "--socket", d.socket, "--owner", owner, "1"); r.code != 0 {
+			t.Fatalf("exec for %s: %+v", owner, r)
+		}
+	}
+	// Only the socket names the daemon: every other flag is left at its default.
+	r := cli(t, "", "doctor", "--socket", d.socket)
+	for _, want := range []string{"the running daemon's", "max 7,", "idle 17m0s", "state dir:    " + d.state, "3 kernel(s) and "} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	// The default profile keeps warm spares: listed, and counted apart.
+	if n := strings.Count(r.stdout, ":  owner "); n != 3 {
+		t.Errorf("doctor listed %d owners' kernels, want 3:\n%s", n, r.stdout)
 	}
 }
 
 // waitUntil polls cond (tests only) for up to 20 s.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.WaitFor(t, what, cond)
 }
 
 func TestServeSecondSignalForcesTeardown(t *testing.T) {

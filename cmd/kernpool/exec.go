@@ -54,6 +54,7 @@ func execSetup(fs *pflag.FlagSet) runFunc {
 }
 
 func runExec(ctx context.Context, e *env, f *execFlags, args []string) int {
+	e.json = f.asJSON
 	if len(args) > 1 {
 		return usageError(e, "exec", "expected one CODE argument (or - for stdin), got %d arguments; quote the code as one argument", len(args))
 	}
@@ -142,21 +143,21 @@ func socketPath(flagValue string, getenv func(string) string) string {
 // the daemon refused for capacity or a quota (retry later), else 2.
 func reportExecError(ctx context.Context, e *env, err error) int {
 	if ctx.Err() != nil {
-		fmt.Fprintln(e.stderr, "kernpool exec: interrupted; the daemon interrupts the cell (KeyboardInterrupt) and keeps the kernel's state unless the cell does not stop within its grace")
-		return exitKilled
+		return fail(e, "exec", errors.New("interrupted; the daemon interrupts the cell (KeyboardInterrupt) and keeps the kernel's state unless the cell does not stop within its grace"), "", exitKilled)
 	}
-	fmt.Fprintf(e.stderr, "kernpool exec: %v\n", err)
-	if errors.Is(err, pool.ErrCapacity) || errors.Is(err, pool.ErrQuota) {
+	switch {
+	case errors.Is(err, pool.ErrQuota):
+		// The quota's message says what frees it (and when).
+		return fail(e, "exec", err, "", exitRetry)
+	case errors.Is(err, pool.ErrCapacity):
+		hint := ""
 		var ae *api.APIError
 		if errors.As(err, &ae) && ae.RetryAfter > 0 {
-			fmt.Fprintf(e.stderr, "Retry in %s.\n", ae.RetryAfter)
+			hint = fmt.Sprintf("Retry in %s.", ae.RetryAfter)
 		}
-		return exitRetry
+		return fail(e, "exec", err, hint, exitRetry)
 	}
-	if errors.Is(err, api.ErrUnavailable) {
-		fmt.Fprintln(e.stderr, "Is the daemon running? Start it with 'kernpool serve' or pass --socket.")
-	}
-	return exitUsage
+	return fail(e, "exec", err, connHint(err), exitUsage)
 }
 
 // printResult writes the cell's output as a terminal would and maps the

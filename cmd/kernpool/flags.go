@@ -66,7 +66,7 @@ func (v sizeValue) String() string {
 	if v.p == nil || *v.p == 0 {
 		return "0"
 	}
-	return kernel.FormatBytes(*v.p)
+	return units.FormatBytes(*v.p)
 }
 
 func (v sizeValue) Set(s string) error {

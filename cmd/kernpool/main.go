@@ -51,6 +51,8 @@ type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// json: the command was asked for --json, so its errors are JSON too.
+	json bool
 }
 
 // runFunc is a subcommand's body: its positional arguments in, its exit
@@ -142,7 +144,11 @@ func newRoot(e *env, code *int) *cobra.Command {
 		},
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		// --version (and -v) print what `kernpool version` prints.
+		Version: buildVersion().String(),
 	}
+	root.SetVersionTemplate("kernpool {{.Version}}\n")
+	root.Flags().BoolP("version", "v", false, "print the version (what kernpool version prints)")
 	root.SetIn(e.stdin)
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
@@ -171,9 +177,7 @@ func newRoot(e *env, code *int) *cobra.Command {
 
 // usageError prints a usage problem and returns the usage exit code.
 func usageError(e *env, name, format string, a ...any) int {
-	fmt.Fprintf(e.stderr, "kernpool %s: %s\n", name, fmt.Sprintf(format, a...))
-	fmt.Fprintf(e.stderr, "Run 'kernpool %s --help' for usage.\n", name)
-	return exitUsage
+	return fail(e, name, fmt.Errorf(format, a...), fmt.Sprintf("Run 'kernpool %s --help' for usage.", name), exitUsage)
 }
 
 func runVersion(_ context.Context, e *env, _ []string) int {

@@ -96,7 +96,7 @@ func startServe(t *testing.T, extra ...string) *testDaemon {
 	t.Cleanup(func() { d.stop(t) })
 	client := api.NewClient(d.socket)
 	defer client.CloseIdleConnections()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(testenv.Patience)
 	for {
 		if _, err := client.Health(context.Background()); err == nil {
 			return d
@@ -136,7 +136,7 @@ func (d *testDaemon) stop(t *testing.T) {
 	select {
 	case err := <-d.exited:
 		d.exited <- err
-	case <-time.After(30 * time.Second):
+	case <-time.After(testenv.Patience):
 		_ = d.cmd.Process.Kill()
 		d.exited <- <-d.exited
 		t.Errorf("kernpool serve ignored SIGTERM\n%s", d.logs)

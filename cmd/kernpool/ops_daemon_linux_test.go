@@ -31,10 +31,11 @@ func TestDoctorExitCodes(t *testing.T) {
 // TestMetricsListen: --metrics-listen serves GET /metrics over TCP.
 func TestMetricsListen(t *testing.T) {
 	d := startServe(t, "--metrics-listen", "127.0.0.1:0")
-	m := regexp.MustCompile(`serving metrics: addr=(127\.0\.0\.1:\d+)`).FindStringSubmatch(d.logText())
-	if m == nil {
-		t.Fatalf("no metrics address logged:\n%s", d.logText())
-	}
+	// The socket answering does not order the metrics listener's log line
+	// before it: wait for the line.
+	served := regexp.MustCompile(`serving metrics: addr=(127\.0\.0\.1:\d+)`)
+	var m []string
+	waitUntil(t, "the metrics address in the log", func() bool { m = served.FindStringSubmatch(d.logText()); return m != nil })
 	resp, err := http.Get("http://" + m[1] + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +68,7 @@ func TestSdNotify(t *testing.T) {
 	t.Setenv("NOTIFY_SOCKET", path)
 	d := startServe(t)
 	read := func() string {
-		_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+		_ = conn.SetReadDeadline(time.Now().Add(testenv.Patience))
 		buf := make([]byte, 256)
 		n, err := conn.Read(buf)
 		if err != nil {
@@ -85,10 +86,14 @@ func TestSdNotify(t *testing.T) {
 }
 
 // TestVersion: the version line carries the build info's revision and Go
-// version (the test binary is built without VCS stamping: "unknown").
+// version (the test binary is built without VCS stamping: "unknown");
+// --version prints the same line.
 func TestVersion(t *testing.T) {
 	r := cli(t, "", "version")
 	if r.code != 0 || !regexp.MustCompile(`^kernpool \S+ \(revision \S+(, modified)?, go1\.\d+`).MatchString(r.stdout) {
 		t.Fatalf("version: %+v", r)
+	}
+	if flag := cli(t, "", "--version"); flag != r {
+		t.Fatalf("--version: %+v, want what version prints: %+v", flag, r)
 	}
 }

@@ -184,7 +184,7 @@ profile "default" {
 		{"kernpool_kernels_live", []string{"mode=default"}, 3},
 		{"kernpool_kernels_spare", []string{"mode=default"}, 0},
 		{"kernpool_oom_kills_total", []string{"mode=default"}, 1},
-		{"kernpool_refusals_total", []string{"reason=quota"}, 2},
+		{"kernpool_refusals_total", []string{"reason=quota"}, 3}, // the API's, the CLI's, the CLI's with --json
 		{"kernpool_refusals_total", []string{"reason=capacity"}, 0},
 		{"kernpool_redactions_total", nil, 1},
 		{"kernpool_spill_bytes_total", nil, 5001},
@@ -237,9 +237,19 @@ func quotaRefusals(t *testing.T, hc *http.Client, socket string) {
 	if resp.StatusCode != http.StatusTooManyRequests || eb.Code != api.CodeQuota || secs < 1 {
 		t.Fatalf("over quota: %s Retry-After %q %s", resp.Status, resp.Header.Get("Retry-After"), raw)
 	}
+	// The message names its operation once and says what frees the
+	// quota (ending one of q's kernels), with no second retry hint.
 	r := cli(t, "", "exec", "--socket", socket, "--owner", "q", "--cwd", "/tmp", "1")
-	if r.code != 4 || !strings.Contains(r.stderr, "max_kernels_per_owner") || !strings.Contains(r.stderr, "Retry in") {
+	if r.code != 4 || !strings.HasPrefix(r.stderr, `kernpool exec: execute: owner "q" already has 1 live kernels, its quota max_kernels_per_owner: shut one of them down`) ||
+		strings.Count(r.stderr, "execute: ") != 1 || strings.Contains(strings.ToLower(r.stderr), "retry") || strings.Count(r.stderr, "\n") != 1 {
 		t.Fatalf("CLI over quota: %+v", r)
+	}
+	// --json: the error is one JSON object, with the daemon's code.
+	r = cli(t, "", "exec", "--json", "--socket", socket, "--owner", "q", "--cwd", "/tmp", "1")
+	var rep errorReport
+	if err := json.Unmarshal([]byte(r.stderr), &rep); err != nil || r.code != 4 || rep.Code != api.CodeQuota || rep.ExitCode != 4 ||
+		rep.RetryAfterSeconds < 1 || !strings.Contains(rep.Error, "shut one of them down") || r.stdout != "" {
+		t.Fatalf("CLI over quota with --json: %+v (%v)", r, err)
 	}
 }
 

@@ -45,7 +45,7 @@ func TestPsListsSpares(t *testing.T) {
 // on) until it shows a spare other than not, and returns it.
 func waitSpare(t *testing.T, c *api.Client, not string) pool.KernelInfo {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(testenv.Patience)
 	for time.Now().Before(deadline) {
 		list, err := c.List(context.Background())
 		if err != nil {

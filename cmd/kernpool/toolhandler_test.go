@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kernpool/kernpool/internal/testenv"
 	"github.com/kernpool/kernpool/pool"
 )
 
@@ -85,7 +86,7 @@ touch %[1]s/started; wait`, dir)
 		if d := r.at.Sub(canceled); d > handlerWaitDelay+3*time.Second {
 			t.Fatalf("canceled call returned after %v", d)
 		}
-	case <-time.After(30 * time.Second):
+	case <-time.After(testenv.Patience):
 		t.Fatal("canceled call still running after 30s")
 	}
 	waitUntil(t, "the handler's background child to die with its group", func() bool { return !procRunning(child) })

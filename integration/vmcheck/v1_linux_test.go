@@ -203,7 +203,7 @@ while True:
 }
 
 // TestV1StaticKeyStorm is the kernpool-free reproducer of the v1 guest
-// freeze (issue 15), run only on request with KERNPOOL_VMCHECK_STORM, a
+// freeze (a livelock in the first churn test), run only on request with KERNPOOL_VMCHECK_STORM, a
 // comma list of:
 //
 //   - freezer: toggle an empty v1 freezer group FROZEN/THAWED. On Linux

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -62,4 +63,20 @@ func (w logWriter) Write(b []byte) (int, error) {
 	w.tb.Helper()
 	w.tb.Log(strings.TrimRight(string(b), "\n"))
 	return len(b), nil
+}
+
+// Patience bounds every wait a test makes for an event: long enough that
+// only a hung test reaches it on a loaded 2-core host (a deadline stops a
+// hang; it never decides how fast the product must be).
+const Patience = 2 * time.Minute
+
+// WaitFor polls cond until it holds, failing tb after Patience. Tests poll;
+// the product never does.
+func WaitFor(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	for deadline := time.Now().Add(Patience); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out after %v waiting for %s", Patience, what)
+		}
+	}
 }

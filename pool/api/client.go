@@ -17,6 +17,7 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/kernpool/kernpool/pool"
 )
 
@@ -77,7 +78,7 @@ func (c *Client) Execute(ctx context.Context, req pool.Request) (*pool.Result, e
 	body := executeBody(req, false)
 	var res pool.Result
 	if err := c.do(ctx, http.MethodPost, "/v1/execute", body, &res); err != nil {
-		return nil, fmt.Errorf("execute: %w", err)
+		return nil, opError("execute", err)
 	}
 	return &res, nil
 }
@@ -95,7 +96,7 @@ func (c *Client) ExecuteStream(ctx context.Context, req pool.Request, h pool.Too
 func (c *Client) ExecuteLive(ctx context.Context, req pool.Request, h pool.ToolHandler, on func(Event)) (*pool.Result, error) {
 	resp, err := c.send(ctx, http.MethodPost, "/v1/execute", executeBody(req, true))
 	if err != nil {
-		return nil, fmt.Errorf("execute: %w", err)
+		return nil, opError("execute", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -104,13 +105,13 @@ func (c *Client) ExecuteLive(ctx context.Context, req pool.Request, h pool.ToolH
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/x-ndjson") {
 		var res pool.Result
 		if err := decodeResponse(resp, &res); err != nil {
-			return nil, fmt.Errorf("execute: %w", err)
+			return nil, opError("execute", err)
 		}
 		return &res, nil
 	}
 	res, err := c.readStream(ctx, resp.Body, h, on)
 	if err != nil {
-		return nil, fmt.Errorf("execute: %w", err)
+		return nil, opError("execute", err)
 	}
 	return res, nil
 }
@@ -183,7 +184,7 @@ func (c *Client) answerCall(ctx context.Context, h pool.ToolHandler, call pool.T
 // none runs).
 func (c *Client) Interrupt(ctx context.Context, id string) error {
 	if err := c.do(ctx, http.MethodPost, "/v1/kernels/"+url.PathEscape(id)+"/interrupt", nil, nil); err != nil {
-		return fmt.Errorf("interrupt: %w", err)
+		return opError("interrupt", err)
 	}
 	return nil
 }
@@ -197,7 +198,7 @@ func (c *Client) InterruptOwner(ctx context.Context, owner, mode string) ([]stri
 	}
 	var out InterruptResponse
 	if err := c.do(ctx, http.MethodPost, path, nil, &out); err != nil {
-		return nil, fmt.Errorf("interrupt: %w", err)
+		return nil, opError("interrupt", err)
 	}
 	return out.Interrupted, nil
 }
@@ -207,7 +208,7 @@ func (c *Client) InterruptOwner(ctx context.Context, owner, mode string) ([]stri
 func (c *Client) Variables(ctx context.Context, id string) (*pool.Variables, error) {
 	var out pool.Variables
 	if err := c.do(ctx, http.MethodGet, "/v1/kernels/"+url.PathEscape(id)+"/variables", nil, &out); err != nil {
-		return nil, fmt.Errorf("variables: %w", err)
+		return nil, opError("variables", err)
 	}
 	return &out, nil
 }
@@ -215,7 +216,7 @@ func (c *Client) Variables(ctx context.Context, id string) (*pool.Variables, err
 // AnswerToolCall posts the answer to a streamed tool call.
 func (c *Client) AnswerToolCall(ctx context.Context, id string, a ToolAnswer) error {
 	if err := c.do(ctx, http.MethodPost, "/v1/tool-calls/"+url.PathEscape(id), a, nil); err != nil {
-		return fmt.Errorf("answer tool call: %w", err)
+		return opError("answer tool call", err)
 	}
 	return nil
 }
@@ -233,7 +234,7 @@ func (c *Client) List(ctx context.Context) ([]pool.KernelInfo, error) {
 func (c *Client) Listing(ctx context.Context) (*KernelList, error) {
 	var out KernelList
 	if err := c.do(ctx, http.MethodGet, "/v1/kernels", nil, &out); err != nil {
-		return nil, fmt.Errorf("list: %w", err)
+		return nil, opError("list", err)
 	}
 	return &out, nil
 }
@@ -242,7 +243,7 @@ func (c *Client) Listing(ctx context.Context) (*KernelList, error) {
 func (c *Client) ShutdownOwner(ctx context.Context, owner string) (int, error) {
 	var out ShutdownResponse
 	if err := c.do(ctx, http.MethodPost, "/v1/owners/"+url.PathEscape(owner)+"/shutdown", nil, &out); err != nil {
-		return 0, fmt.Errorf("shutdown owner: %w", err)
+		return 0, opError("shutdown owner", err)
 	}
 	return out.Killed, nil
 }
@@ -250,7 +251,7 @@ func (c *Client) ShutdownOwner(ctx context.Context, owner string) (int, error) {
 // Kill kills one kernel; errors.Is(err, pool.ErrNotFound) if there is none.
 func (c *Client) Kill(ctx context.Context, id string) error {
 	if err := c.do(ctx, http.MethodDelete, "/v1/kernels/"+url.PathEscape(id), nil, nil); err != nil {
-		return fmt.Errorf("kill: %w", err)
+		return opError("kill", err)
 	}
 	return nil
 }
@@ -261,7 +262,7 @@ func (c *Client) Kill(ctx context.Context, id string) error {
 func (c *Client) Spill(ctx context.Context, id, name string, w io.Writer) (int64, error) {
 	resp, err := c.send(ctx, http.MethodGet, "/v1/kernels/"+url.PathEscape(id)+"/spill/"+url.PathEscape(name), nil)
 	if err != nil {
-		return 0, fmt.Errorf("spill: %w", err)
+		return 0, opError("spill", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -269,7 +270,7 @@ func (c *Client) Spill(ctx context.Context, id, name string, w io.Writer) (int64
 	}
 	n, err := io.Copy(w, resp.Body)
 	if err != nil {
-		return n, fmt.Errorf("spill: %w", err)
+		return n, opError("spill", err)
 	}
 	return n, nil
 }
@@ -278,7 +279,7 @@ func (c *Client) Spill(ctx context.Context, id, name string, w io.Writer) (int64
 func (c *Client) Health(ctx context.Context) (*Health, error) {
 	var h Health
 	if err := c.do(ctx, http.MethodGet, "/v1/health", nil, &h); err != nil {
-		return nil, fmt.Errorf("health: %w", err)
+		return nil, opError("health", err)
 	}
 	return &h, nil
 }
@@ -332,9 +333,9 @@ func (c *Client) send(ctx context.Context, method, path string, in any) (*http.R
 		}
 		var opErr *net.OpError
 		if errors.As(err, &opErr) && opErr.Op == "dial" {
-			return nil, fmt.Errorf("%w on %s: %v", ErrUnavailable, c.socket, opErr.Err)
+			return nil, fmt.Errorf("%w on %s: %w", ErrUnavailable, c.socket, opErr.Err)
 		}
-		return nil, fmt.Errorf("%w on %s: %v", ErrUnavailable, c.socket, err)
+		return nil, fmt.Errorf("%w on %s: %w", ErrUnavailable, c.socket, err)
 	}
 	return resp, nil
 }
@@ -358,7 +359,7 @@ func decodeResponse(resp *http.Response, out any) error {
 // encoding/json's successor (github.com/go-json-experiment/json, what
 // Go's encoding/json/v2 ships as): a result decodes in a third of
 // encoding/json's time, the largest share of the client's own cost per
-// cell (issue 11's API bound). Stricter where it matters: a duplicate
+// cell. Stricter where it matters: a duplicate
 // member or invalid UTF-8 is an error, never a silent choice; unknown
 // members are skipped, so a newer daemon's answers still decode.
 func unmarshal(data []byte, out any) error { return jsonv2.Unmarshal(data, out) }
@@ -376,4 +377,15 @@ func readError(resp *http.Response) error {
 		ae.RetryAfter = time.Duration(secs) * time.Second
 	}
 	return ae
+}
+
+// opError wraps err with the client's operation, unless err is the
+// daemon's answer and its message already names that operation (the pool
+// wraps its errors with it too): one "execute: ", never two.
+func opError(op string, err error) error {
+	var ae *APIError
+	if errors.As(err, &ae) && strings.HasPrefix(ae.Message, op+": ") {
+		return err
+	}
+	return fmt.Errorf("%s: %w", op, err)
 }

@@ -220,16 +220,11 @@ func recv[T any](tb testing.TB, what string, ch <-chan T) T {
 	}
 }
 
-// waitFor polls cond (tests only; the product never polls) up to 10 s.
+// waitFor polls cond (tests only; the product never polls) until it holds
+// or testenv.Patience ends a hung test.
 func waitFor(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.WaitFor(tb, what, cond)
 }
 
 // rpcFactory adapts the real rpcsock listener to pool.ToolServerFactory

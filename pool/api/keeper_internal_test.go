@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 // keeperServer serves h on a Unix socket and counts the connections it
@@ -87,7 +89,7 @@ func TestKeeperIdleTimeout(t *testing.T) {
 	if n := accepted.Load(); n != 2 {
 		t.Fatalf("past the idle timeout: %d connections, want 2", n)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testenv.Patience)
 	for closed.Load() != 1 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -125,7 +127,7 @@ func TestKeeperIdleCap(t *testing.T) {
 	if n := accepted.Load(); n != conc || idle != maxIdleConns {
 		t.Fatalf("%d concurrent requests: %d connections, %d idle; want %d, %d", conc, n, idle, conc, maxIdleConns)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testenv.Patience)
 	for closed.Load() != conc-maxIdleConns && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -180,7 +182,7 @@ func TestKeeperCloseUnblocksStreamRead(t *testing.T) {
 	}()
 	select {
 	case <-closeDone:
-	case <-time.After(10 * time.Second):
+	case <-time.After(testenv.Patience):
 		t.Fatal("Close blocked behind a stalled Read")
 	}
 	select {
@@ -188,10 +190,10 @@ func TestKeeperCloseUnblocksStreamRead(t *testing.T) {
 		if err == nil {
 			t.Fatal("the blocked Read returned no error after Close")
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(testenv.Patience):
 		t.Fatal("Close did not end the blocked Read")
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testenv.Patience)
 	for closed.Load() != 1 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -64,6 +64,9 @@ type ServerConfig struct {
 	// MaxKernels is the pool's cap, reported by /v1/health for a router
 	// weighing nodes by free capacity (0: not reported).
 	MaxKernels int
+	// Settings, when set, answers GET /v1/settings with the configuration
+	// the daemon runs with now (404 without it).
+	Settings func() *Settings
 }
 
 // Server is the API's http.Handler over one pool.
@@ -114,6 +117,7 @@ func (s *Server) endpoints() []route {
 		{http.MethodGet, "/v1/ready", s.handleReady},
 		{http.MethodPost, "/v1/drain", s.handleDrain},
 		{http.MethodGet, "/v1/drain", s.handleDrainStatus},
+		{http.MethodGet, "/v1/settings", s.handleSettings},
 	}
 	if m := s.cfg.Metrics; m != nil {
 		rs = append(rs, route{http.MethodGet, "/metrics", func(w http.ResponseWriter, r *http.Request) {

@@ -189,7 +189,7 @@ func TestSpillEndpoint(t *testing.T) {
 	}
 }
 
-// envscrubOutput wires the real output pipeline, as cmd/kernpool does.
+// envscrubOutput wires the real output pipeline, as pool/daemon does.
 type envscrubOutput struct{}
 
 func (envscrubOutput) ForKernel(secrets []string) pool.OutputFilter {

@@ -2,9 +2,12 @@ package daemon
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
+	"unicode"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -85,7 +88,7 @@ func (r *reloader) apply(next *Config) error {
 // and new values,
 // and the names of the others that differ.
 func diffConfig(old, next *Config) (changed, restart []string) {
-	for _, name := range sortedProfileNames(next) {
+	for _, name := range slices.Sorted(maps.Keys(next.Profiles)) {
 		o, n := old.Profiles[name], next.Profiles[name]
 		if lo, ln := profileLimitsText(o), profileLimitsText(n); lo != ln {
 			changed = append(changed, fmt.Sprintf("profile %q: %s -> %s", name, lo, ln))
@@ -115,14 +118,85 @@ func diffConfig(old, next *Config) (changed, restart []string) {
 	a.Profiles, a.MaxKernelsPerOwner, a.MaxCellsPerMinutePerOwner, a.DrainOnTerm = nil, 0, 0, false
 	b.Profiles, b.MaxKernelsPerOwner, b.MaxCellsPerMinutePerOwner, b.DrainOnTerm = nil, 0, 0, false
 	b.Network = withCredentials(b.Network, a.Network, true)
-	t := reflect.TypeOf(a)
-	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	return changed, append(restart, differingKeys(reflect.ValueOf(a), reflect.ValueOf(b), "")...)
+}
+
+// differingKeys names, as the config file spells them, the settings of two
+// Config values (or of their nested blocks) that differ.
+func differingKeys(a, b reflect.Value, prefix string) []string {
+	var out []string
+	t := a.Type()
 	for i := range t.NumField() {
-		if !reflect.DeepEqual(va.Field(i).Interface(), vb.Field(i).Interface()) {
-			restart = append(restart, t.Field(i).Name)
+		name := prefix + t.Field(i).Name
+		fa, fb := a.Field(i), b.Field(i)
+		if reflect.DeepEqual(fa.Interface(), fb.Interface()) {
+			continue
+		}
+		if fa.Kind() == reflect.Struct {
+			out = append(out, differingKeys(fa, fb, name+".")...)
+			continue
+		}
+		if key := configKey(name); !slices.Contains(out, key) {
+			out = append(out, key)
 		}
 	}
-	return changed, restart
+	return out
+}
+
+// configKeys are the config file's names for the Config fields whose name
+// is not their key in snake case (see configKey).
+var configKeys = map[string]string{
+	"File":                         "--config (the config file itself)",
+	"LogJSON":                      "log_json",
+	"Audit.Path":                   "audit_log",
+	"Audit.IncludeCode":            "audit_code",
+	"Audit.MaxSize":                "audit_max_size",
+	"Audit.Keep":                   "audit_keep",
+	"Users.UIDFirst":               "users.uid_range",
+	"Users.UIDLast":                "users.uid_range",
+	"Checkpoints.MaxBytesPerOwner": "checkpoint_max_bytes_per_owner",
+	"Checkpoints.Retention":        "checkpoint_retention",
+	"Checkpoints.Timeout":          "checkpoint_timeout",
+	"Cgroup.Parent":                "cgroup.parent",
+	"CPUMax":                       "cpu_max",
+	"Checkpoints.Idle":             "checkpoint_idle",
+	"CheckpointStore.URL":          "checkpoint_store",
+	"CheckpointStore.Endpoint":     "checkpoint_store_endpoint",
+	"CheckpointStore.AllowHTTP":    "checkpoint_store_allow_http",
+	"Network.Listen":               "listen",
+	"Network.TLSCert":              "tls_cert",
+	"Network.TLSKey":               "tls_key",
+	"Network.TLSClientCA":          "tls_client_ca",
+	"Network.Tokens":               "token",
+	"Network.ClientCerts":          "client_cert",
+	"Network.MaxConns":             "listen_max_conns",
+	"Network.MaxHeaderBytes":       "listen_max_header_bytes",
+	"Network.HeaderTimeout":        "listen_header_timeout",
+	"Network.IdleTimeout":          "listen_idle_timeout",
+}
+
+// configKey is the config file's name of the Config field at path
+// ("Cgroup.Parent" is cgroup.parent, "IdleTimeout" idle_timeout).
+func configKey(path string) string {
+	if k, ok := configKeys[path]; ok {
+		return k
+	}
+	parts := strings.Split(path, ".")
+	for i, p := range parts {
+		if k, ok := configKeys[p]; ok {
+			parts[i] = k
+			continue
+		}
+		var b strings.Builder
+		for j, r := range p {
+			if unicode.IsUpper(r) && j > 0 && !unicode.IsUpper(rune(p[j-1])) {
+				b.WriteByte('_')
+			}
+			b.WriteRune(unicode.ToLower(r))
+		}
+		parts[i] = b.String()
+	}
+	return strings.Join(parts, ".")
 }
 
 // withPassthrough is profiles with the running passthrough lists kept

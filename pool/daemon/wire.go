@@ -17,7 +17,7 @@ import (
 
 // This file is the ONLY place that wires the concrete isolation,
 // environment and tool-RPC packages into the pool. Everything else in
-// cmd/kernpool sees them through the seams struct.
+// pool/daemon (and cmd/kernpool above it) sees them through the seams struct.
 
 // seams are the pool.Config fields the concrete packages fill, plus what
 // the daemon reports about them.
