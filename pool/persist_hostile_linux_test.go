@@ -52,6 +52,9 @@ func TestPersistHostileCheckpoint(t *testing.T) {
 			if res.Output != "False\n" || res.Kernel.Restored || !strings.Contains(res.Warning, tc.note) {
 				t.Fatalf("next cell = %+v", res)
 			}
+			// h's cell evicted other's kernel, whose save (of nothing)
+			// runs off the request path: its temp file goes when it ends.
+			waitSaved(t, p)
 			if files := ckptFiles(t, p); len(files) != 0 {
 				t.Fatalf("files = %v", files)
 			}
