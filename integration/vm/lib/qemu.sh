@@ -147,7 +147,7 @@ collect_results() {
 	echo "==================== kernpool VM suite ($CGROUP_LABEL, $ACCEL) ===================="
 	[ -f "$OUT_DIR/results/guest.info" ] && sed 's/^/  /' "$OUT_DIR/results/guest.info"
 	VM_LAG=$(cat "$OUT_DIR/results/vm.lag" 2>/dev/null || echo "?")
-	echo "  worst vCPU lag: $VM_LAG s (a 1 s sleep in the guest that woke this late; host load now $(cut -d' ' -f1-3 /proc/loadavg))"
+	echo "  worst vCPU lag: $VM_LAG s (a SCHED_FIFO 1 s sleep in the guest woke this late; host load now $(cut -d' ' -f1-3 /proc/loadavg))"
 	while read -r name dir; do
 		[ -n "$name" ] || continue
 		rc=$(cat "$OUT_DIR/results/$name.rc" 2>/dev/null || echo "none")
