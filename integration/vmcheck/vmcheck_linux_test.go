@@ -20,9 +20,11 @@ import (
 )
 
 const (
-	cgRoot  = "/sys/fs/cgroup"
-	marker  = "kernpool-vmcheck"
-	waitFor = 10 * time.Second
+	cgRoot = "/sys/fs/cgroup"
+	marker = "kernpool-vmcheck"
+	// waitFor only stops a check whose event never comes: under TCG on a
+	// loaded host a python3 that forks three processes took over 10 s.
+	waitFor = 2 * time.Minute
 )
 
 // requireUnifiedV2 skips unless /sys/fs/cgroup is a cgroup2 mount with the

@@ -40,27 +40,57 @@ pick_accel() {
 # which TCG lacks; the host-side stall dump (lib/monitor.py) stands in.
 KERNEL_DEBUG_ARGS="softlockup_panic=1 softlockup_all_cpu_backtrace=1 panic_on_oops=1 unknown_nmi_panic=1 panic_print=0x40 nmi_watchdog=1 printk.time=1"
 
+# go_seconds DURATION prints a Go duration (90s, 15m, 1h30m) in whole seconds.
+go_seconds() {
+	local d=$1 total=0 n u
+	[ "$d" = 0 ] && d="" # go test's "no timeout"
+	while [[ $d =~ ^([0-9]+)(h|m|s)(.*)$ ]]; do
+		n=${BASH_REMATCH[1]} u=${BASH_REMATCH[2]} d=${BASH_REMATCH[3]}
+		case $u in h) total=$((total + n * 3600)) ;; m) total=$((total + n * 60)) ;; s) total=$((total + n)) ;; esac
+	done
+	[ -z "$d" ] || vm_die "KERNPOOL_VM_TEST_TIMEOUT: cannot read $1 (want e.g. 15m, 1h30m)"
+	echo "$total"
+}
+
+# vm_timeout prints the hard limit of the VM: KERNPOOL_VM_TIMEOUT, or by
+# default 2400 s or, when more, every binary's -test.timeout plus 600 s to
+# boot and power off. Each binary is bounded by its own timeout and a wedged
+# guest by the stall dump; this limit only stops a VM beyond both, so it
+# must never cut off a run whose binaries all stay inside theirs (on a
+# loaded host the v1 suite at 30 min per binary outran 2400 s).
+vm_timeout() {
+	local n per
+	if [ -n "${KERNPOOL_VM_TIMEOUT:-}" ]; then
+		echo "$KERNPOOL_VM_TIMEOUT"
+		return
+	fi
+	n=$(grep -c . "$PAYLOAD/tests.list" || true)
+	per=$(go_seconds "${KERNPOOL_VM_TEST_TIMEOUT:-15m}")
+	echo $((n * per + 600 > 2400 ? n * per + 600 : 2400))
+}
+
 # boot_vm runs the VM to completion, streaming its console, under a hard
 # timeout. Returns qemu's status (124 on timeout). The guest's second serial
 # port carries the test daemons' logs to $OUT_DIR/daemon-stream.log; the
 # monitor socket serves the stall dump.
 boot_vm() {
-	local cpu=max t0 rc accel=$ACCEL
+	local cpu=max t0 rc accel=$ACCEL limit
+	limit=$(vm_timeout)
 	[ "$ACCEL" = kvm ] && cpu=host
 	# KERNPOOL_VM_TCG_THREAD=single: one host thread for all vCPUs (tells
 	# a multi-threaded-TCG artefact from a guest-kernel one).
 	[ "$ACCEL" = tcg ] && [ -n "${KERNPOOL_VM_TCG_THREAD:-}" ] && accel="tcg,thread=$KERNPOOL_VM_TCG_THREAD"
 	t0=$(now_s)
-	vm_log "booting ($ACCEL, ${KERNPOOL_VM_CPUS:-2} CPUs, ${KERNPOOL_VM_MEM:-2048} MiB, cgroup $CGROUP_MODE)"
+	vm_log "booting ($ACCEL, ${KERNPOOL_VM_CPUS:-2} CPUs, ${KERNPOOL_VM_MEM:-2048} MiB, cgroup $CGROUP_MODE, hard limit $limit s)"
 	MONITOR="$OUT_DIR/qemu.monitor"
 	rm -f "$MONITOR"
 	set +e
-	timeout -k 10 "${KERNPOOL_VM_TIMEOUT:-2400}" qemu-system-x86_64 -accel "$accel" -cpu "$cpu" \
+	timeout -k 10 "$limit" qemu-system-x86_64 -accel "$accel" -cpu "$cpu" \
 		-smp "${KERNPOOL_VM_CPUS:-2}" -m "${KERNPOOL_VM_MEM:-2048}" \
 		-nodefaults -no-user-config -display none -no-reboot -serial stdio \
 		-serial "file:$OUT_DIR/daemon-stream.log" -monitor "unix:$MONITOR,server,nowait" \
 		-kernel "$IMG_DIR/vmlinux" -initrd "$IMG_DIR/loader.cpio.gz" \
-		-append "console=ttyS0 panic=-1 loglevel=${KERNPOOL_VM_LOGLEVEL:-4} $KERNEL_DEBUG_ARGS" \
+		-append "console=ttyS0 panic=-1 loglevel=${KERNPOOL_VM_LOGLEVEL:-4} $KERNEL_DEBUG_ARGS ${KERNPOOL_VM_KERNEL_ARGS:-}" \
 		-drive "file=$IMG_DIR/rootfs.img,format=raw,if=virtio,snapshot=on" \
 		-drive "file=$PAYLOAD.img,format=raw,if=virtio" </dev/null 2>"$OUT_DIR/qemu.stderr" |
 		console_tee "$t0" "$OUT_DIR/console.log"
@@ -68,7 +98,7 @@ boot_vm() {
 	set -e
 	VM_SECONDS=$(elapsed "$t0")
 	BOOT_SECONDS=$(cat "$OUT_DIR/boot.seconds" 2>/dev/null || echo "?")
-	[ "$rc" -eq 124 ] && vm_log "VM hit the hard timeout of ${KERNPOOL_VM_TIMEOUT:-2400} s"
+	[ "$rc" -eq 124 ] && vm_log "VM hit the hard timeout of $limit s"
 	[ -s "$OUT_DIR/qemu.stderr" ] && sed 's/^/qemu: /' "$OUT_DIR/qemu.stderr" >&2
 	[ -s "$OUT_DIR/stall.txt" ] && vm_log "the guest stalled: vCPU dump in $OUT_DIR/stall.txt"
 	return "$rc"
@@ -116,6 +146,8 @@ collect_results() {
 	echo
 	echo "==================== kernpool VM suite ($CGROUP_LABEL, $ACCEL) ===================="
 	[ -f "$OUT_DIR/results/guest.info" ] && sed 's/^/  /' "$OUT_DIR/results/guest.info"
+	VM_LAG=$(cat "$OUT_DIR/results/vm.lag" 2>/dev/null || echo "?")
+	echo "  worst vCPU lag: $VM_LAG s (a SCHED_FIFO 1 s sleep in the guest woke this late; host load now $(cut -d' ' -f1-3 /proc/loadavg))"
 	while read -r name dir; do
 		[ -n "$name" ] || continue
 		rc=$(cat "$OUT_DIR/results/$name.rc" 2>/dev/null || echo "none")
