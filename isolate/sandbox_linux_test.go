@@ -174,7 +174,8 @@ func TestKernelStartsConfined(t *testing.T) {
 		// namespace its group is the root of the cgroup2 mount.
 		inNS := filepath.Join(cgroupMountOf(t, kf), "cgroup.kill")
 		if r := run(t, k, fmt.Sprintf("import os\nprint(os.access(%q, os.W_OK))", inNS)); strings.TrimSpace(r.Stdout) != "True" {
-			t.Errorf("kernel cannot write its cgroup.kill %s (%s on the host)", inNS, kf)
+			diag := run(t, k, "import os\nprint(open('/proc/self/cgroup').read())\nprint([l for l in open('/proc/self/mountinfo') if 'cgroup' in l])\nprint(os.listdir('/sys/fs/cgroup')[:8])")
+			t.Errorf("kernel cannot write its cgroup.kill %s (%s on the host): %s", inNS, kf, diag.Stdout)
 		}
 	}
 	r := run(t, k, `import os, resource

@@ -91,15 +91,13 @@ func cgroupNamespace(mounts []mountEntry, killFile string, placed []string) (str
 	}
 	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
 	if top.fstype == "cgroup2" {
-		err := unix.Mount("cgroup2", cgroupRoot, "cgroup2", flags, "")
-		if errors.Is(err, unix.EBUSY) {
-			// The namespace's root is the hierarchy's own root (an init
-			// placed in no group of its own, as the isolation probe), so
-			// the mount would be the one already there, whole, and Linux
-			// refuses it: hide the hierarchy behind an empty directory.
-			return "", hideCgroups(flags)
+		// Linux refuses (EBUSY) a filesystem mounted on the root of a
+		// mount of the same superblock, and cgroup2 has one superblock:
+		// the new mount goes on a tmpfs laid over the host's first.
+		if err := unix.Mount("tmpfs", cgroupRoot, "tmpfs", flags|unix.MS_RDONLY, "mode=0555,size=4k,nr_inodes=16"); err != nil {
+			return "", fmt.Errorf("cgroup namespace: mount tmpfs: %w", err)
 		}
-		if err != nil {
+		if err := unix.Mount("cgroup2", cgroupRoot, "cgroup2", flags, ""); err != nil {
 			return "", fmt.Errorf("cgroup namespace: mount cgroup2: %w", err)
 		}
 		return inNamespaceKill(killFile, []string{cgroupRoot}), nil
@@ -132,14 +130,6 @@ func cgroupNamespace(mounts []mountEntry, killFile string, placed []string) (str
 		return "", fmt.Errorf("cgroup namespace: remount read-only: %w", err)
 	}
 	return inNamespaceKill(killFile, v2), nil
-}
-
-// hideCgroups mounts an empty read-only tmpfs over cgroupRoot.
-func hideCgroups(flags uintptr) error {
-	if err := unix.Mount("tmpfs", cgroupRoot, "tmpfs", flags|unix.MS_RDONLY, "mode=0555,size=4k,nr_inodes=16"); err != nil {
-		return fmt.Errorf("cgroup namespace: hide %s: %w", cgroupRoot, err)
-	}
-	return nil
 }
 
 // placedIn says whether one of the cgroup.procs files the init wrote lies
