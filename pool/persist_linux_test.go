@@ -208,7 +208,7 @@ func TestPersistCapRefusedWithNote(t *testing.T) {
 		!strings.Contains(res.Warning, "its state was not saved: it pickles to") || !strings.Contains(res.Warning, "1048576-byte checkpoint cap") {
 		t.Fatalf("after a refused save: %+v", res)
 	}
-	waitSaved(t, p) // a's cell evicted b, whose save (of nothing) runs off the request path
+	waitSaved(t, p)                // a's cell evicted b, whose save (of nothing) runs off the request path
 	if len(ckptFiles(t, p)) != 0 { // a's note was consumed
 		t.Fatalf("files = %v", ckptFiles(t, p))
 	}
