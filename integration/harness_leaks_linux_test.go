@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -96,9 +97,19 @@ func (d *Daemon) scan(daemonAlive bool) Leaks {
 	ids := d.knownIDs()
 	d.scanProcs(ids, &l)
 	l.Cgroups = findCgroups(ids)
+	// A killed daemon's staging mounts (and so their mount points) stay
+	// until the next daemon starts on the state dir and unmounts them:
+	// leaks only while a daemon runs.
+	var mounted []string
+	if !daemonAlive {
+		mounted = mountsBelow(d.State)
+	}
 	if ents, err := os.ReadDir(filepath.Join(d.State, "kernels")); err == nil {
 		for _, e := range ents {
-			l.Staging = append(l.Staging, filepath.Join(d.State, "kernels", e.Name()))
+			p := filepath.Join(d.State, "kernels", e.Name())
+			if !slices.ContainsFunc(mounted, func(m string) bool { return m == p || strings.HasPrefix(m, p+"/") }) {
+				l.Staging = append(l.Staging, p)
+			}
 		}
 	}
 	_ = filepath.WalkDir(d.State, func(p string, e fs.DirEntry, err error) error {
