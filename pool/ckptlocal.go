@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -121,7 +122,8 @@ func (l *localStore) Put(_ context.Context, name string, gen uint64, body io.Rea
 // in dir already is used as it is (no copy), anything else is copied,
 // bounded by size.
 func (l *localStore) spool(dir string, body io.Reader, size int64) (string, error) {
-	if f, ok := body.(*os.File); ok && filepath.Dir(f.Name()) == dir && strings.HasPrefix(filepath.Base(f.Name()), ".tmp-") {
+	// Windows cannot rename a file its caller still holds open: copy there.
+	if f, ok := body.(*os.File); ok && runtime.GOOS != "windows" && filepath.Dir(f.Name()) == dir && strings.HasPrefix(filepath.Base(f.Name()), ".tmp-") {
 		if fi, err := f.Stat(); err == nil && fi.Size() == size {
 			return f.Name(), nil
 		}

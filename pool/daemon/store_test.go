@@ -38,6 +38,7 @@ func setEnv(t *testing.T, env map[string]string) {
 // dir with the same store, restores them into the owner's next kernel
 // and says what was restored and what was lost.
 func TestDaemonsShareStore(t *testing.T) {
+	testenv.RequirePython(t) // before the server: its temp dir outlives a skip on Windows
 	srv := s3test.Start(t, "fleet")
 	setEnv(t, srv.Env())
 	ctx := context.Background()
@@ -71,6 +72,7 @@ func TestDaemonsShareStore(t *testing.T) {
 // or cannot be reached stops the start with an error naming
 // checkpoint_store; the daemon never runs on local files instead.
 func TestDaemonStoreFailsClosed(t *testing.T) {
+	testenv.RequirePython(t) // before the server: its temp dir outlives a skip on Windows
 	srv := s3test.Start(t, "fleet")
 	for _, tc := range []struct {
 		name string
