@@ -129,17 +129,7 @@ func isCapacity(err error) bool {
 // already stored, and the store keeps the first's: a late save of an
 // older generation never overwrites a newer one.
 func TestStoreLateSaveDropped(t *testing.T) {
-	shared, err := NewLocalCheckpointStore(testTempDir(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mk := func() *Pool {
-		return newTestPool(t, func(c *Config) {
-			c.Policies = map[string]CellPolicy{defaultName: {Persist: true}}
-			c.Checkpoints.Store = shared
-			c.Checkpoints.Idle = -1
-		})
-	}
+	mk := sharedStorePools(t, -1)
 	a, b := mk(), mk()
 	run(t, a, Request{Owner: "o", Code: "x = 'from a'"})
 	run(t, b, Request{Owner: "o", Code: "x = 'from b'"})

@@ -111,17 +111,7 @@ func TestIdleSaveKillDrops(t *testing.T) {
 // went away without a shutdown (its kernel never saved again); node B,
 // another state dir over the same store, restores the owner's state.
 func TestIdleSaveRestoresAfterCrash(t *testing.T) {
-	shared, err := NewLocalCheckpointStore(testTempDir(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mk := func() *Pool {
-		return newTestPool(t, func(c *Config) {
-			c.Policies = map[string]CellPolicy{defaultName: {Persist: true}}
-			c.Checkpoints.Store = shared
-			c.Checkpoints.Idle = 100 * time.Millisecond
-		})
-	}
+	mk := sharedStorePools(t, 100*time.Millisecond)
 	a := mk()
 	run(t, a, Request{Owner: "o", Code: "x = 'before the crash'"})
 	idleSaved(t, a, "o", 1)
@@ -131,5 +121,21 @@ func TestIdleSaveRestoresAfterCrash(t *testing.T) {
 	}
 	if err := a.Close(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// sharedStorePools makes persist pools (nodes) that share one local
+// checkpoint store, with idle saves after idle (-1: off).
+func sharedStorePools(t *testing.T, idle time.Duration) func() *Pool {
+	shared, err := NewLocalCheckpointStore(testTempDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func() *Pool {
+		return newTestPool(t, func(c *Config) {
+			c.Policies = map[string]CellPolicy{defaultName: {Persist: true}}
+			c.Checkpoints.Store = shared
+			c.Checkpoints.Idle = idle
+		})
 	}
 }
