@@ -95,8 +95,18 @@ def _prune(te, own, seen, top=False):
     return None if internal and not top else te
 
 
-def _entries(exc, handler_code, own):
-    te = traceback.TracebackException(type(exc), exc, _cell_tb(exc, handler_code))
+def _before(code):
+    """A one-frame stack at code's first line: where an interrupt that
+    landed between two parts of a cell stopped it."""
+    line = next((ln for _, _, ln in code.co_lines() if ln), code.co_firstlineno)
+    return traceback.StackSummary.from_list([traceback.FrameSummary(code.co_filename, line, "<module>")])
+
+
+def _entries(exc, handler_code, own, pending=None):
+    tb = _cell_tb(exc, handler_code)
+    te = traceback.TracebackException(type(exc), exc, tb)
+    if tb is None and pending is not None and isinstance(exc, KeyboardInterrupt):
+        te.stack = _before(pending)
     _prune(te, own, set(), top=True)
     return list(te.format())
 
@@ -118,13 +128,13 @@ def _hide(text, here):
     return text.replace(here, STAGING_NAME) if here and here in text else text
 
 
-def describe(exc, handler_code, here, limit):
+def describe(exc, handler_code, here, limit, pending=None):
     """(text, ename, evalue, entries) of exc, each capped: text and evalue
     at limit bytes, ename at NAME_LIMIT, the entries together (with one
     separator byte each) at limit."""
     own = _own_files(here)
     try:
-        entries = _entries(exc, handler_code, own)
+        entries = _entries(exc, handler_code, own, pending)
     except BaseException as failure:  # a hostile __str__ or __repr__
         entries = ["%s: <traceback could not be formatted: %s>\n" % (type(exc).__name__, type(failure).__name__)]
     entries = [_hide(e, here) for e in entries]

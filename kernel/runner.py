@@ -266,6 +266,7 @@ class _Cells:
         # Cell sources not yet handed to linecache (loaded lazily: it costs
         # a millisecond of start-up).
         self.sources = {}
+        self.next = None
 
     def _run(self, code_obj):
         result = eval(code_obj, self.globals)
@@ -284,6 +285,7 @@ class _Cells:
         each host reader instead of two."""
         self.count += 1
         filename = "<cell-%d>" % self.count
+        self.next = None
         self.sources[filename] = source
         _publish_sources(self.sources)
         try:
@@ -291,6 +293,10 @@ class _Cells:
                 body, tail = _compile_cell(source, filename, self.globals)
             finally:
                 begin()
+            # The code that runs next, for an interrupt that lands in the
+            # runner's frames between two of the cell's parts: its
+            # traceback then points at the line that did not run yet.
+            self.next = body
             try:
                 _IN_CELL[0] = True
                 if _PENDING[0]:
@@ -298,6 +304,7 @@ class _Cells:
                     raise KeyboardInterrupt
                 self._run(body)
                 if tail is not None:
+                    self.next = tail  # no signal check between these lines
                     self._run(tail)
                 if "matplotlib.pyplot" in sys.modules:
                     _displays().flush_figures()
@@ -307,7 +314,7 @@ class _Cells:
             show, errors = _staged("_kernpool_display"), _staged("_kernpool_errors")
             return "exit", errors.cap_text("SystemExit: " + show.safe_repr(exc.code), _TRACEBACK_LIMIT), show.exit_code(exc.code)
         except BaseException as exc:
-            return "error", _error_text(exc, self.sources), 1
+            return "error", _error_text(exc, self.sources, self.next), 1
         return "ok", "", 0
 
 
@@ -321,13 +328,13 @@ def _publish_sources(sources):
     sources.clear()
 
 
-def _error_text(exc, sources):
+def _error_text(exc, sources, pending=None):
     """exc as (traceback text, ename, evalue, traceback entries), capped,
     without kernpool's frames or the staging dir's path; formatting lives
     in _kernpool_errors.py, loaded on the first error."""
     import linecache  # loaded first: tracebacks read the cells' sources there
     _publish_sources(sources)
-    return _staged("_kernpool_errors").describe(exc, _on_sigint.__code__, _HERE, _TRACEBACK_LIMIT)
+    return _staged("_kernpool_errors").describe(exc, _on_sigint.__code__, _HERE, _TRACEBACK_LIMIT, pending)
 
 
 def _clip(text, data, limit):
