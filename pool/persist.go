@@ -144,7 +144,7 @@ func (p *Pool) storeState(ctx context.Context, lv *live, reason teardownReason, 
 	p.mu.Lock()
 	gen, cells := lv.gen+1, lv.cells
 	p.mu.Unlock()
-	h := &ckptHeader{Owner: k.owner, Mode: k.mode, Interpreter: k.interpreter, Cwd: k.cwd, Tools: k.tools, SavedAt: start, Reason: string(reason)}
+	h := &ckptHeader{Owner: k.owner, Mode: k.mode, Interpreter: k.interpreter, Cwd: k.cwd, Tools: k.tools, Session: k.session, SavedAt: start, Reason: string(reason)}
 	f, err := p.ckpt.create(k)
 	if err != nil {
 		p.log.Error("checkpoint not saved", "id", lv.id, "owner", lv.owner, "error", err)

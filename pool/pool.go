@@ -57,6 +57,9 @@ type Pool struct {
 	bgSaves sync.WaitGroup
 	idle    sync.WaitGroup
 
+	// sessions are the explicit sessions by id (sessions.go; under mu).
+	sessions map[string]*session
+
 	stopOnce   sync.Once
 	stop       chan struct{} // closed by Close: ends the reaper
 	reaperDone chan struct{}
@@ -115,8 +118,12 @@ func (p *Pool) reaper() {
 			}
 			gone := p.reapLocked(now)
 			p.pruneBucketsLocked(now)
+			expired := p.expireSessionsLocked(now)
 			p.mu.Unlock()
 			p.teardownAll(gone)
+			for _, k := range expired {
+				p.ckpt.remove(k, deleteAll)
+			}
 			p.sweepCheckpoints(now)
 		}
 	}
@@ -139,7 +146,7 @@ func (p *Pool) List() []KernelInfo {
 		}
 		entries = append(entries, listEntry{lv, KernelInfo{
 			ID: lv.id, Owner: lv.owner, Mode: lv.mode, Interpreter: s.key.interpreter, Cwd: s.key.cwd,
-			Tools: slices.Clone(s.tools), Pid: lv.pid, UID: lv.uid, Busy: s.users > 0,
+			Tools: slices.Clone(s.tools), Session: s.key.session, Pid: lv.pid, UID: lv.uid, Busy: s.users > 0,
 			ExecutionCount: lv.execCount, IdleSeconds: idle, StartedAt: lv.startedAt, Isolation: lv.isolation,
 		}})
 	}
@@ -196,6 +203,9 @@ func (p *Pool) ShutdownOwner(owner string) int {
 	if owner == "" {
 		owner = defaultName
 	}
+	p.mu.Lock()
+	p.dropOwnerSessionsLocked(owner)
+	p.mu.Unlock()
 	gone := p.killWhere(reasonOwner, func(s *slot) bool { return s.key.owner == owner })
 	p.dropOwnerCheckpoints(owner)
 	if len(gone) > 0 {
