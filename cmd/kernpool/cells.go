@@ -147,7 +147,8 @@ func printVars(e *env, v *pool.Variables, asJSON bool) int {
 }
 
 // kernelOf finds the live kernel of owner and mode (several: with other
-// interpreters, cwds or tool sets, the most recently used one).
+// interpreters, cwds or tool sets, the most recently used one); explicit
+// sessions' kernels are addressed by --session, never by owner.
 func kernelOf(ctx context.Context, c *api.Client, owner, mode string) (string, error) {
 	if mode == "" {
 		mode = "default"
@@ -158,7 +159,7 @@ func kernelOf(ctx context.Context, c *api.Client, owner, mode string) (string, e
 	}
 	best, idle := "", -1.0
 	for _, k := range ks {
-		if k.Owner == owner && k.Mode == mode && (best == "" || k.IdleSeconds < idle) {
+		if k.Owner == owner && k.Mode == mode && k.Session == "" && (best == "" || k.IdleSeconds < idle) {
 			best, idle = k.ID, k.IdleSeconds
 		}
 	}
