@@ -60,6 +60,9 @@ func (p *Pool) markSaveLocked(s *slot, doom teardownReason) {
 	if lv == nil || lv.key == (key{}) || lv.saveDone != nil || !savesOn(doom) || !p.policy(lv.key.mode).Persist || lv.cleanLocked() {
 		return
 	}
+	if doom == reasonClosed && lv.key.session != "" {
+		return // the session ends with the pool: nothing could restore it (sessions.go)
+	}
 	lv.saveDone = make(chan struct{})
 	p.saving[lv.key] = lv.saveDone
 	if doom == reasonEvicted || doom == reasonReaped {

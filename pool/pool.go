@@ -258,6 +258,7 @@ func (p *Pool) Close(ctx context.Context) error {
 	<-p.reaperDone
 	p.idle.Wait()
 	p.bgSaves.Wait() // evicted and reaped kernels still saving
+	p.dropSessionCheckpoints()
 	if len(gone) > 0 {
 		p.log.Info("pool closed", "kernels_killed", len(gone))
 	}

@@ -18,9 +18,10 @@ import (
 // parameters. The session outlives its kernels: an eviction, the idle
 // reaper or a crash ends the kernel, and the session's next cell starts a
 // new one, which restores the last checkpoint when the mode persists.
-// Only DeleteSession, the owner's shutdown and the session idle timeout
-// end a session. Sessions live in the daemon's memory: a restart forgets
-// them (their env values are never written anywhere).
+// Only DeleteSession, the owner's shutdown, the session idle timeout and
+// the pool's Close end a session. Sessions live in the daemon's memory: a
+// restart forgets them (their env values are never written anywhere), so
+// Close neither saves a session's kernel nor keeps its checkpoints.
 
 // Session bounds (SessionConfig's defaults).
 const (
@@ -262,6 +263,21 @@ func (p *Pool) endSessionKernel(k key) string {
 		return gone[0].lv.id
 	}
 	return ""
+}
+
+// dropSessionCheckpoints deletes the checkpoints of every session (Close:
+// the sessions end with the pool, so nothing could restore them; their
+// kernels were not saved at close either).
+func (p *Pool) dropSessionCheckpoints() {
+	p.mu.Lock()
+	keys := make([]key, 0, len(p.sessions))
+	for _, s := range p.sessions {
+		keys = append(keys, s.key)
+	}
+	p.mu.Unlock()
+	for _, k := range keys {
+		p.ckpt.remove(k, deleteAll)
+	}
 }
 
 // dropOwnerSessionsLocked forgets owner's sessions (their kernels and

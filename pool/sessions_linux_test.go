@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kernpool/kernpool/envscrub"
 )
@@ -271,5 +272,143 @@ func TestSessionSurvivesEviction(t *testing.T) {
 	}
 	if _, err := p.Execute(context.Background(), Request{Session: "s0000", Code: "1"}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("unknown session: %v", err)
+	}
+}
+
+// TestSessionBounds: max_sessions_per_owner and max_sessions refuse the
+// create past them (ErrQuota); an ended session frees its place.
+func TestSessionBounds(t *testing.T) {
+	p := newTestPool(t, func(c *Config) { c.Sessions = SessionConfig{MaxSessions: 3, MaxSessionsPerOwner: 2} })
+	a1 := mustSession(t, p, SessionSpec{Owner: "a"})
+	mustSession(t, p, SessionSpec{Owner: "a"})
+	if _, err := p.CreateSession(SessionSpec{Owner: "a"}); !errors.Is(err, ErrQuota) || !strings.Contains(err.Error(), `owner "a" holds 2 sessions`) {
+		t.Fatalf("a's third session: %v", err)
+	}
+	mustSession(t, p, SessionSpec{Owner: "b"})
+	if _, err := p.CreateSession(SessionSpec{Owner: "c"}); !errors.Is(err, ErrQuota) || !strings.Contains(err.Error(), "holds 3 sessions") {
+		t.Fatalf("the pool's fourth session: %v", err)
+	}
+	if err := p.DeleteSession(a1.ID); err != nil {
+		t.Fatal(err)
+	}
+	mustSession(t, p, SessionSpec{Owner: "c"})
+}
+
+// TestSessionIdleExpiry: a session without a kernel that nobody used for
+// session_idle_timeout ends by itself.
+func TestSessionIdleExpiry(t *testing.T) {
+	p := newTestPool(t, func(c *Config) {
+		c.ReapInterval = 10 * time.Millisecond
+		c.Sessions.IdleTimeout = time.Millisecond
+	})
+	s := mustSession(t, p, SessionSpec{Owner: "idle"})
+	waitFor(t, "the idle session to end", func() bool {
+		_, err := p.Session(s.ID)
+		return errors.Is(err, ErrNotFound)
+	})
+}
+
+// TestSessionDeletedDuringCell: deleting a session interrupts its running
+// cell and leaves no kernel behind for it, also for a caller queued on it.
+func TestSessionDeletedDuringCell(t *testing.T) {
+	p := newTestPool(t)
+	s := mustSession(t, p, SessionSpec{Owner: "d"})
+	run(t, p, Request{Session: s.ID, Code: "x = 1"})
+	type out struct {
+		res *Result
+		err error
+	}
+	running, queued := make(chan out, 1), make(chan out, 1)
+	go func() {
+		res, err := p.Execute(context.Background(), Request{Session: s.ID, Code: "import time\nwhile True: time.sleep(0.01)"})
+		running <- out{res, err}
+	}()
+	waitFor(t, "the session's cell to run", func() bool {
+		for _, k := range p.List() {
+			if k.Session == s.ID && k.Busy {
+				return true
+			}
+		}
+		return false
+	})
+	go func() {
+		res, err := p.Execute(context.Background(), Request{Session: s.ID, Code: "x"})
+		queued <- out{res, err}
+	}()
+	waitFor(t, "the second caller to queue", func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		sl := p.slots[key{owner: "d", mode: defaultName, interpreter: p.cfg.DefaultInterpreter, session: s.ID}]
+		return sl != nil && sl.users == 2
+	})
+	if err := p.DeleteSession(s.ID); err != nil {
+		t.Fatal(err)
+	}
+	if o := <-running; o.err != nil || o.res.Status != StatusInterrupted {
+		t.Fatalf("the running cell: %+v, %v", o.res, o.err)
+	}
+	if o := <-queued; !errors.Is(o.err, ErrSessionNotFound) {
+		t.Fatalf("the queued cell: %+v, %v", o.res, o.err)
+	}
+	for _, k := range p.List() {
+		if k.Session == s.ID {
+			t.Fatalf("a kernel of the deleted session lives: %+v", k)
+		}
+	}
+}
+
+// TestMaskedEnvBound: a kernel masks at most 1024 request env values;
+// values it masks already do not count again, and one new value past the
+// bound is refused.
+func TestMaskedEnvBound(t *testing.T) {
+	p := envPool(t)
+	batch := func(n int) map[string]string {
+		m := map[string]string{}
+		for i := range 64 {
+			m[fmt.Sprintf("V%02d", i)] = fmt.Sprintf("value-%04d-%02d", n, i)
+		}
+		return m
+	}
+	for n := range maxMaskedEnv / 64 {
+		if _, err := p.Execute(t.Context(), Request{Owner: "m", Env: batch(n), Code: "pass"}); err != nil {
+			t.Fatalf("batch %d: %v", n, err)
+		}
+	}
+	res := run(t, p, Request{Owner: "m", Env: batch(3), Code: "import os\nprint(os.environ['V00'])"})
+	if res.Output != "***\n" {
+		t.Fatalf("a value masked before: %q", res.Output)
+	}
+	_, err := p.Execute(t.Context(), Request{Owner: "m", Env: map[string]string{"NEW": "one-more-value"}, Code: "pass"})
+	if !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "masks 1024 env values already, the limit is 1024") {
+		t.Fatalf("value 1025: %v", err)
+	}
+}
+
+// TestCloseDropsSessionCheckpoints: sessions end with the pool, so Close
+// deletes their checkpoints (an evicted session kernel's) and does not
+// save their live kernels.
+func TestCloseDropsSessionCheckpoints(t *testing.T) {
+	p := newPersistPool(t, func(c *Config) { c.MaxKernels = 2 })
+	s := mustSession(t, p, SessionSpec{Owner: "a"})
+	run(t, p, Request{Session: s.ID, Code: "x = 1"})
+	run(t, p, Request{Owner: "b", Code: "y = 2"})
+	run(t, p, Request{Owner: "c", Code: "z = 3"}) // evicts the session's kernel
+	waitSaved(t, p)
+	if n := len(ckptFiles(t, p)); n != 1 {
+		t.Fatalf("%d checkpoints after the eviction, want the session's", n)
+	}
+	run(t, p, Request{Owner: "b", Code: "y"})
+	s2 := mustSession(t, p, SessionSpec{Owner: "d"})
+	run(t, p, Request{Session: s2.ID, Code: "w = 4"}) // evicts c (saved), s2's kernel is live at Close
+	waitSaved(t, p)
+	if err := p.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var owners []string
+	for _, c := range p.Checkpoints() {
+		owners = append(owners, c.Owner)
+	}
+	if strings.Join(owners, ",") != "b,c" {
+		t.Fatalf("checkpoints after Close: %v, want b's and c's only", owners)
 	}
 }
