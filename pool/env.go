@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -20,9 +21,13 @@ import (
 // (envscrub.MinSecretLen: shorter values are too likely ordinary words).
 const MinMaskedLen = 8
 
-// maxMaskedEnv bounds the request env values one kernel masks: each cell
-// may bring new ones, and the filter of a kernel holds them all.
-const maxMaskedEnv = 1024
+// maxMaskedEnv and maxMaskedEnvBytes bound the request env values one
+// kernel masks (their number, their bytes): each cell may bring new ones,
+// and the filter of a kernel holds them all.
+const (
+	maxMaskedEnv      = 1024
+	maxMaskedEnvBytes = 1 << 20
+)
 
 // reservedEnvNames are names a request may not set: the kernel sets them
 // itself (kernel.childEnv), or they change how the interpreter or the
@@ -134,11 +139,22 @@ func (p *Pool) maskCellEnv(lv *live, env map[string]string) error {
 	if len(fresh) == 0 {
 		return nil
 	}
+	size := 0
+	for _, v := range fresh {
+		size += len(v)
+	}
 	if lv.masked+len(fresh) > maxMaskedEnv {
 		return fmt.Errorf("kernel %s masks %d env values already, the limit is %d; reset it: %w", lv.id, lv.masked, maxMaskedEnv, ErrBadRequest)
 	}
+	if lv.maskedBytes+size > maxMaskedEnvBytes {
+		return fmt.Errorf("kernel %s masks %d bytes of env values already, the limit is %d; reset it: %w", lv.id, lv.maskedBytes, maxMaskedEnvBytes, ErrBadRequest)
+	}
 	lv.masked += len(fresh)
+	lv.maskedBytes += size
 	lv.secrets = append(slices.Clip(lv.secrets), fresh...)
 	lv.filter = p.filterFor(lv.secrets, lv.tools)
+	p.mu.Lock()
+	p.rememberMasksLocked(lv.key, fresh, time.Now())
+	p.mu.Unlock()
 	return nil
 }

@@ -190,6 +190,7 @@ func (p *Pool) storeState(ctx context.Context, lv *live, reason teardownReason, 
 		return false
 	}
 	p.stored(lv, gen, cells, nil)
+	p.touchMasks(k)
 	p.log.Info("checkpoint saved", "id", lv.id, "owner", lv.owner, "mode", lv.mode, "reason", reason, "generation", gen,
 		"bytes", saved.Size, "names", saved.SavedTotal, "lost", saved.LostTotal, "duration", time.Since(start))
 	return true
@@ -233,6 +234,7 @@ func (p *Pool) restore(ctx context.Context, lv *live, rq normalized) *restoreNot
 	lv.key = k
 	lv.storedCells, lv.idleTried = -1, -1 // the store holds none of this kernel's state yet
 	p.mu.Unlock()
+	p.seedMasks(lv, k, rq.reset)
 	if rq.reset {
 		if p.waitSave(ctx, k) {
 			p.ckpt.remove(k, deleteAll)

@@ -59,6 +59,9 @@ type Pool struct {
 
 	// sessions are the explicit sessions by id (sessions.go; under mu).
 	sessions map[string]*session
+	// keyMasks are the request env values persist keys' kernels masked
+	// (envmask.go; under mu).
+	keyMasks map[key]*maskEntry
 
 	stopOnce   sync.Once
 	stop       chan struct{} // closed by Close: ends the reaper
@@ -119,6 +122,7 @@ func (p *Pool) reaper() {
 			gone := p.reapLocked(now)
 			p.pruneBucketsLocked(now)
 			expired := p.expireSessionsLocked(now)
+			p.expireMasksLocked(now)
 			p.mu.Unlock()
 			p.teardownAll(gone)
 			for _, k := range expired {
@@ -206,6 +210,7 @@ func (p *Pool) ShutdownOwner(owner string) int {
 	p.mu.Lock()
 	p.dropOwnerSessionsLocked(owner)
 	p.mu.Unlock()
+	p.forgetMasksWhere(func(k key) bool { return k.owner == owner })
 	gone := p.killWhere(reasonOwner, func(s *slot) bool { return s.key.owner == owner })
 	p.dropOwnerCheckpoints(owner)
 	if len(gone) > 0 {

@@ -80,12 +80,13 @@ type live struct {
 	passthrough []string   // sorted passthrough names it was started with
 	filter      OutputFilter
 	// secrets are the values filter masks besides the RPC token (scrubbed
-	// environment, request env); masked counts the request env values
+	// environment, request env); masked and maskedBytes count the request env values
 	// among them added by cells (env.go).
-	secrets   []string
-	masked    int
-	startedAt time.Time
-	isolation kernel.Isolation // fixed at spawn
+	secrets     []string
+	masked      int
+	maskedBytes int
+	startedAt   time.Time
+	isolation   kernel.Isolation // fixed at spawn
 	// execCount is the kernel's cell counter after its last cell (Pool.mu).
 	execCount int
 	// betweenSeen is the kernel's between-cells drop count at its last

@@ -259,6 +259,7 @@ func (p *Pool) endSessionKernel(k key) string {
 		<-wait
 	}
 	p.ckpt.remove(k, deleteAll)
+	p.forgetMasksWhere(func(m key) bool { return m == k })
 	if len(gone) > 0 {
 		return gone[0].lv.id
 	}

@@ -412,3 +412,44 @@ func TestCloseDropsSessionCheckpoints(t *testing.T) {
 		t.Fatalf("checkpoints after Close: %v, want b's and c's only", owners)
 	}
 }
+
+// TestEnvMaskedAfterRestore: a request env value a cell copied into a
+// global is masked in the key's next kernel too, after an eviction
+// brought the global back from the checkpoint; a reset forgets it.
+func TestEnvMaskedAfterRestore(t *testing.T) {
+	const planted = "restored-planted-0123456789"
+	p := newPersistPool(t, func(c *Config) {
+		c.MaxKernels = 1
+		c.Output = realOutput{envscrub.OutputConfig{InlineCap: 1000, StderrCap: 1000, SpillCap: 100000}}
+	})
+	first := run(t, p, Request{Owner: "a", Env: map[string]string{"CELL_SECRET": planted}, Code: "import os\ncopy = os.environ['CELL_SECRET']"})
+	wantStatus(t, first, StatusSuccess)
+	run(t, p, Request{Owner: "b", Code: "y = 1"}) // evicts a's kernel, saved
+	waitSaved(t, p)
+	res := run(t, p, Request{Owner: "a", Code: "print(copy[:4], copy)"})
+	if !res.Kernel.Restored || res.Kernel.ID == first.Kernel.ID || res.Output != "rest ***\n" {
+		t.Fatalf("after the restore: %+v", res)
+	}
+	res = run(t, p, Request{Owner: "a", Reset: true, Code: "print('" + planted + "')"})
+	if res.Output != planted+"\n" {
+		t.Fatalf("after a reset the value is the cell's own text again: %q", res.Output)
+	}
+}
+
+// TestMaskedEnvBytesBound: a kernel masks at most 1 MiB of request env
+// values; the value past it is refused.
+func TestMaskedEnvBytesBound(t *testing.T) {
+	p := envPool(t)
+	value := func(i int) map[string]string {
+		return map[string]string{"BIG": fmt.Sprintf("%05d", i) + strings.Repeat("v", 32760-5)}
+	}
+	for i := range maxMaskedEnvBytes / 32760 {
+		if _, err := p.Execute(t.Context(), Request{Owner: "mb", Env: value(i), Code: "pass"}); err != nil {
+			t.Fatalf("value %d: %v", i, err)
+		}
+	}
+	_, err := p.Execute(t.Context(), Request{Owner: "mb", Env: value(99), Code: "pass"})
+	if !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "masks 1048320 bytes of env values already, the limit is 1048576") {
+		t.Fatalf("past the bytes bound: %v", err)
+	}
+}
