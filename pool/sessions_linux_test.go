@@ -453,3 +453,22 @@ func TestMaskedEnvBytesBound(t *testing.T) {
 		t.Fatalf("past the bytes bound: %v", err)
 	}
 }
+
+// TestSessionOnASpare: a session's first cell claims a warm spare, whose
+// bind gives it the session's env (masked like on a cold start).
+func TestSessionOnASpare(t *testing.T) {
+	const planted = "spare-planted-0123456789"
+	p := envPool(t, func(c *Config) { c.Warm = map[string]Warm{"default": {Spares: 1}} })
+	waitSpares(t, p, "default", 1)
+	var spare string
+	for _, k := range p.List() {
+		if k.Spare {
+			spare = k.ID
+		}
+	}
+	s := mustSession(t, p, SessionSpec{Owner: "sp", Env: map[string]string{"SPARE_ENV": planted}})
+	res := run(t, p, Request{Session: s.ID, Code: "import os\nv = os.environ['SPARE_ENV']\nprint(v == '" + planted + "', v)"})
+	if res.Kernel.ID != spare || res.Output != "True ***\n" {
+		t.Fatalf("the session's first cell: %+v (spare %s)", res, spare)
+	}
+}
