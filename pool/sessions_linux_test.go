@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -178,6 +179,12 @@ raise ValueError(copy + " " + os.environ["SESS_VALUE"])`})
 	}
 	if b, err := os.ReadFile(res.StdoutSpillPath); err != nil || string(b) != strings.Repeat("y", 3000)+"***\n" {
 		t.Fatalf("spill: %d bytes (%v), ends %q", len(b), err, b[max(0, len(b)-30):])
+	}
+	// So are displays (HTML from a _repr_html_).
+	res = run(t, p, Request{Session: s.ID, Code: "class H:\n    def _repr_html_(self): return '<b>' + copy + '</b>'\nH()"})
+	var html string
+	if len(res.Displays) != 1 || json.Unmarshal(res.Displays[0].Data["text/html"], &html) != nil || html != "<b>***</b>" {
+		t.Fatalf("displays = %+v", res.Displays)
 	}
 	// Streamed output is masked as well.
 	var streamed strings.Builder
