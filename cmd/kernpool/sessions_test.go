@@ -61,6 +61,9 @@ func TestSessionsCLI(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, id) || !strings.Contains(r.stdout, "GREETING,PLANTED_VALUE") || strings.Contains(r.stdout, planted) {
 		t.Fatalf("sessions: %+v", r)
 	}
+	if r = cli(t, "", "ps", "--socket", d.socket); r.code != 0 || !strings.Contains(r.stdout, "SESSION") || !strings.Contains(r.stdout, id) {
+		t.Fatalf("ps: %+v", r)
+	}
 	if r = cli(t, "", "sessions", "restart", "--socket", d.socket, id); r.code != 0 || r.stdout != "restarted "+id+"\n" {
 		t.Fatalf("sessions restart: %+v", r)
 	}
