@@ -479,3 +479,15 @@ func TestSessionOnASpare(t *testing.T) {
 		t.Fatalf("the session's first cell: %+v (spare %s)", res, spare)
 	}
 }
+
+// TestEnvValueSpelling: a value with quotes, a backslash, a newline and
+// non-ASCII text reaches os.environ exactly, and its repr is masked too.
+func TestEnvValueSpelling(t *testing.T) {
+	p := envPool(t)
+	const odd = "a\"b\\c\nd 'é' €"
+	want, _ := json.Marshal(odd)
+	res := run(t, p, Request{Owner: "o", Env: map[string]string{"ODD": odd}, Code: "import os, json\nv = os.environ['ODD']\nprint(v == json.loads(" + fmt.Sprintf("%q", string(want)) + "))\nprint(repr(v))"})
+	if res.Output != "True\n'***'\n" {
+		t.Fatalf("output = %q", res.Output)
+	}
+}
