@@ -179,6 +179,7 @@ func isolationSummary(r isolate.Report) string {
 var (
 	_ pool.SandboxFactory      = sandboxFactory{}
 	_ pool.EnvBuilder          = (*envscrub.Scrubber)(nil)
+	_ pool.EnvChecker          = (*envscrub.Scrubber)(nil)
 	_ pool.OutputFilterFactory = outputFactory{}
 	_ pool.RedactionCounter    = outputFilter{}
 	_ pool.ToolServerFactory   = toolFactory{}
