@@ -152,7 +152,7 @@ func (a fileArea) open(rel string) (*os.File, int64, error) {
 		var st unix.Stat_t
 		if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 			_ = unix.Close(fd)
-			return fmt.Errorf("%w: %s", ErrNotRegular, typeOf(st.Mode))
+			return fmt.Errorf("%w: it is a %s", ErrNotRegular, typeOf(st.Mode))
 		}
 		if err := unix.SetNonblock(fd, false); err != nil {
 			_ = unix.Close(fd)

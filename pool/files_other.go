@@ -56,7 +56,7 @@ func (a fileArea) open(rel string) (*os.File, int64, error) {
 		if err != nil {
 			return nil, 0, fileErr(err)
 		}
-		return nil, 0, fmt.Errorf("%w: %s", ErrNotRegular, fi.Mode().Type())
+		return nil, 0, fmt.Errorf("%w: it is a %s", ErrNotRegular, typeOfMode(fi.Mode()))
 	}
 	f, err := r.Open(rel)
 	if err != nil {
