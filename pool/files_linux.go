@@ -325,3 +325,61 @@ func typeOf(mode uint32) FileType {
 	}
 	return FileOther
 }
+
+// walk lists the regular files under dir (paths relative to the working
+// dir), visiting at most MaxOutputsScan entries and MaxOutputsDepth
+// levels, never through a symlink. A dir that does not exist is empty.
+func (a fileArea) walk(dir string) (map[string]FileEntry, bool, error) {
+	out := map[string]FileEntry{}
+	truncated := false
+	err := a.inArea(func(wd int) error {
+		fd, err := openBeneath(wd, dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if errors.Is(err, ErrNoFile) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		budget := MaxOutputsScan
+		truncated = walkFD(fd, dir, 0, &budget, out)
+		return nil
+	})
+	return out, truncated, err
+}
+
+// walkFD reads dir fd (closing it) into out; it reports whether a bound
+// cut the walk short.
+func walkFD(fd int, prefix string, depth int, budget *int, out map[string]FileEntry) (truncated bool) {
+	f := os.NewFile(uintptr(fd), prefix)
+	defer f.Close()
+	for {
+		names, err := f.Readdirnames(256)
+		for _, n := range names {
+			if *budget == 0 {
+				return true
+			}
+			*budget--
+			var st unix.Stat_t
+			if unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+				continue
+			}
+			name := path.Join(prefix, n)
+			switch typeOf(st.Mode) {
+			case FileRegular:
+				out[name] = entryOf(name, &st)
+			case FileDir:
+				if depth+1 >= MaxOutputsDepth {
+					truncated = true
+					continue
+				}
+				sub, err := openBeneath(fd, n, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+				if err == nil {
+					truncated = walkFD(sub, name, depth+1, budget, out) || truncated
+				}
+			}
+		}
+		if err != nil || len(names) == 0 {
+			return truncated
+		}
+	}
+}

@@ -334,3 +334,38 @@ func TestFilesSeeTheKernelsMountNamespace(t *testing.T) {
 		t.Fatalf("the kernel read %q (%s)", res.Output, res.Error)
 	}
 }
+
+// outputs_dir lists what the cell wrote there, new or changed, bounded:
+// at most MaxOutputs paths of at most MaxOutputName bytes, symlinks not
+// followed, the untouched and the outside left out.
+func TestOutputsDirListsWhatTheCellWrote(t *testing.T) {
+	p := filesPool(t, 1<<20)
+	res := run(t, p, Request{Code: "import os\nos.makedirs('out/keep')\nopen('out/keep/old.txt', 'w').write('old')\nopen('out/changed.txt', 'w').write('a')"})
+	wantStatus(t, res, StatusSuccess)
+	deep := strings.Repeat("d", 250)
+	code := fmt.Sprintf("import os\nopen('out/changed.txt', 'w').write('bb')\nopen('out/new.csv', 'w').write('1,2')\nos.makedirs('out/sub')\n"+
+		"open('out/sub/plot.png', 'wb').write(b'x' * 10)\nopen('outside.txt', 'w').write('x')\nos.symlink('/etc', 'out/etc')\n"+
+		"p = 'out/' + '/'.join([%q] * 5)\nos.makedirs(p)\nopen(p + '/f', 'w').write('x')", deep)
+	res = run(t, p, Request{Code: code, OutputsDir: "out"})
+	wantStatus(t, res, StatusSuccess)
+	var names []string
+	for _, e := range res.Outputs {
+		names = append(names, fmt.Sprintf("%s:%d", e.Name, e.Size))
+	}
+	if got, want := strings.Join(names, " "), "out/changed.txt:2 out/new.csv:3 out/sub/plot.png:10"; got != want || !res.OutputsTruncated {
+		t.Fatalf("outputs %q (truncated %v), want %q and truncated (a path over %d bytes)", got, res.OutputsTruncated, want, MaxOutputName)
+	}
+	res = run(t, p, Request{Code: "import os\nos.makedirs('many')\nfor i in range(150): open('many/%03d' % i, 'w').close()", OutputsDir: "many"})
+	if len(res.Outputs) != MaxOutputs || !res.OutputsTruncated || res.Outputs[0].Name != "many/000" {
+		t.Fatalf("150 new files: %d listed, truncated %v", len(res.Outputs), res.OutputsTruncated)
+	}
+	res = run(t, p, Request{Code: "1", OutputsDir: "out"})
+	if len(res.Outputs) != 0 || res.Outputs == nil {
+		t.Fatalf("a cell that wrote nothing lists %+v", res.Outputs)
+	}
+	for _, dir := range []string{"../x", "/etc", "a\x00"} {
+		if _, err := p.Execute(t.Context(), Request{Code: "1", OutputsDir: dir}); !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "outputs_dir") {
+			t.Fatalf("outputs_dir %q: %v, want ErrBadRequest naming the field", dir, err)
+		}
+	}
+}

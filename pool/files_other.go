@@ -163,3 +163,38 @@ func typeOfMode(m fs.FileMode) FileType {
 	}
 	return FileOther
 }
+
+// walk lists the regular files under dir (see the Linux walk).
+func (a fileArea) walk(dir string) (map[string]FileEntry, bool, error) {
+	out := map[string]FileEntry{}
+	r, err := a.root()
+	if err != nil {
+		return nil, false, err
+	}
+	defer r.Close()
+	if _, err := r.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		return out, false, nil
+	}
+	budget, truncated := MaxOutputsScan, false
+	err = fs.WalkDir(r.FS(), dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return nil
+		}
+		if budget == 0 {
+			truncated = true
+			return fs.SkipAll
+		}
+		budget--
+		if d.IsDir() && strings.Count(strings.TrimPrefix(p, dir+"/"), "/")+1 >= MaxOutputsDepth {
+			truncated = true
+			return fs.SkipDir
+		}
+		if d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				out[p] = FileEntry{Name: p, Size: fi.Size(), Type: FileRegular, MTime: fi.ModTime().UTC()}
+			}
+		}
+		return nil
+	})
+	return out, truncated, fileErr(err)
+}
