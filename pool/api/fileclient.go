@@ -41,11 +41,7 @@ func (t FileTarget) url(p string, extra url.Values) (string, error) {
 		return "", err
 	}
 	if p != "" {
-		parts := strings.Split(p, "/")
-		for i, c := range parts {
-			parts[i] = url.PathEscape(c)
-		}
-		base += "/" + strings.Join(parts, "/")
+		base += "/" + escapeFilePath(p)
 	}
 	for k, v := range extra {
 		q[k] = v
@@ -169,4 +165,11 @@ func (c *Client) DeleteFile(ctx context.Context, t FileTarget, path string) erro
 		return opError("delete file", readError(resp))
 	}
 	return nil
+}
+
+// escapeFilePath escapes a file path as one URL segment, "/" and "."
+// included: the daemon reads the path as is, and no HTTP layer on the
+// way cleans a ".." out of it into another endpoint's path first.
+func escapeFilePath(p string) string {
+	return strings.ReplaceAll(url.PathEscape(p), ".", "%2E")
 }
