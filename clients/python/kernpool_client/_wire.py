@@ -143,7 +143,7 @@ def default_socket(env: Optional[Mapping[str, str]] = None) -> str:
 def execute_body(code: str, owner: Optional[str], mode: Optional[str], tools: Optional[Sequence[str]],
                  timeout: Timeout, reset: bool, interpreter: Optional[str], cwd: Optional[str],
                  passthrough: Optional[Sequence[str]], limits: Optional[Mapping[str, Any]],
-                 max_tool_calls: Optional[int]) -> Dict[str, Any]:
+                 max_tool_calls: Optional[int], outputs_dir: Optional[str] = None) -> Dict[str, Any]:
     """The JSON body of POST /v1/execute (always streaming)."""
     if not isinstance(code, str):
         raise TypeError("code must be a str, not %s" % type(code).__name__)
@@ -172,6 +172,8 @@ def execute_body(code: str, owner: Optional[str], mode: Optional[str], tools: Op
         body["limits"] = dict(limits)
     if max_tool_calls:
         body["max_tool_calls"] = max_tool_calls
+    if outputs_dir:
+        body["outputs_dir"] = outputs_dir
     return body
 
 

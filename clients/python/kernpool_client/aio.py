@@ -201,13 +201,13 @@ class AsyncClient(_wire.Settings):
                       on_tool_call: Optional[Callable[[ToolCall], Any]] = None,
                       interpreter: Optional[str] = None, cwd: Optional[str] = None,
                       passthrough: Optional[Sequence[str]] = None, limits: Optional[Mapping[str, Any]] = None,
-                      max_tool_calls: Optional[int] = None) -> Result:
+                      max_tool_calls: Optional[int] = None, outputs_dir: Optional[str] = None) -> Result:
         """Run one cell (see Client.execute). Output callbacks run in order
         as events arrive; each tool call runs ``on_tool_call`` in a task of
         its own. Cancelling the coroutine closes the connection, which
         interrupts the cell."""
         body = _wire.execute_body(code, owner, mode, tools, timeout, reset, interpreter, cwd,
-                                  passthrough, limits, max_tool_calls)
+                                  passthrough, limits, max_tool_calls, outputs_dir)
         writer, resp = await self._send("POST", "/v1/execute", body)
         calls: Set["asyncio.Task[None]"] = set()
         try:
