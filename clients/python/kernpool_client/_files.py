@@ -6,6 +6,7 @@ path as it arrives; neither is held whole in memory unless asked for."""
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import io
 import os
@@ -205,3 +206,31 @@ def _copy(resp: http.client.HTTPResponse, dest: IO[bytes]) -> int:
 def _check_length(n: int, want: int) -> None:
     if want >= 0 and n != want:
         raise ProtocolError("download: %d of %d bytes arrived" % (n, want))
+
+
+class AsyncFilesMixin:
+    """The files methods of AsyncClient: the blocking ones, each run on a
+    thread of its own (a blocking socket streams the body; the event loop
+    is never blocked), with the AsyncClient's settings."""
+
+    def _blocking(self) -> Any:
+        from .client import Client  # client imports this module
+        c = object.__new__(Client)
+        c.__dict__.update(self.__dict__)  # the same socket or URL, credentials and bounds
+        return c
+
+    async def upload(self, path: str, data: Source, **target: Any) -> int:
+        """As Client.upload."""
+        return await asyncio.to_thread(self._blocking().upload, path, data, **target)
+
+    async def download(self, path: str, dest: Optional[Dest] = None, **kw: Any) -> Union[bytes, int]:
+        """As Client.download."""
+        return await asyncio.to_thread(self._blocking().download, path, dest, **kw)
+
+    async def list_files(self, dir: str = "", **target: Any) -> FileListing:
+        """As Client.list_files."""
+        return await asyncio.to_thread(self._blocking().list_files, dir, **target)
+
+    async def delete_file(self, path: str, **target: Any) -> None:
+        """As Client.delete_file."""
+        await asyncio.to_thread(self._blocking().delete_file, path, **target)

@@ -9,6 +9,7 @@ import json
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from . import _wire
+from ._files import AsyncFilesMixin
 from .errors import APIError, DaemonUnavailable, ProtocolError
 from .types import Display, Health, KernelInfo, Result, ToolCall, Variables
 
@@ -115,7 +116,7 @@ class _Response:
         return out
 
 
-class AsyncClient(_wire.Settings):
+class AsyncClient(_wire.Settings, AsyncFilesMixin):
     """The asyncio twin of Client: the same methods, as coroutines.
 
     Each request uses its own connection, so concurrent calls (cells of

@@ -138,3 +138,22 @@ def test_target_is_exactly_one(client: Client) -> None:
         client.list_files()
     with pytest.raises(ValueError):
         client.upload("x", b"", kernel_id="k", owner="o")
+
+
+def test_async_client_files(daemon) -> None:  # type: ignore[no-untyped-def]
+    import asyncio
+
+    from kernpool_client import AsyncClient
+
+    async def main() -> None:
+        c = AsyncClient(daemon.socket, timeout=30)
+        owner = _owner("async")
+        await c.execute("1", owner=owner)
+        assert await c.upload("a.txt", b"async bytes", owner=owner) == 11
+        assert await c.download("a.txt", owner=owner) == b"async bytes"
+        assert [e.name for e in (await c.list_files(owner=owner)).entries if e.name == "a.txt"] == ["a.txt"]
+        await c.delete_file("a.txt", owner=owner)
+        with pytest.raises(APIError) as ei:
+            await c.download("a.txt", owner=owner)
+        assert ei.value.code == "not_found"
+    asyncio.run(main())
