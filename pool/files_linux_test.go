@@ -2,6 +2,7 @@ package pool
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kernpool/kernpool/cgroup"
 	"github.com/kernpool/kernpool/internal/memtest"
@@ -367,5 +369,57 @@ func TestOutputsDirListsWhatTheCellWrote(t *testing.T) {
 		if _, err := p.Execute(t.Context(), Request{Code: "1", OutputsDir: dir}); !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "outputs_dir") {
 			t.Fatalf("outputs_dir %q: %v, want ErrBadRequest naming the field", dir, err)
 		}
+	}
+}
+
+// The files API works while a cell runs: the cell waits for a file that
+// an upload made during the cell brings, and a download during the cell
+// reads what it wrote so far.
+func TestFilesWhileACellRuns(t *testing.T) {
+	p := filesPool(t, 1<<20)
+	id := run(t, p, Request{Owner: "busy", Code: "1"}).Kernel.ID
+	ready := make(chan struct{}, 1)
+	done := make(chan *Result, 1)
+	go func() {
+		res, err := p.Execute(context.Background(), Request{Owner: "busy",
+			Code: "import os, select\nopen('progress.txt', 'w').write('half')\nprint('ready', flush=True)\n" +
+				"r, w = os.pipe()\nwhile not os.path.exists('go.txt'): select.select([r], [], [], 0.01)\nprint(open('go.txt').read())",
+			Stream: func(e Event) {
+				if strings.Contains(e.Text, "ready") {
+					select {
+					case ready <- struct{}{}:
+					default:
+					}
+				}
+			}})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	select {
+	case <-ready:
+	case <-time.After(testenv.Patience):
+		t.Fatal("the cell did not start")
+	}
+	f, _, err := p.OpenFile(id, "progress.txt")
+	if err != nil {
+		t.Fatalf("download while the cell runs: %v", err)
+	}
+	b, _ := io.ReadAll(f)
+	f.Close()
+	if string(b) != "half" {
+		t.Fatalf("read %q while the cell runs", b)
+	}
+	if _, err := p.WriteFile(t.Context(), id, "go.txt", strings.NewReader("go on"), 5); err != nil {
+		t.Fatalf("upload while the cell runs: %v", err)
+	}
+	select {
+	case res := <-done:
+		if res == nil || res.Output != "ready\ngo on\n" {
+			t.Fatalf("the cell's result: %+v", res)
+		}
+	case <-time.After(testenv.Patience):
+		t.Fatal("the cell did not see the upload")
 	}
 }
