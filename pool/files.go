@@ -108,6 +108,7 @@ func (p *Pool) area(id string) (fileArea, error) {
 		return fileArea{}, fmt.Errorf("kernel %q: %w", id, ErrNotFound)
 	}
 	lv := s.live
+	s.lastUsed = time.Now() // a files call is use: the idle reaper waits
 	a := fileArea{id: id, dir: s.key.cwd, pid: lv.pid, uid: lv.uid, done: lv.k.Done()}
 	if a.dir == "" {
 		a.dir = lv.k.StagingDir()
