@@ -87,6 +87,8 @@ type fileArea struct {
 	mountNS  bool   // the kernel has a mount namespace of its own
 	maxBytes int64
 	done     <-chan struct{}
+	// unreaped reports, through a pidfd, that pid still names the kernel.
+	unreaped func() bool
 }
 
 // alive reports whether the kernel has not ended.
@@ -109,7 +111,7 @@ func (p *Pool) area(id string) (fileArea, error) {
 	}
 	lv := s.live
 	s.lastUsed = time.Now() // a files call is use: the idle reaper waits
-	a := fileArea{id: id, dir: s.key.cwd, pid: lv.pid, uid: lv.uid, done: lv.k.Done()}
+	a := fileArea{id: id, dir: s.key.cwd, pid: lv.pid, uid: lv.uid, done: lv.k.Done(), unreaped: unreapedOf(lv.k)}
 	if a.dir == "" {
 		a.dir = lv.k.StagingDir()
 	}

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kernpool/kernpool/kernel"
 )
 
 // beneath is how every path under the working dir is resolved: inside
@@ -72,7 +74,7 @@ func (a fileArea) inArea(f func(wd int) error) error {
 	root := -1
 	if a.mountNS {
 		fd, err := unix.Open("/proc/"+strconv.Itoa(a.pid)+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		if err != nil || !a.alive() {
+		if err != nil || !a.alive() || !a.unreaped() {
 			if err == nil {
 				_ = unix.Close(fd)
 			}
@@ -383,3 +385,6 @@ func walkFD(fd int, prefix string, depth int, budget *int, out map[string]FileEn
 		}
 	}
 }
+
+// unreapedOf is k.Unreaped (Linux: the pid is checked through a pidfd).
+func unreapedOf(k *kernel.Kernel) func() bool { return k.Unreaped }
