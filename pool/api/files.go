@@ -59,8 +59,11 @@ func (s *Server) handleFileGet(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodHead {
 		return
 	}
-	// The file may grow while it is sent: no more than announced.
-	_, _ = io.Copy(w, io.LimitReader(f, size)) // the client may be gone
+	// The file may grow while it is sent: no more than announced. A
+	// client that stops reading holds the handler no longer than
+	// streamWriteTimeout per chunk.
+	out := &idleWriter{w: w, rc: http.NewResponseController(w), idle: streamWriteTimeout}
+	_, _ = io.Copy(out, io.LimitReader(f, size)) // the client may be gone
 }
 
 // FileWritten answers an upload.
@@ -121,6 +124,19 @@ type idleReader struct {
 	r    io.Reader
 	rc   *http.ResponseController
 	idle time.Duration
+}
+
+// idleWriter is a response body whose every write must make progress
+// within idle.
+type idleWriter struct {
+	w    io.Writer
+	rc   *http.ResponseController
+	idle time.Duration
+}
+
+func (b *idleWriter) Write(p []byte) (int, error) {
+	_ = b.rc.SetWriteDeadline(time.Now().Add(b.idle))
+	return b.w.Write(p)
 }
 
 func (b *idleReader) Read(p []byte) (int, error) {
