@@ -1,8 +1,10 @@
 package api
 
 import (
+	"errors"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"time"
 )
@@ -85,6 +87,11 @@ func (s *Server) handleFilePut(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > 0 {
 			// The rest of a refused body is not read: the connection goes.
 			w.Header().Set("Connection", "close")
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			w.Header().Set("Connection", "close")
+			writeError(w, http.StatusRequestTimeout, CodeTimeout, err.Error())
+			return
 		}
 		s.writePoolError(w, err)
 		return

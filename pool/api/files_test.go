@@ -3,13 +3,17 @@
 package api_test
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kernpool/kernpool/internal/memtest"
 	"github.com/kernpool/kernpool/pool"
@@ -152,5 +156,38 @@ func TestFilesAPIRefusals(t *testing.T) {
 	}
 	if _, err := d.client.ListFiles(ctx, api.FileTarget{Owner: "bob", Mode: "other"}, ""); err != nil {
 		t.Fatalf("owner's kernel of mode other: %v", err)
+	}
+}
+
+// An upload whose body stalls is ended by the server's body deadline with
+// a 408 request_timeout, and nothing of it is kept.
+func TestFilesStalledUploadIs408(t *testing.T) {
+	d := startDaemon(t, daemonOpts{server: func(c *api.ServerConfig) { c.BodyReadTimeout = 200 * time.Millisecond }})
+	id := d.exec(t, "stall", "1").Kernel.ID
+	conn, err := net.Dial("unix", d.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// Three of the ten announced bytes, then nothing.
+	if _, err := fmt.Fprintf(conn, "PUT /v1/kernels/%s/files/stalled HTTP/1.1\r\nHost: kernpool\r\nContent-Length: 10\r\n\r\nabc", id); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(body), api.CodeTimeout) {
+		t.Fatalf("stalled upload: %d %s, want 408 %s", resp.StatusCode, body, api.CodeTimeout)
+	}
+	l, err := d.client.ListFiles(testCtx(t), api.FileTarget{Kernel: id}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range l.Entries {
+		if e.Name == "stalled" || strings.HasPrefix(e.Name, ".kernpool-upload-") {
+			t.Fatalf("a stalled upload left %s", e.Name)
+		}
 	}
 }
