@@ -366,6 +366,11 @@ func walkFD(fd int, prefix string, depth int, budget *int, out map[string]FileEn
 				continue
 			}
 			name := path.Join(prefix, n)
+			if len(name) > MaxOutputName {
+				// Never listed, so never held (nor anything below it).
+				truncated = true
+				continue
+			}
 			switch typeOf(st.Mode) {
 			case FileRegular:
 				out[name] = entryOf(name, &st)

@@ -187,6 +187,13 @@ func (a fileArea) walk(dir string) (map[string]FileEntry, bool, error) {
 			return fs.SkipAll
 		}
 		budget--
+		if len(p) > MaxOutputName {
+			truncated = true
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
 		if d.IsDir() && strings.Count(strings.TrimPrefix(p, dir+"/"), "/")+1 >= MaxOutputsDepth {
 			truncated = true
 			return fs.SkipDir
