@@ -273,6 +273,13 @@ func TestFilesHostileInputs(t *testing.T) {
 	if growth > 32<<20 && !memtest.RaceEnabled {
 		t.Fatalf("listing grew the daemon's peak RSS by %d", growth)
 	}
+	// outputs_dir on the same dir walks MaxOutputsScan entries, no more.
+	var out *Result
+	growth = memtest.PeakGrowth(t, func() { out = run(t, p, Request{Code: "open('many/new', 'w').close()", OutputsDir: "many"}) })
+	t.Logf("outputs_dir over 100000 entries: %d listed, truncated %v, daemon peak RSS growth %.1f MiB", len(out.Outputs), out.OutputsTruncated, float64(growth)/(1<<20))
+	if !out.OutputsTruncated || len(out.Outputs) > MaxOutputs || (growth > 32<<20 && !memtest.RaceEnabled) {
+		t.Fatalf("outputs_dir over 100000 entries: %d listed, truncated %v, peak RSS growth %d", len(out.Outputs), out.OutputsTruncated, growth)
+	}
 }
 
 // failReader fails the test when read: a refused upload reads nothing.
