@@ -411,6 +411,8 @@ export interface ProfileSettings {
   tmp_size: number;
   spares: number;
   preload: Array<string> | null;
+  /** The largest file one upload may write into a kernel of the profile. */
+  files_max_bytes: number;
 }
 
 export interface FileEntry {
