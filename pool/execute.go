@@ -131,7 +131,9 @@ func (p *Pool) executeOn(ctx context.Context, s *slot, rq normalized, start time
 		if err := p.maskCellEnv(lv, rq.cellEnv); err != nil {
 			return nil, false, fmt.Errorf("execute: %w", err)
 		}
+		outs := p.outputsBefore(lv, rq)
 		res, f := (&cell{p: p, s: s, lv: lv, rq: rq, use: kernelUse{reused: reused, stateReset: stateReset}, m: m, start: start}).run(ctx)
+		outs.apply(res)
 		p.settle(s, lv, f)
 		restored.apply(res)
 		m.takeRedactions(lv.filter) // still under the slot's semaphore

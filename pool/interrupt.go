@@ -36,6 +36,9 @@ type CellPolicy struct {
 	// (eviction, idle reaping, Close) and restores the checkpoint into the
 	// key's next kernel (CheckpointConfig; docs/design.md).
 	Persist bool
+	// FilesMaxBytes caps one upload through the files API (0:
+	// DefaultFilesMaxBytes).
+	FilesMaxBytes int64
 }
 
 // ParseTimeoutAction checks a configured timeout action.

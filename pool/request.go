@@ -45,6 +45,7 @@ type normalized struct {
 	budget      int
 	handler     ToolHandler
 	stream      func(Event)
+	outputsDir  string
 	// interpFI is the interpreter file as normalize found it (a spare
 	// started from another file is stale).
 	interpFI os.FileInfo
@@ -118,6 +119,9 @@ func (p *Pool) normalize(req Request) (normalized, error) {
 	if _, err := p.checkEnv("env", mode, req.Env); err != nil {
 		return normalized{}, err
 	}
+	if err := checkOutputsDir(req.OutputsDir); err != nil {
+		return normalized{}, err
+	}
 	n := normalized{
 		key:         key{owner: owner, mode: mode, interpreter: interp, cwd: cwd, tools: strings.Join(tools, ","), session: req.Session},
 		sessEnv:     sessEnv,
@@ -132,6 +136,7 @@ func (p *Pool) normalize(req Request) (normalized, error) {
 		budget:      req.MaxToolCalls,
 		handler:     req.ToolHandler,
 		stream:      req.Stream,
+		outputsDir:  req.OutputsDir,
 	}
 	if n.timeout == 0 {
 		n.timeout = p.cfg.CellTimeout

@@ -45,6 +45,10 @@ type Request struct {
 	// arrive, cleaned and redacted (at most the inline caps of output);
 	// the Result still carries everything. Calls are serialized.
 	Stream func(Event) `json:"-"`
+	// OutputsDir, relative to the kernel's working dir ("." the working
+	// dir itself), asks for the files the cell wrote there in
+	// Result.Outputs (outputs.go has the bounds).
+	OutputsDir string `json:"outputs_dir,omitempty"`
 }
 
 // Result is a settled cell, in the reference's shape (parity §3).
@@ -88,6 +92,11 @@ type Result struct {
 	// Displays are the cell's rich displays (IPython's display_data:
 	// mime type to value, binary as base64), text types redacted.
 	Displays []Display `json:"displays,omitempty"`
+	// Outputs are the regular files the cell created or modified under
+	// Request.OutputsDir (paths relative to the working dir, sorted; at
+	// most MaxOutputs); OutputsTruncated says some were left out.
+	Outputs          []FileEntry `json:"outputs,omitempty"`
+	OutputsTruncated bool        `json:"outputs_truncated,omitempty"`
 }
 
 // Status is a settled cell's outcome (Statuses lists them).

@@ -1,10 +1,11 @@
 // The client's API; the API's own types (Result, KernelList, ...) are
 // generated from docs/openapi.json into types.d.ts.
 import type {
-  Display, ErrorCode, Health, InterruptResponse, KernelList, KillResponse, Limits,
+  Display, ErrorCode, FileListing, FileWritten, Health, InterruptResponse, KernelList, KillResponse, Limits,
   Result, SessionDeleted, SessionInfo, SessionRestarted, ShutdownResponse, StreamEvent,
   ToolAnswer, ToolAnswered, ToolCall, Variables,
 } from './types.js';
+import type { Readable, Writable } from 'node:stream';
 
 export * from './types.js';
 
@@ -12,6 +13,14 @@ export const DEFAULT_MAX_LINE_BYTES: number;
 export const MAX_ERROR_BYTES: number;
 export const DEFAULT_MAX_SPILL_BYTES: number;
 export const MAX_CONCURRENT_TOOL_CALLS: number;
+export const DEFAULT_MAX_DOWNLOAD_BYTES: number;
+
+/** The kernel a files call reaches: by id, or the owner's (of mode, when it has several). */
+export type FileTarget = { kernelId: string; owner?: undefined } | { owner: string; mode?: string; kernelId?: undefined };
+/** What uploadFile sends: bytes, a string (UTF-8), or a stream of bytes. */
+export type UploadData = Buffer | Uint8Array | string | Readable | AsyncIterable<Uint8Array> | Iterable<Uint8Array>;
+/** A file path as the files endpoints take it: one URL segment. */
+export function filePath(path: string): string;
 
 export interface ClientOptions {
   /** The daemon's Unix socket (default: as the CLI, defaultSocket()). */
@@ -46,6 +55,8 @@ export interface ExecuteOptions {
   session?: string;
   /** Environment values for this cell only (masked in output when 8 bytes or longer). */
   env?: Record<string, string>;
+  /** The result lists the files the cell wrote under this dir (relative to the working dir). */
+  outputsDir?: string;
   /** Aborting closes the connection, which interrupts the cell. */
   signal?: AbortSignal;
 }
@@ -107,4 +118,10 @@ export class Client {
   health(): Promise<Health>;
   spill(kernelId: string, name: string, maxBytes?: number): Promise<string>;
   metrics(): Promise<string>;
+  uploadFile(path: string, data: UploadData, target: FileTarget): Promise<FileWritten>;
+  openFile(path: string, target: FileTarget): Promise<{ size: number; stream: Readable }>;
+  downloadFile(path: string, target: FileTarget, maxBytes?: number): Promise<Buffer>;
+  downloadFileTo(path: string, dest: Writable, target: FileTarget): Promise<number>;
+  listFiles(dir: string, target: FileTarget): Promise<FileListing>;
+  deleteFile(path: string, target: FileTarget): Promise<void>;
 }

@@ -4,6 +4,9 @@ import http from 'node:http';
 import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
+import { copyTo, DEFAULT_MAX_DOWNLOAD_BYTES, filesURL, uploadBody } from './files.js';
+
+export { DEFAULT_MAX_DOWNLOAD_BYTES, filePath } from './files.js';
 
 // Bounds on what a daemon can make this process hold (docs/api.md "Caps":
 // a result is under 2.1 MiB plus at most 4 MiB of displays, one display
@@ -137,7 +140,7 @@ function executeBody(code, o) {
   const body = { code, stream: true };
   const copy = { owner: 'owner', mode: 'mode', interpreter: 'interpreter', cwd: 'cwd', timeout: 'timeout',
     limits: 'limits', maxToolCalls: 'max_tool_calls', tools: 'tools', passthrough: 'passthrough',
-    session: 'session', env: 'env' };
+    session: 'session', env: 'env', outputsDir: 'outputs_dir' };
   for (const [k, wire] of Object.entries(copy)) if (o[k] !== undefined && o[k] !== null) body[wire] = o[k];
   if (o.reset) body.reset = true;
   for (const k of ['tools', 'passthrough']) {
@@ -203,12 +206,18 @@ export class Client {
   }
 
   // Sends one request; resolves with the response once its head arrived.
-  _send(method, p, body, { timeoutMs, signal } = {}) {
-    const data = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+  _send(method, p, body, { timeoutMs, signal, raw } = {}) {
+    let data = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     const headers = { Accept: 'application/json, application/x-ndjson' };
+    if (raw) {
+      // A files upload: bytes, streamed when they come from a stream.
+      data = raw.buf;
+      headers['Content-Type'] = 'application/octet-stream';
+      if (raw.length !== undefined) headers['Content-Length'] = raw.length;
+    }
     // Over the socket the host is ignored; over https it names the server the certificate must match.
     if (this.base.socketPath) headers.Host = 'kernpool';
-    if (data) Object.assign(headers, { 'Content-Type': 'application/json', 'Content-Length': data.length });
+    if (data && !raw) Object.assign(headers, { 'Content-Type': 'application/json', 'Content-Length': data.length });
     if (this.token) headers.Authorization = `Bearer ${this.token}`;
     return new Promise((resolve, reject) => {
       const req = this.mod.request({ ...this.base, agent: this.agent, method, path: p, headers, signal });
@@ -220,13 +229,23 @@ export class Client {
           req.setTimeout(timeoutMs, () => req.destroy(new ProtocolError(`${method} ${p}: no answer within ${timeoutMs} ms`)));
         }
       });
-      req.on('response', resolve);
+      let answered = false;
+      req.on('response', (res) => {
+        answered = true;
+        // An answer before the whole upload (413) ends the upload.
+        if (raw?.stream && !raw.stream.readableEnded) raw.stream.destroy();
+        resolve(res);
+      });
       req.on('error', (e) => {
+        if (answered) return; // the daemon answered, then closed an upload it refused
         if (e instanceof ProtocolError || e.name === 'AbortError') reject(e);
         else if (!connected) reject(new DaemonUnavailable(this.where, e));
         else reject(new ProtocolError(`${method} ${p}: ${e.message}`));
       });
-      req.end(data);
+      if (raw?.stream) {
+        raw.stream.on('error', (e) => req.destroy(e));
+        raw.stream.pipe(req);
+      } else req.end(data);
     });
   }
 
@@ -416,6 +435,52 @@ export class Client {
     const res = await this._send('GET', p, undefined, { timeoutMs: this.timeoutMs });
     if (res.statusCode !== 200) throw await apiError(res, `GET ${p}`);
     return (await readBody(res, maxBytes, `GET ${p}`)).toString('utf8');
+  }
+
+  /**
+   * Writes data (a Buffer, a string as UTF-8, or an (async) iterable of
+   * bytes such as a fs.ReadStream, streamed) to path of the working dir of
+   * target ({kernelId} or {owner, mode?}), as the kernel's uid. Over the
+   * mode's files_max_bytes: APIError too_large; a full tmpfs: no_space.
+   */
+  async uploadFile(p, data, target) {
+    const u = filesURL(target, p);
+    const res = await this._send('PUT', u, undefined, { raw: uploadBody(data), timeoutMs: this.timeoutMs });
+    if (res.statusCode !== 200) throw await apiError(res, `PUT ${u}`);
+    return parseJSON(await readBody(res, MAX_ERROR_BYTES, `PUT ${u}`), `PUT ${u}`);
+  }
+
+  /** Opens path of target's working dir: {size, stream} (read the stream to its end, or destroy it). */
+  async openFile(p, target) {
+    const u = filesURL(target, p);
+    const res = await this._send('GET', u, undefined, { timeoutMs: this.timeoutMs });
+    if (res.statusCode !== 200) throw await apiError(res, `GET ${u}`);
+    return { size: Number(res.headers['content-length'] ?? -1), stream: res };
+  }
+
+  /** The bytes of path of target's working dir (at most maxBytes). */
+  async downloadFile(p, target, maxBytes = DEFAULT_MAX_DOWNLOAD_BYTES) {
+    const { stream } = await this.openFile(p, target);
+    return readBody(stream, maxBytes, `GET ${filesURL(target, p)}`);
+  }
+
+  /** Streams path of target's working dir into a writable; resolves with the bytes written. */
+  async downloadFileTo(p, dest, target) {
+    const { stream } = await this.openFile(p, target);
+    return copyTo(stream, dest, `GET ${filesURL(target, p)}`);
+  }
+
+  /** Lists dir ('' the working dir) of target's working dir: at most 10,000 entries. */
+  async listFiles(dir, target) {
+    return this._json('GET', filesURL(target, '', dir || ''));
+  }
+
+  /** Removes path (a file, a symlink itself, or an empty dir) of target's working dir. */
+  async deleteFile(p, target) {
+    const u = filesURL(target, p);
+    const res = await this._send('DELETE', u, undefined, { timeoutMs: this.timeoutMs });
+    if (res.statusCode !== 204) throw await apiError(res, `DELETE ${u}`);
+    res.resume();
   }
 
   /** The Prometheus text exposition of the daemon's metrics. */

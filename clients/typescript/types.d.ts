@@ -28,6 +28,8 @@ export interface ExecuteRequest {
   session?: string;
   /** Environment values for this cell only: set in os.environ before it runs, the previous values restored when it ends. Environment values: names [A-Za-z_][A-Za-z0-9_]* (at most 128 bytes), at most 64 names and 32 KiB of names and values together (config sessions { max_env_names, max_env_bytes }). KERNPOOL_*, PYTHON*, LD_*, DYLD_*, HOME, TMPDIR, TMP and TEMP are refused, and so are names the refusal list refuses or secret-shaped names (KEY, TOKEN, SECRET, ...) the profile's passthrough does not list (400). Every value of 8 bytes or more is masked (***) in the kernel's output from then on. */
   env?: Record<string, unknown>;
+  /** A dir relative to the kernel's working dir ('.' the working dir): the result lists the regular files the cell created or modified under it (outputs), walked as the files API reads (as the kernel's uid, no symlink followed), at most 10000 entries and 16 levels deep. */
+  outputs_dir?: string;
 }
 
 /** The cell timeout: a Go duration string ("30s", "2m") or a number of seconds (30, 0.5); default the daemon's cell_timeout, clamped to max_cell_timeout. */
@@ -76,6 +78,10 @@ export interface Result {
   /** With restored: the names that did not pickle at the save or unpickle at the restore; warning names them too. */
   lost?: Array<string>;
   displays?: Array<Display>;
+  /** With outputs_dir: the regular files the cell created or modified there (paths relative to the working dir, sorted; at most 100, each path at most 1024 bytes); download them with GET /v1/kernels/{id}/files/{path}. */
+  outputs?: Array<FileEntry>;
+  /** More files changed than outputs lists (over 100, a path over 1024 bytes, or a tree over the walk's bounds). */
+  outputs_truncated?: boolean;
 }
 
 /** The exception a cell raised, as Jupyter's error message carries it: the concatenation of traceback is the traceback text in error and output. kernpool's own frames never appear; the kernel's staging dir is written <kernel-dir>. Each part is redacted and capped at output.stderr_cap, the entries together at 64 KiB. */
@@ -341,8 +347,8 @@ export interface Error {
   code: ErrorCode;
 }
 
-/** bad_request 400, unauthorized 401, forbidden 403, not_found 404, method_not_allowed 405, request_timeout 408, conflict/idle/busy/session_mismatch 409, too_large 413, quota 429, spawn_failed/internal 500, not_supported 501, capacity/closed/too_many_connections/draining 503. */
-export type ErrorCode = "bad_request" | "not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "idle" | "busy" | "too_large" | "quota" | "capacity" | "closed" | "too_many_connections" | "spawn_failed" | "internal" | "unauthorized" | "forbidden" | "draining" | "not_supported" | "session_mismatch";
+/** bad_request 400, unauthorized 401, forbidden 403, not_found 404, method_not_allowed 405, request_timeout 408, conflict/idle/busy/session_mismatch/not_regular 409, too_large 413, quota 429, spawn_failed/internal 500, not_supported 501, capacity/closed/too_many_connections/draining 503, no_space 507. */
+export type ErrorCode = "bad_request" | "not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "idle" | "busy" | "too_large" | "quota" | "capacity" | "closed" | "too_many_connections" | "spawn_failed" | "internal" | "unauthorized" | "forbidden" | "draining" | "not_supported" | "session_mismatch" | "not_regular" | "no_space";
 
 /** ready: takes cells. draining: a drain runs (cells refused with code draining). drained: the drain is over and the daemon exits. not_ready: the daemon stops without a drain (cells refused with code closed). */
 export type NodeState = "ready" | "draining" | "drained" | "not_ready";
@@ -411,6 +417,8 @@ export interface ProfileSettings {
   tmp_size: number;
   spares: number;
   preload: Array<string> | null;
+  /** The largest file one upload may write into a kernel of the profile. */
+  files_max_bytes: number;
 }
 
 /** The body of POST /v1/sessions. Unknown fields are refused (400). */
@@ -461,4 +469,29 @@ export interface SessionRestarted {
   session: string;
   /** The kernel killed; "" when the session had none. */
   killed: string;
+}
+
+export interface FileEntry {
+  /** The entry's name (a listing) or its path relative to the working dir (a result's outputs). */
+  name: string;
+  /** Bytes. */
+  size: number;
+  type: "file" | "dir" | "symlink" | "other";
+  /** Last modification, UTC. */
+  mtime: string;
+}
+
+export interface FileListing {
+  /** The listed dir, relative to the working dir (empty: the working dir). */
+  dir: string;
+  entries: Array<FileEntry>;
+  /** The dir holds more than 10000 entries; some are listed. */
+  truncated: boolean;
+}
+
+export interface FileWritten {
+  /** The path written, as requested. */
+  path: string;
+  /** Bytes written. */
+  bytes: number;
 }

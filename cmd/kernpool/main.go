@@ -38,8 +38,9 @@ const (
 const exitCodesHelp = `Exit codes:
   0  ok
   1  the cell raised (or called sys.exit with a non-zero code); kill,
-     interrupt, vars, spill: no such kernel, cell or file; serve: the
-     daemon stopped with an error
+     interrupt, vars, spill, cp: no such kernel, cell or file (cp: or
+     the kernel's side refused it: too large, no space, not a regular
+     file); serve: the daemon stopped with an error
   2  usage error, or the daemon is not reachable
   3  the cell timed out, was interrupted, or its kernel was killed
      (also by the OOM killer)
@@ -78,6 +79,7 @@ func commands() []command {
 		{name: "interrupt", args: "(KERNEL_ID | --owner O [--mode M])", summary: "interrupt a running cell (its kernel keeps its state)", setup: interruptFlags},
 		{name: "vars", args: "(KERNEL_ID | --owner O [--mode M])", summary: "list the variables of a kernel", setup: varsFlags},
 		{name: "spill", args: "KERNEL_ID NAME", summary: "print a cell's full spilled stdout", setup: socketOnly(runSpill)},
+		{name: "cp", args: cpArgs, summary: "copy a file into or out of a kernel's working dir", long: cpLong, setup: cpFlags},
 		drainCommand(),
 		tokenCommand(),
 		{name: "doctor", summary: "report configuration and host capabilities", setup: doctorFlags,

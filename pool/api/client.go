@@ -324,6 +324,11 @@ func (c *Client) send(ctx context.Context, method, path string, in any) (*http.R
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	return c.roundTrip(ctx, req)
+}
+
+// roundTrip sends req, built for c, and words a failure to reach the daemon.
+func (c *Client) roundTrip(ctx context.Context, req *http.Request) (*http.Response, error) {
 	resp, err := c.rt.RoundTrip(req)
 	if err != nil {
 		// Worded as http.Client words it: `Post "http://kernpool/...": ...`.

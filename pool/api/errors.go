@@ -106,6 +106,10 @@ func (e *APIError) Unwrap() error {
 		return pool.ErrIdle
 	case CodeBusy:
 		return pool.ErrBusy
+	case CodeNoSpace:
+		return pool.ErrNoSpace
+	case CodeNotRegular:
+		return pool.ErrNotRegular
 	case CodeTooLarge, CodeTimeout:
 		return pool.ErrBadRequest
 	case CodeDraining:

@@ -45,6 +45,9 @@ var goTypes = map[string]reflect.Type{
 	"api.UserSettings":      reflect.TypeFor[UserSettings](),
 	"api.ProfileSettings":   reflect.TypeFor[ProfileSettings](),
 	"api.ErrorBody":         reflect.TypeFor[ErrorBody](),
+	"api.FileWritten":       reflect.TypeFor[FileWritten](),
+	"pool.FileEntry":        reflect.TypeFor[pool.FileEntry](),
+	"pool.FileListing":      reflect.TypeFor[pool.FileListing](),
 	"map[string]string":     reflect.TypeFor[map[string]string](),
 	"pool.Limits":           reflect.TypeFor[pool.Limits](),
 	"pool.Result":           reflect.TypeFor[pool.Result](),
@@ -117,7 +120,8 @@ func servedRoutes() (*Server, map[string]bool) {
 	s := NewServer(nil, ServerConfig{Metrics: http.NotFoundHandler()})
 	out := map[string]bool{}
 	for _, r := range s.endpoints() {
-		out[r.method+" "+r.path] = true
+		// OpenAPI writes a rest-of-path wildcard {path...} as {path}.
+		out[r.method+" "+strings.ReplaceAll(r.path, "...}", "}")] = true
 	}
 	return s, out
 }

@@ -113,6 +113,14 @@ func (s *Server) endpoints() []route {
 		{http.MethodPost, "/v1/owners/{owner}/interrupt", s.handleInterruptOwner},
 		{http.MethodGet, "/v1/kernels/{id}/spill/{name}", s.handleSpill},
 		{http.MethodPost, "/v1/owners/{owner}/shutdown", s.handleShutdownOwner},
+		{http.MethodGet, "/v1/kernels/{id}/files", s.handleFileList},
+		{http.MethodGet, "/v1/kernels/{id}/files/{path...}", s.handleFileGet},
+		{http.MethodPut, "/v1/kernels/{id}/files/{path...}", s.handleFilePut},
+		{http.MethodDelete, "/v1/kernels/{id}/files/{path...}", s.handleFileDelete},
+		{http.MethodGet, "/v1/owners/{owner}/files", s.handleFileList},
+		{http.MethodGet, "/v1/owners/{owner}/files/{path...}", s.handleFileGet},
+		{http.MethodPut, "/v1/owners/{owner}/files/{path...}", s.handleFilePut},
+		{http.MethodDelete, "/v1/owners/{owner}/files/{path...}", s.handleFileDelete},
 		{http.MethodGet, "/v1/health", s.handleHealth},
 		{http.MethodGet, "/v1/ready", s.handleReady},
 		{http.MethodPost, "/v1/drain", s.handleDrain},
@@ -290,8 +298,16 @@ func classify(err error) (int, string) {
 	switch {
 	case errors.Is(err, pool.ErrBadRequest), errors.Is(err, ErrBadRequest):
 		return http.StatusBadRequest, CodeBadRequest
-	case errors.Is(err, pool.ErrNotFound):
+	case errors.Is(err, pool.ErrNotFound), errors.Is(err, pool.ErrNoFile):
 		return http.StatusNotFound, CodeNotFound
+	case errors.Is(err, pool.ErrTooLarge):
+		return http.StatusRequestEntityTooLarge, CodeTooLarge
+	case errors.Is(err, pool.ErrNoSpace):
+		return http.StatusInsufficientStorage, CodeNoSpace
+	case errors.Is(err, pool.ErrNotRegular):
+		return http.StatusConflict, CodeNotRegular
+	case errors.Is(err, pool.ErrFileAccess):
+		return http.StatusForbidden, CodeForbidden
 	case errors.Is(err, pool.ErrCapacity):
 		return http.StatusServiceUnavailable, CodeCapacity
 	case errors.Is(err, pool.ErrQuota):

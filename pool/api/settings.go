@@ -57,6 +57,7 @@ type ProfileSettings struct {
 	TmpSize       int64    `json:"tmp_size"`
 	Spares        int      `json:"spares"`
 	Preload       []string `json:"preload"`
+	FilesMaxBytes int64    `json:"files_max_bytes"`
 }
 
 // handleSettings answers GET /v1/settings from ServerConfig.Settings; an

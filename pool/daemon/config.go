@@ -215,6 +215,9 @@ type Profile struct {
 	// reaps or drains them and restores the state into the key's next
 	// kernel (pool.CellPolicy.Persist).
 	Persist bool
+	// FilesMaxBytes caps one upload through the files API
+	// (default pool.DefaultFilesMaxBytes, 256 MiB).
+	FilesMaxBytes int64
 }
 
 // Ceiling bounds per-request resource overrides.
@@ -261,7 +264,8 @@ func DefaultConfig() *Config {
 
 func defaultProfile() Profile {
 	return Profile{MemoryMax: 512 << 20, PidsMax: 256, CPUMax: 1.0, CPUWeight: 100, TmpSize: 64 << 20,
-		TimeoutAction: string(pool.TimeoutInterrupt), InterruptGrace: kernel.DefaultInterruptGrace, Spares: pool.DefaultSpares}
+		TimeoutAction: string(pool.TimeoutInterrupt), InterruptGrace: kernel.DefaultInterruptGrace, Spares: pool.DefaultSpares,
+		FilesMaxBytes: pool.DefaultFilesMaxBytes}
 }
 
 // LoadConfigFile reads an HCL config file over the defaults. Every problem
@@ -360,6 +364,9 @@ func (c *Config) Validate() error {
 		if _, err := pool.ParseTimeoutAction(p.TimeoutAction); err != nil || p.InterruptGrace <= 0 {
 			return fmt.Errorf("%w: profile %q: timeout_action must be \"interrupt\" or \"kill\" and interrupt_grace positive", ErrConfig, name)
 		}
+		if p.FilesMaxBytes <= 0 {
+			return fmt.Errorf("%w: profile %q: files_max_bytes must be positive", ErrConfig, name)
+		}
 		if p.Spares < 0 {
 			return fmt.Errorf("%w: profile %q: spares must not be negative", ErrConfig, name)
 		}
@@ -386,7 +393,7 @@ func (c *Config) Modes() []string {
 func (c *Config) Policies() map[string]pool.CellPolicy {
 	out := make(map[string]pool.CellPolicy, len(c.Profiles))
 	for name, p := range c.Profiles {
-		out[name] = pool.CellPolicy{TimeoutAction: pool.TimeoutAction(p.TimeoutAction), InterruptGrace: p.InterruptGrace, Persist: p.Persist}
+		out[name] = pool.CellPolicy{TimeoutAction: pool.TimeoutAction(p.TimeoutAction), InterruptGrace: p.InterruptGrace, Persist: p.Persist, FilesMaxBytes: p.FilesMaxBytes}
 	}
 	return out
 }

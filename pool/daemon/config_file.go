@@ -126,6 +126,7 @@ type fileProfile struct {
 	Spares         *int           `hcl:"spares,optional"`
 	Preload        []string       `hcl:"preload,optional"`
 	Persist        *bool          `hcl:"persist,optional"`
+	FilesMaxBytes  hcl.Expression `hcl:"files_max_bytes,optional"`
 }
 
 type fileCeiling struct {
@@ -263,6 +264,7 @@ func (f *fileConfig) applyProfiles(cfg *Config) hcl.Diagnostics {
 			p.Preload = nonEmpty(fp.Preload)
 		}
 		setBool(&p.Persist, fp.Persist)
+		diags = append(diags, sizeAttr(fp.FilesMaxBytes, "files_max_bytes", &p.FilesMaxBytes)...)
 		cfg.Profiles[fp.Name] = p
 	}
 	return diags

@@ -97,7 +97,7 @@ func SettingsOf(cfg *Config, interp string) *api.Settings {
 		s.Profiles[name] = api.ProfileSettings{
 			MemoryMax: p.MemoryMax, MemorySwapMax: p.MemorySwapMax, PidsMax: p.PidsMax, CPUMax: p.CPUMax,
 			CPUWeight: p.CPUWeight, Network: p.Network, TmpSize: p.TmpSize, Spares: warm[name].Spares,
-			Preload: append([]string{}, p.Preload...),
+			Preload: append([]string{}, p.Preload...), FilesMaxBytes: p.FilesMaxBytes,
 		}
 	}
 	return s

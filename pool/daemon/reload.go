@@ -211,7 +211,7 @@ func withPassthrough(profiles, running map[string]Profile) map[string]Profile {
 }
 
 func profilePolicyText(p Profile) string {
-	return fmt.Sprintf("timeout_action %q, interrupt_grace %s, persist %t", p.TimeoutAction, p.InterruptGrace, p.Persist)
+	return fmt.Sprintf("timeout_action %q, interrupt_grace %s, persist %t, files_max_bytes %d", p.TimeoutAction, p.InterruptGrace, p.Persist, p.FilesMaxBytes)
 }
 
 func profileLimitsText(p Profile) string {

@@ -144,7 +144,7 @@ def execute_body(code: str, owner: Optional[str], mode: Optional[str], tools: Op
                  timeout: Timeout, reset: bool, interpreter: Optional[str], cwd: Optional[str],
                  passthrough: Optional[Sequence[str]], limits: Optional[Mapping[str, Any]],
                  max_tool_calls: Optional[int], session: Optional[str] = None,
-                 env: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
+                 env: Optional[Mapping[str, str]] = None, outputs_dir: Optional[str] = None) -> Dict[str, Any]:
     """The JSON body of POST /v1/execute (always streaming)."""
     if not isinstance(code, str):
         raise TypeError("code must be a str, not %s" % type(code).__name__)
@@ -177,6 +177,8 @@ def execute_body(code: str, owner: Optional[str], mode: Optional[str], tools: Op
         body["session"] = session
     if env:
         body["env"] = env_map(env)
+    if outputs_dir:
+        body["outputs_dir"] = outputs_dir
     return body
 
 

@@ -9,6 +9,7 @@ import json
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from . import _wire
+from ._files import AsyncFilesMixin
 from .errors import APIError, DaemonUnavailable, ProtocolError
 from .types import Display, Health, KernelInfo, Result, Session, ToolCall, Variables
 
@@ -115,7 +116,7 @@ class _Response:
         return out
 
 
-class AsyncClient(_wire.Settings):
+class AsyncClient(_wire.Settings, AsyncFilesMixin):
     """The asyncio twin of Client: the same methods, as coroutines.
 
     Each request uses its own connection, so concurrent calls (cells of
@@ -202,13 +203,13 @@ class AsyncClient(_wire.Settings):
                       interpreter: Optional[str] = None, cwd: Optional[str] = None,
                       passthrough: Optional[Sequence[str]] = None, limits: Optional[Mapping[str, Any]] = None,
                       max_tool_calls: Optional[int] = None, session: Optional[str] = None,
-                      env: Optional[Mapping[str, str]] = None) -> Result:
+                      env: Optional[Mapping[str, str]] = None, outputs_dir: Optional[str] = None) -> Result:
         """Run one cell (see Client.execute). Output callbacks run in order
         as events arrive; each tool call runs ``on_tool_call`` in a task of
         its own. Cancelling the coroutine closes the connection, which
         interrupts the cell."""
         body = _wire.execute_body(code, owner, mode, tools, timeout, reset, interpreter, cwd,
-                                  passthrough, limits, max_tool_calls, session, env)
+                                  passthrough, limits, max_tool_calls, session, env, outputs_dir)
         writer, resp = await self._send("POST", "/v1/execute", body)
         calls: Set["asyncio.Task[None]"] = set()
         try:

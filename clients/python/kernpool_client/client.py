@@ -9,6 +9,7 @@ import threading
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from . import _wire
+from ._files import FilesMixin
 from .errors import APIError, DaemonUnavailable, ProtocolError
 from .types import Display, Health, KernelInfo, Result, Session, ToolCall, Variables
 
@@ -33,7 +34,7 @@ class _UnixConnection(http.client.HTTPConnection):
         self.sock = s
 
 
-class Client(_wire.Settings):
+class Client(_wire.Settings, FilesMixin):
     """A client of the kernpool daemon on its Unix socket, or on a node's
     network listener or a router (``url``, ``token``, ``cert_file``,
     ``key_file``, ``ca_file``: see Settings).
@@ -117,7 +118,7 @@ class Client(_wire.Settings):
                 interpreter: Optional[str] = None, cwd: Optional[str] = None,
                 passthrough: Optional[Sequence[str]] = None, limits: Optional[Mapping[str, Any]] = None,
                 max_tool_calls: Optional[int] = None, session: Optional[str] = None,
-                env: Optional[Mapping[str, str]] = None) -> Result:
+                env: Optional[Mapping[str, str]] = None, outputs_dir: Optional[str] = None) -> Result:
         """Run one cell in the kernel of (owner, mode, interpreter, cwd, tools).
 
         The cell's output is streamed: ``on_stdout(text)``, ``on_stderr(text)``
@@ -136,7 +137,7 @@ class Client(_wire.Settings):
         KeyboardInterrupt) closes the connection, which interrupts the cell.
         """
         body = _wire.execute_body(code, owner, mode, tools, timeout, reset, interpreter, cwd,
-                                  passthrough, limits, max_tool_calls, session, env)
+                                  passthrough, limits, max_tool_calls, session, env, outputs_dir)
         conn, resp = self._send("POST", "/v1/execute", body, None)
         try:
             self._check(resp, "execute")

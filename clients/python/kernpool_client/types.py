@@ -25,6 +25,8 @@ __all__ = [
     "Variables",
     "Health",
     "Session",
+    "FileEntry",
+    "FileListing",
 ]
 
 def _typed(kind: Any, name: str) -> Callable[[Any, str], Any]:
@@ -76,6 +78,7 @@ def _parsers() -> Dict[str, Callable[[Any, str], Any]]:
         "KernelResult": nested(KernelResult),
         "List[Display]": nested_list(Display),
         "List[Variable]": nested_list(Variable),
+        "List[FileEntry]": nested_list(FileEntry),
     }
 
 
@@ -190,6 +193,9 @@ class Result(_FromJSON):
     restored: List[str] = field(default_factory=list)
     lost: List[str] = field(default_factory=list)
     displays: List[Display] = field(default_factory=list)
+    # With outputs_dir: the files the cell created or modified there.
+    outputs: List[FileEntry] = field(default_factory=list)
+    outputs_truncated: bool = False
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -267,6 +273,28 @@ class Variables(_FromJSON):
     def by_name(self) -> Dict[str, Variable]:
         return {v.name: v for v in self.variables}
 
+
+
+@dataclass
+class FileEntry(_FromJSON):
+    """One entry of a listing, or a file a cell wrote (``Result.outputs``:
+    ``name`` is then its path relative to the working dir). ``type`` is
+    file, dir, symlink (never followed) or other; ``mtime`` RFC 3339, UTC."""
+
+    name: str = ""
+    size: int = 0
+    type: str = ""
+    mtime: str = ""
+
+
+@dataclass
+class FileListing(_FromJSON):
+    """A directory of a kernel's working dir: at most 10,000 entries,
+    sorted by name; ``truncated`` when it holds more."""
+
+    dir: str = ""
+    entries: List[FileEntry] = field(default_factory=list)
+    truncated: bool = False
 
 
 @dataclass

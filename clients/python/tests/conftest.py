@@ -141,6 +141,8 @@ def daemon() -> Iterator[Daemon]:
     with open(config, "w") as f:
         f.write('interpreter = "%s"\nlog_level = "debug"\n' % PYTHON)
         f.write('cgroup {\n  parent = "kernpool-py-%s"\n}\n' % os.path.basename(base))
+        # test_files.py: a mode whose uploads are capped at 64 KiB.
+        f.write('profile "smallfiles" {\n  files_max_bytes = "64KiB"\n}\n')
         if pki:
             f.write(_listen_config(pki))
     args = [binary, "serve", "--socket", sock, "--state-dir", os.path.join(base, "state"),

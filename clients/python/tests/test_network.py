@@ -65,3 +65,22 @@ def test_async_client(net: Daemon) -> None:
         assert r.output == "async over tls\n", r
         assert (await c.health()).kernels >= 1
     asyncio.run(main())
+
+
+def test_files_over_tls_only_for_the_tokens_owners(net: Daemon) -> None:
+    alice = Client(url=net.url, token=TOKENS["py-alice"][0], ca_file=net.pki["ca.pem"], timeout=30)
+    admin = Client(url=net.url, token=TOKENS["py-admin"][0], ca_file=net.pki["ca.pem"], timeout=30)
+    alice.execute("1", owner="py-net-alice")
+    assert alice.upload("net.txt", b"over tls", owner="py-net-alice") == 8
+    assert alice.download("net.txt", owner="py-net-alice") == b"over tls"
+    other = admin.execute("open('secret.txt', 'w').write('s')", owner="py-net-files-other").kernel.id
+    # Another owner's kernel: by owner 403, by id 404 (as if it did not exist).
+    with pytest.raises(APIError) as e:
+        alice.list_files(owner="py-net-files-other")
+    assert e.value.status == 403 and e.value.code == "forbidden"
+    for call in (lambda: alice.download("secret.txt", kernel_id=other), lambda: alice.upload("x", b"x", kernel_id=other),
+                 lambda: alice.list_files(kernel_id=other), lambda: alice.delete_file("secret.txt", kernel_id=other)):
+        with pytest.raises(APIError) as e:
+            call()
+        assert e.value.status == 404 and e.value.code == "not_found"
+    assert admin.download("secret.txt", kernel_id=other) == b"s"
