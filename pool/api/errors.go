@@ -64,6 +64,10 @@ const (
 	// CodeNotSupported (501): the embedding program did not wire the
 	// endpoint (drain without a daemon).
 	CodeNotSupported = "not_supported"
+	// CodeFenced (409): the request's owner generation is older than one
+	// the node has seen: the owner was placed on another node since (a
+	// router rereads its record and resends).
+	CodeFenced = "fenced"
 )
 
 // APIError is an error answer of the daemon as the client sees it.
@@ -108,6 +112,8 @@ func (e *APIError) Unwrap() error {
 		return pool.ErrBadRequest
 	case CodeDraining:
 		return ErrDraining
+	case CodeFenced:
+		return pool.ErrFenced
 	case CodeUnauthorized, CodeForbidden:
 		return ErrForbidden
 	}

@@ -26,7 +26,7 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 		writeBodyError(w, err)
 		return
 	}
-	if forbidOwner(w, r, req.Owner) {
+	if forbidOwner(w, r, req.Owner) || s.fenceOwner(w, r, req.Owner) {
 		return
 	}
 	preq := req.Request

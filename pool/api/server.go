@@ -213,7 +213,7 @@ func (s *Server) handleShutdownOwner(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, CodeBadRequest, "owner must not be empty")
 		return
 	}
-	if forbidOwner(w, r, owner) {
+	if forbidOwner(w, r, owner) || s.fenceOwner(w, r, owner) {
 		return
 	}
 	n := s.pool.ShutdownOwner(owner)
@@ -360,3 +360,10 @@ func (r *statusRecorder) WriteHeader(code int) {
 }
 
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// WriteError answers with the API's JSON error body ({"error", "code"}),
+// for a handler in front of the API (a fleet's router) that answers
+// itself.
+func WriteError(w http.ResponseWriter, status int, code, msg string) {
+	writeError(w, status, code, msg)
+}
