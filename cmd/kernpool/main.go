@@ -78,6 +78,7 @@ func commands() []command {
 		{name: "vars", args: "(KERNEL_ID | --owner O [--mode M])", summary: "list the variables of a kernel", setup: varsFlags},
 		{name: "spill", args: "KERNEL_ID NAME", summary: "print a cell's full spilled stdout", setup: socketOnly(runSpill)},
 		drainCommand(),
+		routerCommand(),
 		tokenCommand(),
 		{name: "doctor", summary: "report configuration and host capabilities", setup: doctorFlags,
 			long: "Doctor prints the effective configuration (the serve flags and the config file),\nthe isolation this host gives kernels, and what a running daemon reports."},

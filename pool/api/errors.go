@@ -68,6 +68,12 @@ const (
 	// the node has seen: the owner was placed on another node since (a
 	// router rereads its record and resends).
 	CodeFenced = "fenced"
+	// CodeNoNode (503, with Retry-After): a fleet's router found no live
+	// node that is not draining to place the owner on.
+	CodeNoNode = "no_node"
+	// CodeNodeFailed (502): the owner's node failed while it served the
+	// request through a router (the cell may have run).
+	CodeNodeFailed = "node_failed"
 )
 
 // APIError is an error answer of the daemon as the client sees it.

@@ -52,6 +52,12 @@ type fileConfig struct {
 	ListenHeaderTO  hcl.Expression `hcl:"listen_header_timeout,optional"`
 	ListenIdleTO    hcl.Expression `hcl:"listen_idle_timeout,optional"`
 	DrainOnTerm     *bool          `hcl:"drain_on_term,optional"`
+	FleetRedis      *string        `hcl:"fleet_redis,optional"`
+	NodeName        *string        `hcl:"node_name,optional"`
+	AdvertiseURL    *string        `hcl:"advertise_url,optional"`
+	FleetHeartbeat  hcl.Expression `hcl:"fleet_heartbeat,optional"`
+	NodeTokenFile   *string        `hcl:"fleet_node_token_file,optional"`
+	NodeCA          *string        `hcl:"fleet_node_ca,optional"`
 	Tokens          []fileToken    `hcl:"token,block"`
 	ClientCerts     []fileCert     `hcl:"client_cert,block"`
 	Env             *fileEnv       `hcl:"env,block"`
@@ -161,6 +167,12 @@ func (f *fileConfig) apply(cfg *Config) hcl.Diagnostics {
 	setStr(&cfg.CheckpointStore.Endpoint, f.StoreEndpoint)
 	setBool(&cfg.CheckpointStore.AllowHTTP, f.StoreAllowHTTP)
 	diags = append(diags, f.applyNetwork(cfg)...)
+	setStr(&cfg.Fleet.Redis, f.FleetRedis)
+	setStr(&cfg.Fleet.NodeName, f.NodeName)
+	setStr(&cfg.Fleet.AdvertiseURL, f.AdvertiseURL)
+	diags = append(diags, durationAttr(f.FleetHeartbeat, "fleet_heartbeat", &cfg.Fleet.Heartbeat)...)
+	setStr(&cfg.Fleet.NodeTokenFile, f.NodeTokenFile)
+	setStr(&cfg.Fleet.NodeCA, f.NodeCA)
 	if f.Env != nil {
 		cfg.Env.Passthrough = nonEmpty(f.Env.Passthrough)
 		if f.Env.Refuse != nil {
