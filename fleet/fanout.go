@@ -44,7 +44,7 @@ func (r *Router) handleByID(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	for _, n := range ns {
-		resp, err := r.send(req, n, auth, 0, body)
+		resp, _, err := r.send(req, n, auth, 0, body)
 		if err != nil {
 			continue // gone: it holds no kernel any more
 		}
@@ -78,7 +78,7 @@ func (r *Router) handleList(w http.ResponseWriter, req *http.Request) {
 	var wg sync.WaitGroup
 	for i, n := range ns {
 		wg.Go(func() {
-			resp, err := r.send(req, n, auth, 0, nil)
+			resp, _, err := r.send(req, n, auth, 0, nil)
 			if err != nil {
 				return
 			}

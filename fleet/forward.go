@@ -2,12 +2,15 @@ package fleet
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -76,15 +79,17 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// send makes one request to node.
-func (r *Router) send(req *http.Request, node Node, auth string, gen uint64, body []byte) (*http.Response, error) {
+// send makes one request to node; reused reports whether it went on a
+// kept-alive connection.
+func (r *Router) send(req *http.Request, node Node, auth string, gen uint64, body []byte) (resp *http.Response, reused bool, err error) {
 	var rd io.Reader = http.NoBody
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	out, err := http.NewRequestWithContext(req.Context(), req.Method, node.URL+req.URL.RequestURI(), rd)
+	ctx := httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }})
+	out, err := http.NewRequestWithContext(ctx, req.Method, node.URL+req.URL.RequestURI(), rd)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	for k, vs := range req.Header {
 		out.Header[k] = vs
@@ -96,15 +101,19 @@ func (r *Router) send(req *http.Request, node Node, auth string, gen uint64, bod
 	if gen > 0 {
 		out.Header.Set(api.HeaderOwnerGeneration, strconv.FormatUint(gen, 10))
 	}
-	return r.cfg.Transport.RoundTrip(out)
+	resp, err = r.cfg.Transport.RoundTrip(out)
+	return resp, reused, err
 }
 
 // forward sends req to node and relays the answer, unless the node is
 // gone, draining or fences the generation: those the caller retries.
 func (r *Router) forward(w http.ResponseWriter, req *http.Request, node Node, auth string, gen uint64, body []byte) outcome {
-	resp, err := r.send(req, node, auth, gen, body)
+	resp, reused, err := r.send(req, node, auth, gen, body)
 	if err != nil {
-		if dialFailed(err) {
+		// A kept-alive connection the node closed (it stopped) fails
+		// the request without an answer: when the node no longer takes
+		// connections, it is gone as if the dial had failed.
+		if dialFailed(err) || reused && req.Context().Err() == nil && r.refuses(req.Context(), node) {
 			return nodeGone
 		}
 		if req.Context().Err() == nil {
@@ -135,6 +144,26 @@ func (r *Router) forward(w http.ResponseWriter, req *http.Request, node Node, au
 func dialFailed(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// refuses reports whether node refuses a new connection.
+func (r *Router) refuses(ctx context.Context, node Node) bool {
+	u, err := url.Parse(node.URL)
+	if err != nil {
+		return true
+	}
+	host := u.Host
+	if u.Port() == "" {
+		host = net.JoinHostPort(u.Hostname(), map[string]string{"http": "80", "https": "443"}[u.Scheme])
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	c, err := (&net.Dialer{}).DialContext(ctx, "tcp", host)
+	if err != nil {
+		return true
+	}
+	_ = c.Close()
+	return false
 }
 
 // peekCode reads an error body's code (up to maxPeek bytes).

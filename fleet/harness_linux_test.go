@@ -37,12 +37,12 @@ func creds() *api.Credentials {
 }
 
 type fleetEnv struct {
-	t     *testing.T
+	t     testing.TB
 	reg   *redisreg.Registry
 	store pool.CheckpointStore
 }
 
-func newFleet(t *testing.T) *fleetEnv {
+func newFleet(t testing.TB) *fleetEnv {
 	t.Helper()
 	testenv.RequirePython(t)
 	srv := redistest.Start(t)
@@ -161,7 +161,7 @@ func (f *fleetEnv) router() string {
 }
 
 // client is a network client of url with token.
-func client(t *testing.T, url, token string) *api.Client {
+func client(t testing.TB, url, token string) *api.Client {
 	t.Helper()
 	c, err := api.NewNetworkClient(url, api.NetworkOptions{Token: token})
 	if err != nil {
@@ -172,7 +172,7 @@ func client(t *testing.T, url, token string) *api.Client {
 }
 
 // exec runs code for owner and returns its output, failing on an error.
-func exec(t *testing.T, c *api.Client, owner, code string) *pool.Result {
+func exec(t testing.TB, c *api.Client, owner, code string) *pool.Result {
 	t.Helper()
 	res, err := c.Execute(context.Background(), pool.Request{Owner: owner, Code: code})
 	if err != nil {
