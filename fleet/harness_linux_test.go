@@ -85,7 +85,7 @@ func (f *fleetEnv) node(name string) *node {
 		t.Fatal(err)
 	}
 	n := &node{name: name, pool: p, url: "http://" + ln.Addr().String(), done: make(chan struct{})}
-	n.api = api.NewServer(p, api.ServerConfig{MaxKernels: 8})
+	n.api = api.NewServer(p, api.ServerConfig{MaxKernels: 8, Placement: fleet.PlacementReader(f.reg, name)})
 	n.srv = &http.Server{Handler: n.api.NetworkHandler(creds), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		defer close(n.done)

@@ -81,3 +81,16 @@ type Registry interface {
 	// Forget deletes owner's record if its generation is gen.
 	Forget(ctx context.Context, owner string, gen uint64) error
 }
+
+// PlacementReader is what a node checks an owner's first request
+// against (api.ServerConfig.Placement): the record's generation and
+// whether it names node (no record: generation 0, not here).
+func PlacementReader(reg Registry, node string) func(context.Context, string) (uint64, bool, error) {
+	return func(ctx context.Context, owner string) (uint64, bool, error) {
+		p, ok, err := reg.Owner(ctx, owner)
+		if err != nil || !ok {
+			return 0, false, err
+		}
+		return p.Generation, p.Node == node, nil
+	}
+}

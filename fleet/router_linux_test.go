@@ -3,6 +3,9 @@ package fleet_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"strconv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -98,6 +101,16 @@ func TestRouterNodeUnreachableFencedAfter(t *testing.T) {
 	if err := newNode.pool.Fence("o", rec.Generation); !errors.Is(err, pool.ErrFenced) {
 		t.Fatalf("old generation on the new node: %v", err)
 	}
+	// The cut-off node comes back (a new process: it remembers no
+	// generation): a router that read the record before the move is
+	// fenced there too, by the record.
+	back := f.node(old.name)
+	if code := sendGen(t, back.url, "o", rec.Generation); code != http.StatusConflict {
+		t.Fatalf("the node that came back answered %d to the old generation, want 409", code)
+	}
+	if back.kernelsOf("o") != 0 {
+		t.Fatal("the node that came back runs the fenced owner")
+	}
 	// The cut-off node saves late, then the new node saves; the owner's
 	// next kernel restores the new node's state.
 	_ = old.pool.Close(context.Background())
@@ -173,4 +186,23 @@ func TestRouterScopeAndNodeEndpoints(t *testing.T) {
 	if _, err := admin.DrainStatus(context.Background()); !errors.Is(err, pool.ErrBadRequest) && err == nil {
 		t.Fatal("a router answered a node's drain endpoint")
 	}
+}
+
+// sendGen sends one cell of owner straight to a node with generation
+// gen, as a router would, and returns the status.
+func sendGen(t *testing.T, url, owner string, gen uint64) int {
+	t.Helper()
+	req, err := http.NewRequest("POST", url+"/v1/execute", strings.NewReader(`{"owner":"`+owner+`","code":"1"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	req.Header.Set(api.HeaderOwnerGeneration, strconv.FormatUint(gen, 10))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode
 }

@@ -27,8 +27,11 @@ func (s *Server) fenceOwner(w http.ResponseWriter, r *http.Request, owner string
 	}
 	gen, err := strconv.ParseUint(h, 10, 64)
 	if err == nil {
+		err = s.checkPlacement(r, owner, gen)
+	}
+	if err == nil {
 		err = s.pool.Fence(owner, gen)
-	} else {
+	} else if !errors.Is(err, pool.ErrFenced) && !errors.Is(err, errPlacementUnknown) {
 		err = fmt.Errorf("%w: %s %q is not a generation number", pool.ErrBadRequest, HeaderOwnerGeneration, h)
 	}
 	switch {
@@ -36,8 +39,36 @@ func (s *Server) fenceOwner(w http.ResponseWriter, r *http.Request, owner string
 		return false
 	case errors.Is(err, pool.ErrFenced):
 		writeError(w, http.StatusConflict, CodeFenced, err.Error())
+	case errors.Is(err, errPlacementUnknown):
+		w.Header().Set("Retry-After", retryAfterSeconds)
+		writeError(w, http.StatusServiceUnavailable, CodeNoNode, err.Error())
 	default:
 		writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
 	}
 	return true
+}
+
+// errPlacementUnknown: the node could not read the owner's record.
+var errPlacementUnknown = errors.New("the owner's placement record cannot be read")
+
+// checkPlacement vets the first generation of owner this node sees
+// (since it started: a node that comes back remembers none) against the
+// fleet's record (ServerConfig.Placement): a generation other than the
+// record's, or a record that names another node, is fenced. Later
+// generations are the pool's to fence (Pool.Fence).
+func (s *Server) checkPlacement(r *http.Request, owner string, gen uint64) error {
+	if s.cfg.Placement == nil || gen == 0 {
+		return nil
+	}
+	if _, seen := s.pool.FenceSeen(owner); seen {
+		return nil
+	}
+	cur, here, err := s.cfg.Placement(r.Context(), owner)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: %v", errPlacementUnknown, err)
+	case !here || cur != gen:
+		return fmt.Errorf("owner %q generation %d (the fleet's record: generation %d, on this node: %v): %w", owner, gen, cur, here, pool.ErrFenced)
+	}
+	return nil
 }

@@ -164,7 +164,8 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (d *Daemon, err error
 		Version: o.version, Isolation: d.seams.Isolation, ToolCallTimeout: c.ToolCallTimeout, Logger: log,
 		CheckAccess: requestChecker(d.seams, interp), Metrics: d.kit.metrics.Handler(),
 		OnDrain: d.requestDrain, MaxKernels: c.MaxKernels,
-		Settings: func() *api.Settings { return SettingsOf(d.rl.current(), interp) },
+		Settings:  func() *api.Settings { return SettingsOf(d.rl.current(), interp) },
+		Placement: d.fleet.placement(),
 	})
 	d.rl = &reloader{cur: &c, pool: d.pool, seams: d.seams, net: d.net, log: log}
 	return d, nil

@@ -93,3 +93,12 @@ func (d *Daemon) leaveFleet(ctx context.Context) {
 	}
 	_ = d.fleet.reg.Close()
 }
+
+// placement reads owners' records for the node's first-sight fence
+// (api.ServerConfig.Placement); nil outside a fleet.
+func (f *nodeFleet) placement() func(context.Context, string) (uint64, bool, error) {
+	if f == nil {
+		return nil
+	}
+	return fleet.PlacementReader(f.reg, f.name)
+}
