@@ -5,12 +5,14 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strconv"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/kernpool/kernpool/fleet"
 	"github.com/kernpool/kernpool/pool"
 	"github.com/kernpool/kernpool/pool/api"
 )
@@ -205,4 +207,38 @@ func sendGen(t *testing.T, url, owner string, gen uint64) int {
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, resp.Body)
 	return resp.StatusCode
+}
+
+// TestRouterMovesOnDrainingAnswer: a node answers 503 draining while
+// the registry still lists it as taking cells (its heartbeat not yet
+// published): the router places the owner again on that answer, and
+// the client never sees the refusal.
+func TestRouterMovesOnDrainingAnswer(t *testing.T) {
+	f := newFleet(t)
+	a, b := f.node("a"), f.node("b")
+	f.waitNodes(2)
+	r := client(t, f.router(), adminToken)
+	// An owner that lands on a.
+	owner := ""
+	for i := range 64 {
+		o := "d" + strconv.Itoa(i)
+		exec(t, r, o, "x = 'kept'")
+		if a.kernelsOf(o) == 1 {
+			owner = o
+			break
+		}
+	}
+	if owner == "" {
+		t.Fatal("no owner of 64 landed on node a")
+	}
+	a.beat.Stop(context.Background())
+	if err := f.reg.Publish(context.Background(), fleet.Node{Name: "a", URL: a.url, Max: 8, Free: 8}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	a.api.BeginDrain()
+	_ = a.pool.Close(context.Background())
+	res := exec(t, r, owner, "x")
+	if res.Output != "'kept'\n" || b.kernelsOf(owner) != 1 {
+		t.Fatalf("after node a answered draining: %+v", res)
+	}
 }
