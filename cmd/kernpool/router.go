@@ -59,6 +59,9 @@ func routerFlags(fs *pflag.FlagSet) runFunc {
 			if fs.Changed("fleet-redis") {
 				cfg.Fleet.Redis = *redis
 			}
+			if cfg.Network.Listen == "" || cfg.Fleet.Redis == "" {
+				return nil, fmt.Errorf("%w: a router needs listen and fleet_redis (config file, --listen, --fleet-redis)", daemon.ErrConfig)
+			}
 			return cfg, cfg.Validate()
 		}
 		cfg, err := load()
