@@ -194,6 +194,19 @@ func TestFleet(t *testing.T) {
 		}
 	})
 
+	t.Run("tool calls are answered through the router", func(t *testing.T) {
+		// The answer goes to POST /v1/tool-calls/{id}, which the router
+		// sends to each node until the one that holds the call.
+		res, err := c2.ExecuteStream(context.Background(), pool.Request{Owner: "o3", Tools: []string{"echo"},
+			Code: "import kernpool_tools\nprint('got', kernpool_tools.call('echo', {'x': 41}))"},
+			pool.ToolHandlerFunc(func(_ context.Context, c pool.ToolCall) (string, error) {
+				return "answered " + string(c.Args), nil
+			}))
+		if err != nil || res.Status != pool.StatusSuccess || !strings.Contains(res.Output, `got answered {"x":41}`) {
+			t.Fatalf("tool call through the router: %+v, %v", res, err)
+		}
+	})
+
 	t.Run("drain moves owners with their state", func(t *testing.T) {
 		drained := before["o1"].Node
 		n := f.nodes[drained]
