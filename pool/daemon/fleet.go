@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/kernpool/kernpool/fleet"
 	"github.com/kernpool/kernpool/fleet/redisreg"
@@ -89,7 +90,11 @@ func (d *Daemon) leaveFleet(ctx context.Context) {
 	b := d.fleet.beat
 	d.mu.Unlock()
 	if b != nil {
-		b.Stop(ctx)
+		// A drain past its grace has its ctx ended: the withdrawal
+		// still gets a few seconds (else the key expires on its own).
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		b.Stop(wctx)
 	}
 	_ = d.fleet.reg.Close()
 }
