@@ -133,6 +133,16 @@ ceiling {
 # listen_idle_timeout     = "2m"
 # drain_on_term           = true   # SIGTERM drains: persist kernels saved
 #
+# A fleet (docs/fleet.md, "The router"): the node publishes a heartbeat to
+# Redis, where `kernpool router` keeps its owner records. A router reads
+# this same file (listen, tls_*, token and client_cert blocks, fleet_*).
+# fleet_redis           = "redis://10.0.0.2:6379/0"   # password: $KERNPOOL_FLEET_REDIS_PASSWORD
+# node_name             = "node-a"
+# advertise_url         = "https://10.0.0.5:8443"
+# fleet_heartbeat       = "1s"
+# fleet_node_token_file = "/etc/kernpool/node.token"    # router only
+# fleet_node_ca         = "/etc/kernpool/tls/ca.pem"    # router only
+#
 # token "gateway-acme" {   # kernpool token gateway-acme --owner-prefixes acme/
 #   sha256         = "<the token's SHA-256, hex>"
 #   owner_prefixes = ["acme/"]

@@ -145,7 +145,7 @@ func (p *Pool) storeState(ctx context.Context, lv *live, reason teardownReason, 
 	start := time.Now()
 	k := lv.key
 	p.mu.Lock()
-	gen, cells := lv.gen+1, lv.cells
+	gen, cells := p.saveGenLocked(lv), lv.cells
 	p.mu.Unlock()
 	h := &ckptHeader{Owner: k.owner, Mode: k.mode, Interpreter: k.interpreter, Cwd: k.cwd, Tools: k.tools, Session: k.session, SavedAt: start, Reason: string(reason)}
 	f, err := p.ckpt.create(k)

@@ -48,7 +48,10 @@ type Pool struct {
 
 	// ckpt stores checkpoints; saving maps a key to its save in flight
 	// (under mu), which the key's next kernel waits for before restoring.
-	ckpt   *ckptStore
+	ckpt *ckptStore
+	// fences maps an owner to the newest placement generation a request
+	// of it carried (fence.go; under mu).
+	fences map[string]uint64
 	saving map[key]chan struct{}
 	// savingN counts evicted or reaped kernels whose save runs in the
 	// background (under mu); bgSaves tracks those saves for Close; idle

@@ -32,6 +32,7 @@ const (
 	reasonClosed      teardownReason = "pool closed"
 	reasonInterrupted teardownReason = "interrupted past its grace"
 	reasonSpare       teardownReason = "spare not used"
+	reasonFenced      teardownReason = "placed under a newer generation"
 	// reasonIdleSave is not a teardown: it is what an idle save's header
 	// says stopped the kernel when a crash ends it before a teardown.
 	reasonIdleSave teardownReason = "saved while idle"
@@ -381,7 +382,7 @@ func endReasonOf(reason teardownReason) EndReason {
 		return EndInterrupt
 	case reasonExit:
 		return EndExit
-	case reasonKilled, reasonOwner, reasonClosed:
+	case reasonKilled, reasonOwner, reasonClosed, reasonFenced:
 		return EndShutdown
 	case reasonReset:
 		return EndReset

@@ -81,6 +81,7 @@ func commands() []command {
 		{name: "spill", args: "KERNEL_ID NAME", summary: "print a cell's full spilled stdout", setup: socketOnly(runSpill)},
 		{name: "cp", args: cpArgs, summary: "copy a file into or out of a kernel's working dir", long: cpLong, setup: cpFlags},
 		drainCommand(),
+		routerCommand(),
 		tokenCommand(),
 		{name: "doctor", summary: "report configuration and host capabilities", setup: doctorFlags,
 			long: "Doctor prints the effective configuration (the serve flags and the config file),\nthe isolation this host gives kernels, and what a running daemon reports."},

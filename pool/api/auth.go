@@ -139,10 +139,19 @@ var open = map[string]bool{"/v1/ready": true}
 // another owner is not found).
 // creds returns the current credentials (a reload may swap them).
 func (s *Server) NetworkHandler(creds func() *Credentials) http.Handler {
+	return Authenticate(creds, http.HandlerFunc(s.dispatch))
+}
+
+// Authenticate is the network listener's authentication in front of
+// next (the node's API, or a fleet's router, which serves the same API
+// under the same credentials): it answers 401 unauthorized to a request
+// without valid credentials (but GET /v1/ready), and hands next the
+// request with its principal (PrincipalOf).
+func Authenticate(creds func() *Credentials, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c := creds()
 		if open[r.URL.Path] {
-			s.dispatch(w, r.WithContext(withPrincipal(r.Context(), &Principal{Name: "anonymous"})))
+			next.ServeHTTP(w, r.WithContext(withPrincipal(r.Context(), &Principal{Name: "anonymous"})))
 			return
 		}
 		var p *Principal
@@ -155,9 +164,13 @@ func (s *Server) NetworkHandler(creds func() *Credentials) http.Handler {
 			writeError(w, http.StatusUnauthorized, CodeUnauthorized, why)
 			return
 		}
-		s.dispatch(w, r.WithContext(withPrincipal(r.Context(), p)))
+		next.ServeHTTP(w, r.WithContext(withPrincipal(r.Context(), p)))
 	})
 }
+
+// PrincipalOf is the principal Authenticate found for r (nil: none, which
+// Allows nothing).
+func PrincipalOf(r *http.Request) *Principal { return principalOf(r) }
 
 // isAdmin reports whether the request acts as an admin.
 func isAdmin(r *http.Request) bool {

@@ -31,7 +31,7 @@ func (s *Server) handleInterruptOwner(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, CodeBadRequest, "owner must not be empty")
 		return
 	}
-	if forbidOwner(w, r, owner) {
+	if forbidOwner(w, r, owner) || s.fenceOwner(w, r, owner) {
 		return
 	}
 	ids := s.pool.InterruptOwner(owner, r.URL.Query().Get("mode"))

@@ -64,6 +64,16 @@ const (
 	// CodeNotSupported (501): the embedding program did not wire the
 	// endpoint (drain without a daemon).
 	CodeNotSupported = "not_supported"
+	// CodeFenced (409): the request's owner generation is older than one
+	// the node has seen: the owner was placed on another node since (a
+	// router rereads its record and resends).
+	CodeFenced = "fenced"
+	// CodeNoNode (503, with Retry-After): a fleet's router found no live
+	// node that is not draining to place the owner on.
+	CodeNoNode = "no_node"
+	// CodeNodeFailed (502): the owner's node failed while it served the
+	// request through a router (the cell may have run).
+	CodeNodeFailed = "node_failed"
 )
 
 // APIError is an error answer of the daemon as the client sees it.
@@ -114,6 +124,8 @@ func (e *APIError) Unwrap() error {
 		return pool.ErrBadRequest
 	case CodeDraining:
 		return ErrDraining
+	case CodeFenced:
+		return pool.ErrFenced
 	case CodeUnauthorized, CodeForbidden:
 		return ErrForbidden
 	}

@@ -32,7 +32,7 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 		if s.hideSession(w, r, req.Session) {
 			return
 		}
-	} else if forbidOwner(w, r, req.Owner) {
+	} else if forbidOwner(w, r, req.Owner) || s.fenceOwner(w, r, req.Owner) {
 		return
 	}
 	preq := req.Request

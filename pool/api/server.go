@@ -2,6 +2,7 @@ package api
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -64,6 +65,12 @@ type ServerConfig struct {
 	// MaxKernels is the pool's cap, reported by /v1/health for a router
 	// weighing nodes by free capacity (0: not reported).
 	MaxKernels int
+	// Placement, when set, reads an owner's record in the fleet's
+	// registry: its generation and whether it names this node. The
+	// first request of an owner with a generation header is checked
+	// against it, so a node that restarts (and so remembers no
+	// generation) cannot run an owner placed elsewhere meanwhile.
+	Placement func(ctx context.Context, owner string) (gen uint64, here bool, err error)
 	// Settings, when set, answers GET /v1/settings with the configuration
 	// the daemon runs with now (404 without it).
 	Settings func() *Settings
@@ -222,7 +229,7 @@ func (s *Server) handleShutdownOwner(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, CodeBadRequest, "owner must not be empty")
 		return
 	}
-	if forbidOwner(w, r, owner) {
+	if forbidOwner(w, r, owner) || s.fenceOwner(w, r, owner) {
 		return
 	}
 	n := s.pool.ShutdownOwner(owner)
@@ -379,3 +386,10 @@ func (r *statusRecorder) WriteHeader(code int) {
 }
 
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// WriteError answers with the API's JSON error body ({"error", "code"}),
+// for a handler in front of the API (a fleet's router) that answers
+// itself.
+func WriteError(w http.ResponseWriter, status int, code, msg string) {
+	writeError(w, status, code, msg)
+}

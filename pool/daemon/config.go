@@ -15,6 +15,7 @@ import (
 
 	"github.com/kernpool/kernpool/cgroup"
 	"github.com/kernpool/kernpool/envscrub"
+	"github.com/kernpool/kernpool/fleet"
 	"github.com/kernpool/kernpool/kernel"
 	"github.com/kernpool/kernpool/pool"
 )
@@ -97,6 +98,33 @@ type Config struct {
 	// CheckpointStore is where checkpoints are kept (docs/config.md,
 	// "Checkpoint store"); its zero value is the local store.
 	CheckpointStore StoreConfig
+	// Fleet joins the node to a fleet's registry, and configures
+	// `kernpool router` (fleet_*, node_name, advertise_url; docs/fleet.md).
+	Fleet FleetConfig
+}
+
+// FleetConfig names the fleet's registry and how this process appears
+// in it. Empty Redis: no fleet (serve behaves as on one host).
+type FleetConfig struct {
+	// Redis is fleet_redis: redis://host:port/db, rediss:// (TLS) or
+	// unix:///path; its password may come from $KERNPOOL_FLEET_REDIS_PASSWORD.
+	Redis string
+	// NodeName is node_name: the node's name in the fleet (default: the
+	// host name).
+	NodeName string
+	// AdvertiseURL is advertise_url: where routers reach this node's
+	// listener (https://host:port); required with fleet_redis on a node.
+	AdvertiseURL string
+	// Heartbeat is fleet_heartbeat: how often the node publishes itself
+	// (its registration lives three of them).
+	Heartbeat time.Duration
+	// NodeTokenFile is fleet_node_token_file (router): a token the nodes
+	// accept, for clients that authenticate to the router with a
+	// certificate.
+	NodeTokenFile string
+	// NodeCA is fleet_node_ca (router): the PEM bundle the nodes'
+	// certificates are verified against (default: the system's).
+	NodeCA string
 }
 
 // StoreConfig names a shared checkpoint store. Credentials never come
@@ -255,6 +283,7 @@ func DefaultConfig() *Config {
 		Profiles:        map[string]Profile{DefaultProfile: defaultProfile()},
 		Ceiling:         Ceiling{MemoryMax: 4 << 30, PidsMax: 4096, CPUMax: 2.0},
 		Network:         defaultNetwork(),
+		Fleet:           FleetConfig{Heartbeat: fleet.DefaultHeartbeat},
 		Checkpoints: pool.CheckpointConfig{MaxBytesPerOwner: pool.DefaultCheckpointMaxBytesPerOwner,
 			Retention: pool.DefaultCheckpointRetention, Timeout: pool.DefaultCheckpointTimeout, Idle: pool.DefaultCheckpointIdle},
 		Sessions: pool.SessionConfig{MaxSessions: pool.DefaultMaxSessions, MaxSessionsPerOwner: pool.DefaultMaxSessionsPerOwner,
@@ -342,6 +371,7 @@ func (c *Config) Validate() error {
 			fmt.Sprintf("checkpoint_store %q: want \"\" (the state dir) or s3://bucket[/prefix]", c.CheckpointStore.URL)},
 		{c.CheckpointStore.URL == "" && (c.CheckpointStore.Endpoint != "" || c.CheckpointStore.AllowHTTP),
 			"checkpoint_store_endpoint and checkpoint_store_allow_http need checkpoint_store"},
+		{c.Fleet.Heartbeat <= 0, "fleet_heartbeat must be positive"},
 	}
 	for _, ch := range check {
 		if ch.bad {

@@ -57,6 +57,12 @@ type fileConfig struct {
 	SessionIdle     hcl.Expression `hcl:"session_idle_timeout,optional"`
 	MaxEnvNames     *int           `hcl:"max_env_names,optional"`
 	MaxEnvBytes     hcl.Expression `hcl:"max_env_bytes,optional"`
+	FleetRedis      *string        `hcl:"fleet_redis,optional"`
+	NodeName        *string        `hcl:"node_name,optional"`
+	AdvertiseURL    *string        `hcl:"advertise_url,optional"`
+	FleetHeartbeat  hcl.Expression `hcl:"fleet_heartbeat,optional"`
+	NodeTokenFile   *string        `hcl:"fleet_node_token_file,optional"`
+	NodeCA          *string        `hcl:"fleet_node_ca,optional"`
 	Tokens          []fileToken    `hcl:"token,block"`
 	ClientCerts     []fileCert     `hcl:"client_cert,block"`
 	Env             *fileEnv       `hcl:"env,block"`
@@ -172,6 +178,12 @@ func (f *fileConfig) apply(cfg *Config) hcl.Diagnostics {
 	setInt(&cfg.Sessions.MaxEnvNames, f.MaxEnvNames)
 	diags = append(diags, intSizeAttr(f.MaxEnvBytes, "max_env_bytes", &cfg.Sessions.MaxEnvBytes)...)
 	diags = append(diags, f.applyNetwork(cfg)...)
+	setStr(&cfg.Fleet.Redis, f.FleetRedis)
+	setStr(&cfg.Fleet.NodeName, f.NodeName)
+	setStr(&cfg.Fleet.AdvertiseURL, f.AdvertiseURL)
+	diags = append(diags, durationAttr(f.FleetHeartbeat, "fleet_heartbeat", &cfg.Fleet.Heartbeat)...)
+	setStr(&cfg.Fleet.NodeTokenFile, f.NodeTokenFile)
+	setStr(&cfg.Fleet.NodeCA, f.NodeCA)
 	if f.Env != nil {
 		cfg.Env.Passthrough = nonEmpty(f.Env.Passthrough)
 		if f.Env.Refuse != nil {

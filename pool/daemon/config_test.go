@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -231,5 +233,40 @@ func TestDefaultPaths(t *testing.T) {
 		}
 	} else if sock != filepath.FromSlash("/run/user/1000/kernpool/kernpool.sock") || state != filepath.FromSlash("/run/user/1000/kernpool/state") {
 		t.Errorf("user defaults: %q %q", sock, state)
+	}
+}
+
+// TestFleetKeys: the fleet keys parse into Config.Fleet; a node with
+// fleet_redis needs listen and advertise_url; fleet_heartbeat must be
+// positive.
+func TestFleetKeys(t *testing.T) {
+	src := "fleet_redis = \"unix:///run/redis.sock\"\nnode_name = \"n1\"\nadvertise_url = \"https://10.0.0.5:8443\"\n" +
+		"fleet_heartbeat = \"250ms\"\nfleet_node_token_file = \"/etc/kernpool/node.token\"\nfleet_node_ca = \"/etc/kernpool/ca.pem\"\n"
+	c, err := ParseConfig([]byte(src), "fleet.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := FleetConfig{Redis: "unix:///run/redis.sock", NodeName: "n1", AdvertiseURL: "https://10.0.0.5:8443",
+		Heartbeat: 250 * time.Millisecond, NodeTokenFile: "/etc/kernpool/node.token", NodeCA: "/etc/kernpool/ca.pem"}
+	if c.Fleet != want {
+		t.Fatalf("Fleet = %+v, want %+v", c.Fleet, want)
+	}
+	if def := DefaultConfig(); def.Fleet.Redis != "" || def.Fleet.Heartbeat <= 0 {
+		t.Fatalf("default Fleet = %+v: want no fleet and a positive heartbeat", def.Fleet)
+	}
+	if _, err := ParseConfig([]byte("fleet_heartbeat = 0\n"), "f.hcl"); !errors.Is(err, ErrConfig) {
+		t.Fatalf("fleet_heartbeat 0: %v", err)
+	}
+	for _, bad := range []*Config{
+		{Fleet: FleetConfig{Redis: "redis://127.0.0.1:6379"}},
+		{Fleet: FleetConfig{Redis: "redis://127.0.0.1:6379", AdvertiseURL: "https://x:1"}},
+		{Fleet: FleetConfig{Redis: "redis://127.0.0.1:6379", AdvertiseURL: "ftp://x"}, Network: NetworkConfig{Listen: "127.0.0.1:0"}},
+	} {
+		if _, err := joinFleet(context.Background(), bad); !errors.Is(err, ErrConfig) {
+			t.Errorf("joinFleet(%+v) = %v, want a config error", bad.Fleet, err)
+		}
+	}
+	if f, err := joinFleet(context.Background(), &Config{}); f != nil || err != nil {
+		t.Fatalf("no fleet_redis: %v %v", f, err)
 	}
 }

@@ -43,7 +43,8 @@ type Daemon struct {
 	kit     *opsKit
 	unlock  func()
 	rl      *reloader
-	net     *netAuth // nil without a network listener
+	net     *netAuth   // nil without a network listener
+	fleet   *nodeFleet // nil outside a fleet (fleet_redis)
 
 	drainOnce sync.Once
 	drainReq  chan struct{} // closed by Drain
@@ -139,6 +140,13 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (d *Daemon, err error
 			return nil, err
 		}
 	}
+	if d.fleet, err = joinFleet(ctx, &c); err != nil {
+		return nil, err
+	}
+	if d.fleet != nil {
+		reg := d.fleet.reg
+		undo = append(undo, func() { _ = reg.Close() })
+	}
 	if d.kit, err = newOpsKit(&c, o.version, o.revision, log); err != nil {
 		return nil, err
 	}
@@ -156,7 +164,8 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (d *Daemon, err error
 		Version: o.version, Isolation: d.seams.Isolation, ToolCallTimeout: c.ToolCallTimeout, Logger: log,
 		CheckAccess: requestChecker(d.seams, interp), Metrics: d.kit.metrics.Handler(),
 		OnDrain: d.requestDrain, MaxKernels: c.MaxKernels,
-		Settings: func() *api.Settings { return SettingsOf(d.rl.current(), interp) },
+		Settings:  func() *api.Settings { return SettingsOf(d.rl.current(), interp) },
+		Placement: d.fleet.placement(),
 	})
 	d.rl = &reloader{cur: &c, pool: d.pool, seams: d.seams, net: d.net, log: log}
 	return d, nil
@@ -237,6 +246,7 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 	d.mu.Unlock()
 	defer close(d.done)
 	d.handler.SetDraining()
+	d.fleetDraining()
 	stopProgress := d.logDrainProgress()
 	var err error
 	if perr := d.pool.Close(d.interruptPastGrace(ctx)); perr != nil {
@@ -244,6 +254,7 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 		err = perr
 	}
 	stopProgress()
+	d.leaveFleet(ctx)
 	if st := d.handler.EndDrain(); st.State == api.StateDrained {
 		d.log.Info("drain finished", "saved", st.Saved, "failed", st.Failed, "kernels_to_save", st.KernelsToSave)
 	}

@@ -89,8 +89,13 @@ func (a *netAuth) listenerTLS() *tls.Config {
 // once), TLS when tls_cert is set. New refused a configuration that would
 // serve plain HTTP beyond loopback.
 func (d *Daemon) ListenNetwork() (net.Listener, error) {
-	n := d.cfg.Network
-	if n.Listen == "" || d.net == nil {
+	return listenNetwork(&d.cfg.Network, d.net)
+}
+
+// listenNetwork opens n's listener with a's TLS material (a node's or a
+// router's: the same code serves both).
+func listenNetwork(n *NetworkConfig, a *netAuth) (net.Listener, error) {
+	if n.Listen == "" || a == nil {
 		return nil, errors.New("listen: no network address configured (listen)")
 	}
 	ln, err := net.Listen("tcp", n.Listen)
@@ -98,8 +103,8 @@ func (d *Daemon) ListenNetwork() (net.Listener, error) {
 		return nil, fmt.Errorf("listen on %s: %w", n.Listen, err)
 	}
 	ln = api.LimitConnsClose(ln, n.MaxConns)
-	if d.net.tls.Load() != nil {
-		ln = tls.NewListener(ln, d.net.listenerTLS())
+	if a.tls.Load() != nil {
+		ln = tls.NewListener(ln, a.listenerTLS())
 	}
 	return ln, nil
 }
@@ -116,24 +121,29 @@ func (d *Daemon) ServeNetwork(ln net.Listener) error {
 		_ = ln.Close()
 		return errors.New("serve network: the daemon is shut down, already serving, or has no listen address")
 	}
-	n := d.cfg.Network
-	d.netSrv = &http.Server{
-		Handler:           d.handler.NetworkHandler(d.net.creds.Load),
+	d.netSrv = networkServer(&d.cfg.Network, d.handler.NetworkHandler(d.net.creds.Load), d.log)
+	srv := d.netSrv
+	d.mu.Unlock()
+	d.startHeartbeat()
+	err := srv.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// networkServer is the http.Server of a network listener with n's bounds.
+func networkServer(n *NetworkConfig, h http.Handler, log hclog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
 		ReadHeaderTimeout: n.HeaderTimeout,
 		IdleTimeout:       n.IdleTimeout,
 		MaxHeaderBytes:    n.MaxHeaderBytes,
 		// No HTTP/2: its streams would multiply the requests one
 		// connection carries past what listen_max_conns bounds.
 		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
-		ErrorLog:     d.log.Named("http-net").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+		ErrorLog:     log.Named("http-net").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}
-	srv := d.netSrv
-	d.mu.Unlock()
-	err := srv.Serve(ln)
-	if errors.Is(err, http.ErrServerClosed) {
-		return nil
-	}
-	return err
 }
 
 // reloadNetwork rereads the listener's credentials and TLS files

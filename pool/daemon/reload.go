@@ -173,6 +173,12 @@ var configKeys = map[string]string{
 	"Network.MaxHeaderBytes":       "listen_max_header_bytes",
 	"Network.HeaderTimeout":        "listen_header_timeout",
 	"Network.IdleTimeout":          "listen_idle_timeout",
+	"Fleet.Redis":                  "fleet_redis",
+	"Fleet.NodeName":               "node_name",
+	"Fleet.AdvertiseURL":           "advertise_url",
+	"Fleet.Heartbeat":              "fleet_heartbeat",
+	"Fleet.NodeTokenFile":          "fleet_node_token_file",
+	"Fleet.NodeCA":                 "fleet_node_ca",
 }
 
 // configKey is the config file's name of the Config field at path

@@ -1,0 +1,109 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/kernpool/kernpool/fleet"
+	"github.com/kernpool/kernpool/fleet/redisreg"
+	"github.com/kernpool/kernpool/pool/api"
+)
+
+// fleetPasswordEnv holds the registry's password, kept out of config files.
+const fleetPasswordEnv = "KERNPOOL_FLEET_REDIS_PASSWORD"
+
+// nodeFleet is a node's membership in a fleet (fleet_redis set).
+type nodeFleet struct {
+	reg  *redisreg.Registry
+	name string
+	beat *fleet.Heartbeat // nil until ServeNetwork
+}
+
+// joinFleet opens the fleet's registry for a node: it needs a network
+// listener the routers reach (listen, advertise_url).
+func joinFleet(ctx context.Context, c *Config) (*nodeFleet, error) {
+	f := c.Fleet
+	if f.Redis == "" {
+		return nil, nil
+	}
+	if c.Network.Listen == "" || f.AdvertiseURL == "" {
+		return nil, fmt.Errorf("%w: fleet_redis needs listen and advertise_url (where routers reach this node)", ErrConfig)
+	}
+	name := f.NodeName
+	if name == "" {
+		var err error
+		if name, err = os.Hostname(); err != nil {
+			return nil, fmt.Errorf("%w: node_name: %v", ErrConfig, err)
+		}
+	}
+	if err := (fleet.Node{Name: name, URL: f.AdvertiseURL}).Validate(); err != nil {
+		return nil, fmt.Errorf("%w: node_name, advertise_url: %v", ErrConfig, err)
+	}
+	reg, err := redisreg.Open(ctx, f.Redis, os.Getenv(fleetPasswordEnv))
+	if err != nil {
+		return nil, err
+	}
+	return &nodeFleet{reg: reg, name: name}, nil
+}
+
+// fleetNode is the registration the heartbeat publishes.
+func (d *Daemon) fleetNode() fleet.Node {
+	st := d.pool.Stats()
+	return fleet.Node{Name: d.fleet.name, URL: d.cfg.Fleet.AdvertiseURL, Draining: d.handler.State() != api.StateReady,
+		Max: d.cfg.MaxKernels, Free: max(0, d.cfg.MaxKernels-st.KernelsLive)}
+}
+
+// startHeartbeat publishes the node once its listener serves.
+func (d *Daemon) startHeartbeat() {
+	if d.fleet == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.fleet.beat == nil && !d.shutdown {
+		d.fleet.beat = fleet.StartHeartbeat(fleet.HeartbeatConfig{Registry: d.fleet.reg, Node: d.fleetNode,
+			Interval: d.cfg.Fleet.Heartbeat, Logger: d.log.Named("fleet")})
+	}
+}
+
+// fleetDraining publishes the drain at once (routers move the owners).
+func (d *Daemon) fleetDraining() {
+	if d.fleet == nil {
+		return
+	}
+	d.mu.Lock()
+	b := d.fleet.beat
+	d.mu.Unlock()
+	if b != nil {
+		b.Kick()
+	}
+}
+
+// leaveFleet withdraws the node and closes the registry.
+func (d *Daemon) leaveFleet(ctx context.Context) {
+	if d.fleet == nil {
+		return
+	}
+	d.mu.Lock()
+	b := d.fleet.beat
+	d.mu.Unlock()
+	if b != nil {
+		// A drain past its grace has its ctx ended: the withdrawal
+		// still gets a few seconds (else the key expires on its own).
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		b.Stop(wctx)
+	}
+	_ = d.fleet.reg.Close()
+}
+
+// placement reads owners' records for the node's first-sight fence
+// (api.ServerConfig.Placement); nil outside a fleet.
+func (f *nodeFleet) placement() func(context.Context, string) (uint64, bool, error) {
+	if f == nil {
+		return nil
+	}
+	return fleet.PlacementReader(f.reg, f.name)
+}
