@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+
+	"github.com/kernpool/kernpool/kernel"
 )
 
 // Isolator makes the Sandbox of each new kernel. Outside Linux there are no
@@ -49,9 +51,18 @@ func baseReport(cfg Config) Report {
 	}
 }
 
-// NewSandbox makes the confinement of one kernel; limits are checked
+// NewSandbox is reserve as the pool's seam (pool.SandboxFactory).
+func (i *Isolator) NewSandbox(id, owner, mode string, lim Limits) (kernel.Sandbox, error) {
+	sb, err := i.reserve(id, owner, mode, lim)
+	if err != nil {
+		return nil, err
+	}
+	return sb, nil
+}
+
+// reserve makes the confinement of one kernel; limits are checked
 // against the ceiling even where they cannot be enforced.
-func (i *Isolator) NewSandbox(id, owner, mode string, lim Limits) (*Sandbox, error) {
+func (i *Isolator) reserve(id, owner, mode string, lim Limits) (*Sandbox, error) {
 	res, _, err := i.admit(id, mode, lim)
 	if err != nil {
 		return nil, err
