@@ -16,6 +16,7 @@ import (
 // of one kernel (kernel's) and the factory the pool asks for one (pool's).
 var (
 	_ pool.SandboxFactory = (*Isolator)(nil)
+	_ pool.SandboxStatser = (*Isolator)(nil)
 	_ kernel.Sandbox      = (*Sandbox)(nil)
 )
 

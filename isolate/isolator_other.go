@@ -8,6 +8,7 @@ import (
 	"runtime"
 
 	"github.com/kernpool/kernpool/kernel"
+	"github.com/kernpool/kernpool/pool"
 )
 
 // Isolator makes the Sandbox of each new kernel. Outside Linux there are no
@@ -93,3 +94,7 @@ func (i *Isolator) Close() error {
 	i.closed = true
 	return nil
 }
+
+// SandboxStats is all zero here: no kernel uids are scrubbed and no host
+// paths are walked off Linux.
+func (i *Isolator) SandboxStats() pool.SandboxStats { return pool.SandboxStats{} }

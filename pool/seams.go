@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/kernpool/kernpool/kernel"
 )
@@ -31,6 +32,30 @@ type SandboxFactory interface {
 	// overrides applied. The caller releases it via Sandbox.Release after
 	// the kernel ends, or by Kill+Release when the spawn fails.
 	NewSandbox(id, owner, mode string, limits Limits) (kernel.Sandbox, error)
+}
+
+// SandboxStats are a SandboxFactory's housekeeping figures since it
+// started, for metrics: the scrub of a kernel uid's leftovers at each
+// lease, and the walk at start for the host paths kernels could write.
+type SandboxStats struct {
+	// UIDScrubs counts the scrubs; ScrubRemoved the entries they removed.
+	UIDScrubs, ScrubRemoved int64
+	// ScrubBounded counts scrubs that stopped at a bound and ScrubErrors
+	// those that met an error (a scrub may do both); their uid was leased
+	// anyway, and the next lease's scrub goes on.
+	ScrubBounded, ScrubErrors int64
+	// HostPathsPrivate counts the host dirs kernels could write that get
+	// a private tmpfs in every kernel; HostPathsReadOnly those bound
+	// read-only. HostPathDirs is how many dirs the walk looked at and
+	// HostPathWalk how long it took (zero without the walk).
+	HostPathsPrivate, HostPathsReadOnly, HostPathDirs int
+	HostPathWalk                                      time.Duration
+}
+
+// SandboxStatser is a SandboxFactory that reports SandboxStats
+// (isolate.Isolator).
+type SandboxStatser interface {
+	SandboxStats() SandboxStats
 }
 
 // EnvBuilder builds a kernel's environment from the daemon's (envscrub.Scrubber).
