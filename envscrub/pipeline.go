@@ -13,6 +13,7 @@ import (
 // The pool's seams this package fills, with the pool's own types.
 var (
 	_ pool.EnvBuilder          = (*Scrubber)(nil)
+	_ pool.EnvChecker          = (*Scrubber)(nil)
 	_ pool.OutputFilterFactory = (*Pipeline)(nil)
 	_ pool.RedactionCounter    = (*Filter)(nil)
 )

@@ -225,6 +225,10 @@ type Cell struct {
 	// (timeout_action "kill"); a cancellation and Interrupt still
 	// interrupt first.
 	KillOnTimeout bool
+	// Env are environment variables set in os.environ for this cell only:
+	// the runner restores each name's previous value (or its absence)
+	// when the cell ends. The caller vets the names.
+	Env map[string]string
 }
 
 // Exception is a cell's exception as Jupyter's error message carries it:

@@ -40,6 +40,9 @@ func (k *Kernel) Exec(ctx context.Context, cell Cell) (*Reply, error) {
 	n := k.seq
 	id := strconv.Itoa(n)
 	req, err := encodeRequest(id, cell.Code, cell.Stream != nil)
+	if err == nil && len(cell.Env) > 0 {
+		req, err = withEnv(req, cell.Env)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("kernel exec: %w", err)
 	}
@@ -96,6 +99,21 @@ func encodeRequest(id, code string, stream bool) ([]byte, error) {
 	}
 	buf.WriteString("}\n")
 	return buf.Bytes(), nil
+}
+
+// withEnv adds ,"env":{...} to an encoded request (its last bytes are
+// "}\n"): the runner sets those variables for the cell and restores them
+// after it.
+func withEnv(req []byte, env map[string]string) ([]byte, error) {
+	b, err := json.Marshal(env)
+	if err != nil {
+		return nil, fmt.Errorf("encode request env: %w", err)
+	}
+	out := make([]byte, 0, len(req)+len(b)+8)
+	out = append(out, req[:len(req)-2]...)
+	out = append(out, `,"env":`...)
+	out = append(out, b...)
+	return append(out, "}\n"...), nil
 }
 
 // run writes the request and waits until the cell settles: both its reply

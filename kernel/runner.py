@@ -146,8 +146,9 @@ _encode = _json.encode_basestring
 
 
 def _parse_request(line):
-    """Decode {"id": str, "code": str[, "stream": bool][, "op": str]} into
-    (id, code, stream, op); a fast path for the host's exact shapes."""
+    """Decode {"id": str, "code": str[, "stream": bool][, "op": str]
+    [, "env": {str: str}]} into (id, code, stream, op, env); a fast path for
+    the host's exact shapes."""
     try:
         if line.startswith('{"id":"'):
             rid, end = _scanstring(line, 7, True)
@@ -155,9 +156,9 @@ def _parse_request(line):
                 code, end = _scanstring(line, end + 9, True)
                 rest = line[end:].strip()
                 if rest == "}":
-                    return rid, code, False, ""
+                    return rid, code, False, "", None
                 if rest == ',"stream":true}':
-                    return rid, code, True, ""
+                    return rid, code, True, "", None
     except ValueError:
         pass
     import json
@@ -167,7 +168,10 @@ def _parse_request(line):
     rid, code, op = req.get("id", ""), req.get("code", ""), req.get("op", "")
     if not isinstance(rid, str) or not isinstance(code, str) or not isinstance(op, str):
         raise ValueError('request needs string fields "id" and "code" (or "op")')
-    return rid, code, req.get("stream") is True, op
+    env = req.get("env")
+    if env is not None and not (isinstance(env, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())):
+        raise ValueError('request field "env" must map strings to strings')
+    return rid, code, req.get("stream") is True, op, env
 
 
 # The AST node classes, taken from a tiny parse: importing _ast costs more.
@@ -403,7 +407,19 @@ class _Runner:
             _flush(self.live)
         _staged("_kernpool_boot").write_all(self.frame_fd, b"\n" + self.sentinel + b" D " + str(len(body)).encode() + b"\n" + body)
 
-    def cell(self, rid, source, stream):
+    def cell(self, rid, source, stream, env=None):
+        if env:
+            # This cell's own variables: set now, restored after it.
+            before = {name: os.environ.get(name) for name in env}
+            os.environ.update(env)
+            try:
+                return self.cell(rid, source, stream)
+            finally:
+                for name, value in before.items():
+                    if value is None:
+                        os.environ.pop(name, None)
+                    else:
+                        os.environ[name] = value
         if _DISPLAYS[0] is not None:
             _DISPLAYS[0].reset()
         if stream:
@@ -578,7 +594,7 @@ def main():
         if not line:
             continue
         try:
-            rid, source, stream, op = _parse_request(line.decode("utf-8", "surrogateescape"))
+            rid, source, stream, op, env = _parse_request(line.decode("utf-8", "surrogateescape"))
         except ValueError as exc:
             runner.reply("", "error", "", "", "kernpool runner: malformed request: %s\n" % exc, 1)
             continue
@@ -597,7 +613,7 @@ def main():
         if op:
             runner.reply(rid, "error", "", "", "kernpool runner: unknown op %r\n" % op[:64], 1)
             continue
-        status, code = runner.cell(rid, source, stream)
+        status, code = runner.cell(rid, source, stream, env)
         if status == "exit":
             os._exit(code & 0xFF)
 

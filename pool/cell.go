@@ -67,7 +67,7 @@ func (c *cell) exec(ctx context.Context) {
 		end = c.lv.tools.BeginCell(c.m.tools, c.rq.budget)
 	}
 	pol := c.p.policy(c.rq.key.mode)
-	kc := kernel.Cell{Code: c.rq.code, Grace: pol.InterruptGrace, KillOnTimeout: pol.TimeoutAction == TimeoutKill}
+	kc := kernel.Cell{Code: c.rq.code, Grace: pol.InterruptGrace, KillOnTimeout: pol.TimeoutAction == TimeoutKill, Env: c.rq.cellEnv}
 	var st *streamer
 	if c.rq.stream != nil {
 		st = newStreamer(c.lv.filter, c.rq.stream)

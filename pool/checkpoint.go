@@ -47,6 +47,7 @@ type ckptHeader struct {
 	Interpreter string    `json:"interpreter"`
 	Cwd         string    `json:"cwd"`
 	Tools       string    `json:"tools"`
+	Session     string    `json:"session,omitempty"`
 	SavedAt     time.Time `json:"saved_at"`
 	Reason      string    `json:"reason"`
 	// Size is the blob's length (0 for a refusal).
@@ -61,7 +62,7 @@ type ckptHeader struct {
 }
 
 func (h *ckptHeader) key() key {
-	return key{owner: h.Owner, mode: h.Mode, interpreter: h.Interpreter, cwd: h.Cwd, tools: h.Tools}
+	return key{owner: h.Owner, mode: h.Mode, interpreter: h.Interpreter, cwd: h.Cwd, tools: h.Tools, session: h.Session}
 }
 
 // CheckpointInfo describes one stored checkpoint (for ps).
@@ -128,6 +129,9 @@ func ownerPrefix(owner string) string { return hashHex("owner", owner)[:32] + "/
 // name is k's object name: the owner's hash, then a hash of the whole
 // key, owner included.
 func (c *ckptStore) name(k key) string {
+	if k.session != "" { // a session's kernel is its own key
+		return ownerPrefix(k.owner) + hashHex("key", k.owner, k.mode, k.interpreter, k.cwd, k.tools, "session", k.session)
+	}
 	return ownerPrefix(k.owner) + hashHex("key", k.owner, k.mode, k.interpreter, k.cwd, k.tools)
 }
 

@@ -90,6 +90,9 @@ type Config struct {
 	// Checkpoints configures the checkpoints of modes with
 	// CellPolicy.Persist, kept under <StateDir>/checkpoints.
 	Checkpoints CheckpointConfig
+	// Sessions bounds explicit sessions and request environments
+	// (sessions.go, env.go); zero fields take their defaults.
+	Sessions SessionConfig
 }
 
 // Quotas are per-owner limits. Over one, Execute fails with a
@@ -106,7 +109,7 @@ type Quotas struct {
 }
 
 // withDefaults validates cfg and fills its zero fields.
-func (cfg Config) withDefaults() (Config, error) {
+func (cfg Config) withDefaults() (_ Config, err error) {
 	if cfg.StateDir == "" {
 		return cfg, fmt.Errorf("state dir is required: %w", ErrBadRequest)
 	}
@@ -152,6 +155,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	ck.Retention = cmp.Or(ck.Retention, DefaultCheckpointRetention)
 	ck.Timeout = cmp.Or(ck.Timeout, DefaultCheckpointTimeout)
 	ck.Idle = cmp.Or(ck.Idle, DefaultCheckpointIdle)
+	if cfg.Sessions, err = cfg.Sessions.withDefaults(); err != nil {
+		return cfg, err
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}

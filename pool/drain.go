@@ -6,14 +6,15 @@ package pool
 
 // PendingSaves counts what closing the pool still has to checkpoint: the
 // live kernels of modes with Persist that are bound to a key (a spare
-// has no state of a key), plus the saves in flight.
+// has no state of a key; a session's is not saved at close, sessions.go),
+// plus the saves in flight.
 func (p *Pool) PendingSaves() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := len(p.saving)
 	for _, s := range p.slots {
 		lv := s.live
-		if lv == nil || lv.key == (key{}) || lv.saveDone != nil || !p.policy(lv.key.mode).Persist {
+		if lv == nil || lv.key == (key{}) || lv.saveDone != nil || !p.policy(lv.key.mode).Persist || lv.key.session != "" {
 			continue
 		}
 		n++

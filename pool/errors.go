@@ -44,6 +44,14 @@ var (
 	// ErrBusy: the kernel runs a cell (variables are listed between cells).
 	ErrBusy = errors.New("the kernel is running a cell")
 
+	// ErrSessionMismatch: a request addressed to a session names a mode,
+	// interpreter, cwd or tool set other than the session's (a session's
+	// key is fixed; sessions.go).
+	ErrSessionMismatch = errors.New("the request differs from its session")
+	// ErrSessionNotFound: no session of the request's owner has the id.
+	// It also matches ErrNotFound.
+	ErrSessionNotFound = errors.New("no such session")
+
 	errNoToolHandler = errors.New("tool calls are not available for this request: it has no tool handler")
 )
 

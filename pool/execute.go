@@ -128,6 +128,9 @@ func (p *Pool) executeOn(ctx context.Context, s *slot, rq normalized, start time
 		}
 		fresh = false
 		m.uid = lv.uid
+		if err := p.maskCellEnv(lv, rq.cellEnv); err != nil {
+			return nil, false, fmt.Errorf("execute: %w", err)
+		}
 		res, f := (&cell{p: p, s: s, lv: lv, rq: rq, use: kernelUse{reused: reused, stateReset: stateReset}, m: m, start: start}).run(ctx)
 		p.settle(s, lv, f)
 		restored.apply(res)

@@ -27,6 +27,12 @@ var (
 // StateDirOf is the state dir p runs on.
 func StateDirOf(p *Pool) string { return p.cfg.StateDir }
 
+// The bounds on the request env values one kernel masks.
+const (
+	MaxMaskedEnv      = maxMaskedEnv
+	MaxMaskedEnvBytes = maxMaskedEnvBytes
+)
+
 // StreamPartialAfter is how long the streamer holds a partial line.
 const StreamPartialAfter = streamPartialAfter
 

@@ -105,6 +105,7 @@ func (s *slot) interruptIdleSaveLocked() {
 // that lose a kernel's state (kill): the key's next kernel starts empty,
 // as it did before idle saves.
 func (p *Pool) dropStoredState(lv *live) {
+	p.forgetMasksWhere(func(k key) bool { return k == lv.key })
 	p.mu.Lock()
 	done := lv.idleDone
 	p.mu.Unlock()

@@ -60,6 +60,9 @@ func (p *Pool) markSaveLocked(s *slot, doom teardownReason) {
 	if lv == nil || lv.key == (key{}) || lv.saveDone != nil || !savesOn(doom) || !p.policy(lv.key.mode).Persist || lv.cleanLocked() {
 		return
 	}
+	if doom == reasonClosed && lv.key.session != "" {
+		return // the session ends with the pool: nothing could restore it (sessions.go)
+	}
 	lv.saveDone = make(chan struct{})
 	p.saving[lv.key] = lv.saveDone
 	if doom == reasonEvicted || doom == reasonReaped {
@@ -144,7 +147,7 @@ func (p *Pool) storeState(ctx context.Context, lv *live, reason teardownReason, 
 	p.mu.Lock()
 	gen, cells := lv.gen+1, lv.cells
 	p.mu.Unlock()
-	h := &ckptHeader{Owner: k.owner, Mode: k.mode, Interpreter: k.interpreter, Cwd: k.cwd, Tools: k.tools, SavedAt: start, Reason: string(reason)}
+	h := &ckptHeader{Owner: k.owner, Mode: k.mode, Interpreter: k.interpreter, Cwd: k.cwd, Tools: k.tools, Session: k.session, SavedAt: start, Reason: string(reason)}
 	f, err := p.ckpt.create(k)
 	if err != nil {
 		p.log.Error("checkpoint not saved", "id", lv.id, "owner", lv.owner, "error", err)
@@ -187,6 +190,7 @@ func (p *Pool) storeState(ctx context.Context, lv *live, reason teardownReason, 
 		return false
 	}
 	p.stored(lv, gen, cells, nil)
+	p.touchMasks(k)
 	p.log.Info("checkpoint saved", "id", lv.id, "owner", lv.owner, "mode", lv.mode, "reason", reason, "generation", gen,
 		"bytes", saved.Size, "names", saved.SavedTotal, "lost", saved.LostTotal, "duration", time.Since(start))
 	return true
@@ -230,6 +234,7 @@ func (p *Pool) restore(ctx context.Context, lv *live, rq normalized) *restoreNot
 	lv.key = k
 	lv.storedCells, lv.idleTried = -1, -1 // the store holds none of this kernel's state yet
 	p.mu.Unlock()
+	p.seedMasks(lv, k, rq.reset)
 	if rq.reset {
 		if p.waitSave(ctx, k) {
 			p.ckpt.remove(k, deleteAll)

@@ -57,6 +57,12 @@ type Pool struct {
 	bgSaves sync.WaitGroup
 	idle    sync.WaitGroup
 
+	// sessions are the explicit sessions by id (sessions.go; under mu).
+	sessions map[string]*session
+	// keyMasks are the request env values persist keys' kernels masked
+	// (envmask.go; under mu).
+	keyMasks map[key]*maskEntry
+
 	stopOnce   sync.Once
 	stop       chan struct{} // closed by Close: ends the reaper
 	reaperDone chan struct{}
@@ -115,8 +121,13 @@ func (p *Pool) reaper() {
 			}
 			gone := p.reapLocked(now)
 			p.pruneBucketsLocked(now)
+			expired := p.expireSessionsLocked(now)
+			p.expireMasksLocked(now)
 			p.mu.Unlock()
 			p.teardownAll(gone)
+			for _, k := range expired {
+				p.ckpt.remove(k, deleteAll)
+			}
 			p.sweepCheckpoints(now)
 		}
 	}
@@ -139,7 +150,7 @@ func (p *Pool) List() []KernelInfo {
 		}
 		entries = append(entries, listEntry{lv, KernelInfo{
 			ID: lv.id, Owner: lv.owner, Mode: lv.mode, Interpreter: s.key.interpreter, Cwd: s.key.cwd,
-			Tools: slices.Clone(s.tools), Pid: lv.pid, UID: lv.uid, Busy: s.users > 0,
+			Tools: slices.Clone(s.tools), Session: s.key.session, Pid: lv.pid, UID: lv.uid, Busy: s.users > 0,
 			ExecutionCount: lv.execCount, IdleSeconds: idle, StartedAt: lv.startedAt, Isolation: lv.isolation,
 		}})
 	}
@@ -196,6 +207,10 @@ func (p *Pool) ShutdownOwner(owner string) int {
 	if owner == "" {
 		owner = defaultName
 	}
+	p.mu.Lock()
+	p.dropOwnerSessionsLocked(owner)
+	p.mu.Unlock()
+	p.forgetMasksWhere(func(k key) bool { return k.owner == owner })
 	gone := p.killWhere(reasonOwner, func(s *slot) bool { return s.key.owner == owner })
 	p.dropOwnerCheckpoints(owner)
 	if len(gone) > 0 {
@@ -248,6 +263,7 @@ func (p *Pool) Close(ctx context.Context) error {
 	<-p.reaperDone
 	p.idle.Wait()
 	p.bgSaves.Wait() // evicted and reaped kernels still saving
+	p.dropSessionCheckpoints()
 	if len(gone) > 0 {
 		p.log.Info("pool closed", "kernels_killed", len(gone))
 	}

@@ -79,6 +79,12 @@ type live struct {
 	limits      Limits     // the request's limits it was started with
 	passthrough []string   // sorted passthrough names it was started with
 	filter      OutputFilter
+	// secrets are the values filter masks besides the RPC token (scrubbed
+	// environment, request env); masked and maskedBytes count the request env values
+	// among them added by cells (env.go).
+	secrets     []string
+	masked      int
+	maskedBytes int
 	startedAt   time.Time
 	isolation   kernel.Isolation // fixed at spawn
 	// execCount is the kernel's cell counter after its last cell (Pool.mu).
@@ -164,6 +170,10 @@ func (p *Pool) enterFor(k key, tools []string, rq *normalized) (*slot, []doomed,
 		return nil, nil, ErrClosed
 	}
 	now := time.Now()
+	if !p.liveSessionLocked(k, now) {
+		p.mu.Unlock()
+		return nil, nil, sessionNotFound("session", k.session)
+	}
 	gone := p.reapLocked(now)
 	s := p.slots[k]
 	var claimed *live

@@ -28,6 +28,9 @@ type key struct {
 	// tools is the sorted, deduplicated tool set joined by "," (tool names
 	// cannot contain a comma, so the join is unambiguous).
 	tools string
+	// session is the explicit session's id ("" for implicit keying): a
+	// session's kernel is never another request's (sessions.go).
+	session string
 }
 
 // normalized is a validated Request with its defaults applied.
@@ -45,11 +48,21 @@ type normalized struct {
 	// interpFI is the interpreter file as normalize found it (a spare
 	// started from another file is stale).
 	interpFI os.FileInfo
+	// sessEnv is the session's env (set when its kernel starts), cellEnv
+	// the request's (set for its cell only).
+	sessEnv, cellEnv map[string]string
 }
 
 // normalize validates req against cfg and applies the defaults. Every
 // error wraps ErrBadRequest and names the offending field.
 func (p *Pool) normalize(req Request) (normalized, error) {
+	var sessEnv map[string]string
+	if req.Session != "" {
+		var err error
+		if req, sessEnv, err = p.applySession(req); err != nil {
+			return normalized{}, err
+		}
+	}
 	bad := func(format string, args ...any) (normalized, error) {
 		return normalized{}, fmt.Errorf(""+format+": %w", append(args, ErrBadRequest)...)
 	}
@@ -102,8 +115,13 @@ func (p *Pool) normalize(req Request) (normalized, error) {
 	if err := checkCeiling(req.Limits, p.cfg.Ceiling); err != nil {
 		return normalized{}, err
 	}
+	if _, err := p.checkEnv("env", mode, req.Env); err != nil {
+		return normalized{}, err
+	}
 	n := normalized{
-		key:         key{owner: owner, mode: mode, interpreter: interp, cwd: cwd, tools: strings.Join(tools, ",")},
+		key:         key{owner: owner, mode: mode, interpreter: interp, cwd: cwd, tools: strings.Join(tools, ","), session: req.Session},
+		sessEnv:     sessEnv,
+		cellEnv:     req.Env,
 		interpFI:    interpFI,
 		tools:       tools,
 		code:        req.Code,

@@ -354,6 +354,7 @@ func (p *Pool) bindSpare(ctx context.Context, s *slot, lv *live, rq normalized, 
 	doom, down := s.doom, lv.down
 	if !down {
 		lv.tools, lv.filter, lv.passthrough, lv.spare, lv.observed = tools, filter, rq.passthrough, false, true
+		lv.secrets = scrubbed
 		p.stats.KernelsStarted++
 	}
 	if doom == "" {

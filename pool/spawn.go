@@ -70,7 +70,7 @@ func (p *Pool) spawn(ctx context.Context, rq normalized) (*live, error) {
 	return &live{
 		k: k, id: id, owner: rq.key.owner, mode: rq.key.mode, pid: k.Pid(), uid: uid,
 		tools: tools, filter: p.filterFor(scrubbed, tools), startedAt: time.Now(), isolation: k.Isolation(),
-		limits: rq.limits, passthrough: rq.passthrough,
+		limits: rq.limits, passthrough: rq.passthrough, secrets: scrubbed,
 	}, nil
 }
 
@@ -114,11 +114,15 @@ func (p *Pool) preloadOf(mode string) []string {
 // Config.Env). A refused passthrough is the request's fault: ErrBadRequest.
 func (p *Pool) buildEnv(rq normalized) (env, scrubbed []string, err error) {
 	if p.cfg.Env == nil {
-		return minimalEnv(os.Environ(), runtime.GOOS), nil, nil
-	}
-	env, scrubbed, err = p.cfg.Env.Build(rq.key.mode, rq.passthrough)
-	if err != nil {
+		env = minimalEnv(os.Environ(), runtime.GOOS)
+	} else if env, scrubbed, err = p.cfg.Env.Build(rq.key.mode, rq.passthrough); err != nil {
 		return nil, nil, badRequest(fmt.Errorf("kernel environment: %w", err))
+	}
+	// A session's own values come last: they win over a passed-through
+	// name, as the later entry of an environment does.
+	if len(rq.sessEnv) > 0 {
+		env = append(slices.Clip(env), envEntries(rq.sessEnv)...)
+		scrubbed = append(slices.Clip(scrubbed), maskable(rq.sessEnv)...)
 	}
 	return env, scrubbed, nil
 }

@@ -19,6 +19,13 @@ type Request struct {
 	Cwd string `json:"cwd,omitempty"`
 	// Tools is the kernel's tool set; its sorted names are part of the key.
 	Tools []string `json:"tools,omitempty"`
+	// Session addresses an explicit session (CreateSession): its owner,
+	// mode, interpreter, cwd, tools and env apply; a field the request
+	// also names must equal the session's (ErrSessionMismatch), an owner
+	// other than the session's finds no session (ErrSessionNotFound).
+	Session string `json:"session,omitempty"`
+	// Env are environment variables for this cell only (env.go).
+	Env map[string]string `json:"env,omitempty"`
 	// Code is the cell's Python source.
 	Code string `json:"code"`
 	// Reset discards the kernel's state before running the cell.
@@ -117,12 +124,14 @@ type KernelResult struct {
 
 // KernelInfo describes one live kernel (for ps).
 type KernelInfo struct {
-	ID             string    `json:"id"`
-	Owner          string    `json:"owner"`
-	Mode           string    `json:"mode"`
-	Interpreter    string    `json:"interpreter"`
-	Cwd            string    `json:"cwd"`
-	Tools          []string  `json:"tools"`
+	ID          string   `json:"id"`
+	Owner       string   `json:"owner"`
+	Mode        string   `json:"mode"`
+	Interpreter string   `json:"interpreter"`
+	Cwd         string   `json:"cwd"`
+	Tools       []string `json:"tools"`
+	// Session is the explicit session the kernel serves (empty: implicit).
+	Session        string    `json:"session,omitempty"`
 	Pid            int       `json:"pid"`
 	UID            int       `json:"uid"`
 	Busy           bool      `json:"busy"`

@@ -2,7 +2,8 @@
 // generated from docs/openapi.json into types.d.ts.
 import type {
   Display, ErrorCode, Health, InterruptResponse, KernelList, KillResponse, Limits,
-  Result, ShutdownResponse, StreamEvent, ToolAnswer, ToolAnswered, ToolCall, Variables,
+  Result, SessionDeleted, SessionInfo, SessionRestarted, ShutdownResponse, StreamEvent,
+  ToolAnswer, ToolAnswered, ToolCall, Variables,
 } from './types.js';
 
 export * from './types.js';
@@ -41,8 +42,23 @@ export interface ExecuteOptions {
   passthrough?: string[];
   limits?: Limits;
   maxToolCalls?: number;
+  /** An explicit session's id (createSession): its owner, mode, tools and env apply. */
+  session?: string;
+  /** Environment values for this cell only (masked in output when 8 bytes or longer). */
+  env?: Record<string, string>;
   /** Aborting closes the connection, which interrupts the cell. */
   signal?: AbortSignal;
+}
+
+export interface SessionOptions {
+  owner?: string;
+  mode?: string;
+  interpreter?: string;
+  cwd?: string;
+  /** The session's tool set, fixed for its life. */
+  tools?: string[];
+  /** Environment values of the session's kernel for its life. */
+  env?: Record<string, string>;
 }
 
 export interface ExecuteCallbacks {
@@ -78,6 +94,13 @@ export class Client {
   interruptOwner(owner: string, mode?: string): Promise<InterruptResponse>;
   variables(kernelId: string): Promise<Variables>;
   variablesByOwner(owner: string, mode?: string): Promise<Variables>;
+  createSession(opts?: SessionOptions): Promise<SessionInfo>;
+  sessions(owner?: string): Promise<SessionInfo[]>;
+  session(id: string): Promise<SessionInfo>;
+  deleteSession(id: string): Promise<SessionDeleted>;
+  restartSession(id: string): Promise<SessionRestarted>;
+  interruptSession(id: string): Promise<InterruptResponse>;
+  sessionVariables(id: string): Promise<Variables>;
   kernels(): Promise<KernelList>;
   kill(kernelId: string): Promise<KillResponse>;
   shutdown(owner: string): Promise<ShutdownResponse>;

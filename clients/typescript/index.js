@@ -136,12 +136,33 @@ function executeBody(code, o) {
   if (typeof code !== 'string') throw new TypeError('code must be a string');
   const body = { code, stream: true };
   const copy = { owner: 'owner', mode: 'mode', interpreter: 'interpreter', cwd: 'cwd', timeout: 'timeout',
-    limits: 'limits', maxToolCalls: 'max_tool_calls', tools: 'tools', passthrough: 'passthrough' };
+    limits: 'limits', maxToolCalls: 'max_tool_calls', tools: 'tools', passthrough: 'passthrough',
+    session: 'session', env: 'env' };
   for (const [k, wire] of Object.entries(copy)) if (o[k] !== undefined && o[k] !== null) body[wire] = o[k];
   if (o.reset) body.reset = true;
   for (const k of ['tools', 'passthrough']) {
     if (body[k] !== undefined && !Array.isArray(body[k])) throw new TypeError(`${k} must be an array of strings`);
   }
+  if (body.env !== undefined) checkEnv(body.env);
+  return body;
+}
+
+// An env option must map names to string values (the daemon refuses others).
+function checkEnv(env) {
+  if (env === null || typeof env !== 'object' || Array.isArray(env) ||
+      !Object.values(env).every((v) => typeof v === 'string')) {
+    throw new TypeError('env must map names to string values');
+  }
+}
+
+// The body of POST /v1/sessions from createSession's options.
+function sessionBody(o) {
+  const body = {};
+  for (const k of ['owner', 'mode', 'interpreter', 'cwd', 'tools', 'env']) {
+    if (o[k] !== undefined && o[k] !== null) body[k] = o[k];
+  }
+  if (body.tools !== undefined && !Array.isArray(body.tools)) throw new TypeError('tools must be an array of strings');
+  if (body.env !== undefined) checkEnv(body.env);
   return body;
 }
 
@@ -315,15 +336,58 @@ export class Client {
     return this._json('GET', `/v1/kernels/${seg(kernelId)}/variables`);
   }
 
-  /** The variables of the owner's one kernel (of mode, if given), as `kernpool vars --owner`. */
+  /**
+   * The variables of the owner's one kernel (of mode, if given), as `kernpool
+   * vars --owner`; explicit sessions' kernels are not counted (sessionVariables).
+   */
   async variablesByOwner(owner, mode) {
     const { kernels } = await this.kernels();
-    const mine = kernels.filter((k) => k.owner === owner && (!mode || k.mode === mode));
+    const mine = kernels.filter((k) => k.owner === owner && !k.session && (!mode || k.mode === mode));
     if (mine.length !== 1) {
       const why = mine.length ? `${mine.length} kernels (${mine.map((k) => k.id).join(', ')}): name one by id` : 'no kernel';
       throw new APIError(404, 'not_found', `owner ${owner} has ${why}`, undefined);
     }
     return this.variables(mine[0].id);
+  }
+
+  /**
+   * Creates an explicit session ({owner, mode, interpreter, cwd, tools, env});
+   * run cells in it with execute(code, {session: s.id}). Its tool set is
+   * fixed: another one is APIError 409 session_mismatch.
+   */
+  createSession(opts = {}) {
+    return this._json('POST', '/v1/sessions', sessionBody(opts));
+  }
+
+  /** The sessions this client may see (of owner only, if given). */
+  async sessions(owner) {
+    const q = owner ? `?owner=${encodeURIComponent(owner)}` : '';
+    return (await this._json('GET', `/v1/sessions${q}`)).sessions;
+  }
+
+  /** One session (404 not_found for none, or another owner's). */
+  session(id) {
+    return this._json('GET', `/v1/sessions/${seg(id)}`);
+  }
+
+  /** Ends a session: its kernel is killed and its checkpoints deleted. */
+  deleteSession(id) {
+    return this._json('DELETE', `/v1/sessions/${seg(id)}`);
+  }
+
+  /** Kills the session's kernel (its state is lost); the session stays. */
+  restartSession(id) {
+    return this._json('POST', `/v1/sessions/${seg(id)}/restart`);
+  }
+
+  /** Interrupts the session's running cell (409 idle when none runs). */
+  interruptSession(id) {
+    return this._json('POST', `/v1/sessions/${seg(id)}/interrupt`);
+  }
+
+  /** The variables of the session's kernel (409 idle while it has none). */
+  sessionVariables(id) {
+    return this._json('GET', `/v1/sessions/${seg(id)}/variables`);
   }
 
   /** The live kernels and waiting checkpoints. */

@@ -24,6 +24,10 @@ export interface ExecuteRequest {
   max_tool_calls?: number;
   /** Stream the cell's output, displays and tool calls as NDJSON events. */
   stream?: boolean;
+  /** An explicit session's id (POST /v1/sessions): the cell runs in that session's kernel, with its owner, mode, interpreter, cwd, tools and env. A field the request also names must equal the session's (409 session_mismatch; for tools that is the tool-set rule: a session's tool set is fixed). Another owner's session is 404. */
+  session?: string;
+  /** Environment values for this cell only: set in os.environ before it runs, the previous values restored when it ends. Environment values: names [A-Za-z_][A-Za-z0-9_]* (at most 128 bytes), at most 64 names and 32 KiB of names and values together (config sessions { max_env_names, max_env_bytes }). KERNPOOL_*, PYTHON*, LD_*, DYLD_*, HOME, TMPDIR, TMP and TEMP are refused, and so are names the refusal list refuses or secret-shaped names (KEY, TOKEN, SECRET, ...) the profile's passthrough does not list (400). Every value of 8 bytes or more is masked (***) in the kernel's output from then on. */
+  env?: Record<string, unknown>;
 }
 
 /** The cell timeout: a Go duration string ("30s", "2m") or a number of seconds (30, 0.5); default the daemon's cell_timeout, clamped to max_cell_timeout. */
@@ -244,6 +248,8 @@ export interface KernelInfo {
   dropped_output_bytes: number;
   /** A warm spare waiting for a new key (owner empty, idle_seconds since its start); absent for owners' kernels. */
   spare?: boolean;
+  /** The explicit session the kernel serves; absent for implicit keying. */
+  session?: string;
 }
 
 export interface KillResponse {
@@ -335,8 +341,8 @@ export interface Error {
   code: ErrorCode;
 }
 
-/** bad_request 400, unauthorized 401, forbidden 403, not_found 404, method_not_allowed 405, request_timeout 408, conflict/idle/busy 409, too_large 413, quota 429, spawn_failed/internal 500, not_supported 501, capacity/closed/too_many_connections/draining 503. */
-export type ErrorCode = "bad_request" | "not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "idle" | "busy" | "too_large" | "quota" | "capacity" | "closed" | "too_many_connections" | "spawn_failed" | "internal" | "unauthorized" | "forbidden" | "draining" | "not_supported";
+/** bad_request 400, unauthorized 401, forbidden 403, not_found 404, method_not_allowed 405, request_timeout 408, conflict/idle/busy/session_mismatch 409, too_large 413, quota 429, spawn_failed/internal 500, not_supported 501, capacity/closed/too_many_connections/draining 503. */
+export type ErrorCode = "bad_request" | "not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "idle" | "busy" | "too_large" | "quota" | "capacity" | "closed" | "too_many_connections" | "spawn_failed" | "internal" | "unauthorized" | "forbidden" | "draining" | "not_supported" | "session_mismatch";
 
 /** ready: takes cells. draining: a drain runs (cells refused with code draining). drained: the drain is over and the daemon exits. not_ready: the daemon stops without a drain (cells refused with code closed). */
 export type NodeState = "ready" | "draining" | "drained" | "not_ready";
@@ -405,4 +411,54 @@ export interface ProfileSettings {
   tmp_size: number;
   spares: number;
   preload: Array<string> | null;
+}
+
+/** The body of POST /v1/sessions. Unknown fields are refused (400). */
+export interface SessionSpec {
+  /** Tenant; default "default". */
+  owner?: string;
+  /** The profile; absent means "default". */
+  mode?: string;
+  /** Absolute path of python3; default: the daemon's. */
+  interpreter?: string;
+  /** Absolute, existing working dir; default: the kernel's staging dir. */
+  cwd?: string;
+  /** The session's tool set, fixed for its life. */
+  tools?: Array<string>;
+  /** Environment values of the session's kernel for its life (also after an eviction and restore). Environment values: names [A-Za-z_][A-Za-z0-9_]* (at most 128 bytes), at most 64 names and 32 KiB of names and values together (config sessions { max_env_names, max_env_bytes }). KERNPOOL_*, PYTHON*, LD_*, DYLD_*, HOME, TMPDIR, TMP and TEMP are refused, and so are names the refusal list refuses or secret-shaped names (KEY, TOKEN, SECRET, ...) the profile's passthrough does not list (400). Every value of 8 bytes or more is masked (***) in the kernel's output from then on. */
+  env?: Record<string, unknown>;
+}
+
+/** One session. Its env values are never shown, only their names. */
+export interface SessionInfo {
+  /** The session id: "s" and 32 hex digits from a CSPRNG. */
+  id: string;
+  owner: string;
+  mode: string;
+  interpreter: string;
+  /** "" for the kernel's staging dir. */
+  cwd: string;
+  tools: Array<string>;
+  /** The names of the session's env, sorted. */
+  env_names: Array<string>;
+  created_at: string;
+  last_used: string;
+  /** The session's live kernel; absent before its first cell and after its kernel ended (evicted, reaped, crashed, restarted): its next cell starts one, restoring its checkpoint when the mode persists. */
+  kernel_id?: string;
+}
+
+export interface SessionList {
+  /** The sessions of the owners the credential may act for, sorted by owner then id. */
+  sessions: Array<SessionInfo>;
+}
+
+export interface SessionDeleted {
+  /** The session's id. */
+  deleted: string;
+}
+
+export interface SessionRestarted {
+  session: string;
+  /** The kernel killed; "" when the session had none. */
+  killed: string;
 }

@@ -61,14 +61,16 @@ func printCheckpointTable(e *env, ckpts []pool.CheckpointInfo) {
 	_ = tw.Flush()
 }
 
-// printKernelTable prints ID OWNER MODE PID IDLE EXEC BUSY, plus MEM,
+// printKernelTable prints ID OWNER MODE PID IDLE EXEC BUSY, plus SESSION
+// when any kernel serves an explicit session, MEM,
 // PIDS and CPU when any kernel has cgroup figures, DROPPED (output written
 // while no cell ran) when any kernel dropped some, and last ISOLATION:
 // what is enforced (kernel.Isolation.Summary, the result's
 // kernel.isolation on one line).
 func printKernelTable(e *env, kernels []pool.KernelInfo) {
-	withStats, withDropped := false, false
+	withStats, withDropped, withSession := false, false, false
 	for _, k := range kernels {
+		withSession = withSession || k.Session != ""
 		if k.MemoryCurrent > 0 || k.Pids > 0 || k.CPUSeconds > 0 {
 			withStats = true
 		}
@@ -76,6 +78,9 @@ func printKernelTable(e *env, kernels []pool.KernelInfo) {
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprint(tw, "ID\tOWNER\tMODE\tPID\tIDLE\tEXEC\tBUSY")
+	if withSession {
+		fmt.Fprint(tw, "\tSESSION")
+	}
 	if withStats {
 		fmt.Fprint(tw, "\tMEM\tPIDS\tCPU")
 	}
@@ -90,6 +95,9 @@ func printKernelTable(e *env, kernels []pool.KernelInfo) {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%s", k.ID, owner, k.Mode, k.Pid,
 			formatSeconds(k.IdleSeconds), k.ExecutionCount, yesNo(k.Busy))
+		if withSession {
+			fmt.Fprintf(tw, "\t%s", dash(k.Session))
+		}
 		if withStats {
 			fmt.Fprintf(tw, "\t%s\t%d\t%s", humanBytes(k.MemoryCurrent), k.Pids, formatSeconds(k.CPUSeconds))
 		}

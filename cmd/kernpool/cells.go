@@ -15,20 +15,26 @@ import (
 
 // kernelSelector is the flags of a command that takes a KERNEL_ID or
 // --owner [--mode].
-type kernelSelector struct{ socket, owner, mode string }
+type kernelSelector struct{ socket, owner, mode, session string }
 
 func interruptFlags(fs *pflag.FlagSet) runFunc {
 	var k kernelSelector
 	addSocketFlag(fs, &k.socket)
 	fs.StringVar(&k.owner, "owner", "", "interrupt the running cells of this owner's kernels")
 	fs.StringVar(&k.mode, "mode", "", "with --owner: only the kernels of this mode")
-	return func(ctx context.Context, e *env, args []string) int { return runInterrupt(ctx, e, k, args) }
+	fs.StringVar(&k.session, "session", "", "interrupt the running cell of the session `ID`")
+	return func(ctx context.Context, e *env, args []string) int {
+		if k.session != "" {
+			return runInterruptSession(ctx, e, k, args)
+		}
+		return runInterrupt(ctx, e, k, args)
+	}
 }
 
 func runInterrupt(ctx context.Context, e *env, k kernelSelector, args []string) int {
 	socket, owner, mode := &k.socket, &k.owner, &k.mode
 	if (*owner == "") == (len(args) != 1) || len(args) > 1 {
-		return usageError(e, "interrupt", "expected exactly one KERNEL_ID (see 'kernpool ps') or --owner")
+		return usageError(e, "interrupt", "expected exactly one KERNEL_ID (see 'kernpool ps'), --owner or --session")
 	}
 	if *mode != "" && *owner == "" {
 		return usageError(e, "interrupt", "--mode needs --owner")
@@ -72,6 +78,7 @@ func varsFlags(fs *pflag.FlagSet) runFunc {
 	addSocketFlag(fs, &k.socket)
 	fs.StringVar(&k.owner, "owner", "", "list the variables of this owner's kernel")
 	fs.StringVar(&k.mode, "mode", "", "with --owner: the kernel of this mode (default \"default\")")
+	fs.StringVar(&k.session, "session", "", "list the variables of the session `ID`'s kernel")
 	asJSON := fs.Bool("json", false, `print {"variables": [...], "total": N} as JSON`)
 	return func(ctx context.Context, e *env, args []string) int { return runVars(ctx, e, k, *asJSON, args) }
 }
@@ -79,8 +86,11 @@ func varsFlags(fs *pflag.FlagSet) runFunc {
 func runVars(ctx context.Context, e *env, k kernelSelector, asJSON bool, args []string) int {
 	socket, owner, mode := &k.socket, &k.owner, &k.mode
 	e.json = asJSON
+	if k.session != "" {
+		return runSessionVars(ctx, e, k, asJSON, args)
+	}
 	if (*owner == "") == (len(args) != 1) || len(args) > 1 {
-		return usageError(e, "vars", "expected exactly one KERNEL_ID (see 'kernpool ps') or --owner")
+		return usageError(e, "vars", "expected exactly one KERNEL_ID (see 'kernpool ps'), --owner or --session")
 	}
 	client := api.NewClient(socketPath(*socket, e.getenv))
 	defer client.CloseIdleConnections()
@@ -106,6 +116,11 @@ func runVars(ctx context.Context, e *env, k kernelSelector, asJSON bool, args []
 	case err != nil:
 		return connError(e, "vars", err)
 	}
+	return printVars(e, v, asJSON)
+}
+
+// printVars prints a variables listing as a table or (asJSON) as JSON.
+func printVars(e *env, v *pool.Variables, asJSON bool) int {
 	if asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
@@ -132,7 +147,8 @@ func runVars(ctx context.Context, e *env, k kernelSelector, asJSON bool, args []
 }
 
 // kernelOf finds the live kernel of owner and mode (several: with other
-// interpreters, cwds or tool sets, the most recently used one).
+// interpreters, cwds or tool sets, the most recently used one); explicit
+// sessions' kernels are addressed by --session, never by owner.
 func kernelOf(ctx context.Context, c *api.Client, owner, mode string) (string, error) {
 	if mode == "" {
 		mode = "default"
@@ -143,7 +159,7 @@ func kernelOf(ctx context.Context, c *api.Client, owner, mode string) (string, e
 	}
 	best, idle := "", -1.0
 	for _, k := range ks {
-		if k.Owner == owner && k.Mode == mode && (best == "" || k.IdleSeconds < idle) {
+		if k.Owner == owner && k.Mode == mode && k.Session == "" && (best == "" || k.IdleSeconds < idle) {
 			best, idle = k.ID, k.IdleSeconds
 		}
 	}
@@ -151,4 +167,44 @@ func kernelOf(ctx context.Context, c *api.Client, owner, mode string) (string, e
 		return "", fmt.Errorf("no live kernel of owner %q in mode %q: %w", owner, mode, pool.ErrNotFound)
 	}
 	return best, nil
+}
+
+// runInterruptSession interrupts the running cell of a session.
+func runInterruptSession(ctx context.Context, e *env, k kernelSelector, args []string) int {
+	if len(args) > 0 || k.owner != "" || k.mode != "" {
+		return usageError(e, "interrupt", "--session takes no KERNEL_ID, --owner or --mode")
+	}
+	client := api.NewClient(socketPath(k.socket, e.getenv))
+	defer client.CloseIdleConnections()
+	switch err := client.InterruptSession(ctx, k.session); {
+	case errors.Is(err, pool.ErrNotFound):
+		return fail(e, "interrupt", fmt.Errorf("no session %q", k.session), "", exitCellErr)
+	case errors.Is(err, pool.ErrIdle):
+		return fail(e, "interrupt", fmt.Errorf("session %s runs no cell", k.session), "", exitCellErr)
+	case err != nil:
+		return connError(e, "interrupt", err)
+	}
+	fmt.Fprintf(e.stdout, "interrupted %s\n", k.session)
+	return exitOK
+}
+
+// runSessionVars lists the variables of a session's kernel.
+func runSessionVars(ctx context.Context, e *env, k kernelSelector, asJSON bool, args []string) int {
+	if len(args) > 0 || k.owner != "" || k.mode != "" {
+		return usageError(e, "vars", "--session takes no KERNEL_ID, --owner or --mode")
+	}
+	client := api.NewClient(socketPath(k.socket, e.getenv))
+	defer client.CloseIdleConnections()
+	v, err := client.SessionVariables(ctx, k.session)
+	switch {
+	case errors.Is(err, pool.ErrNotFound):
+		return fail(e, "vars", fmt.Errorf("no session %q", k.session), "", exitCellErr)
+	case errors.Is(err, pool.ErrIdle):
+		return fail(e, "vars", fmt.Errorf("session %s has no live kernel", k.session), "Its next cell starts one.", exitCellErr)
+	case errors.Is(err, pool.ErrBusy):
+		return fail(e, "vars", fmt.Errorf("session %s is running a cell", k.session), "Try again when it ends.", exitCellErr)
+	case err != nil:
+		return connError(e, "vars", err)
+	}
+	return printVars(e, v, asJSON)
 }

@@ -21,8 +21,9 @@ const maxStdinCode = 16 << 20
 
 type execFlags struct {
 	socket, owner, mode, interpreter, cwd, tools, toolHandler string
-	passthrough, outputs                                      string
-	reset, asJSON, stream                                     bool
+	passthrough, outputs, session                             string
+	env                                                       []string
+	reset, asJSON, stream, ownerGiven                         bool
 	timeout                                                   time.Duration
 }
 
@@ -50,7 +51,12 @@ func execSetup(fs *pflag.FlagSet) runFunc {
 	fs.BoolVar(&f.stream, "stream", false, "print output as the cell writes it (the default on a terminal, never with --json)")
 	fs.StringVar(&f.outputs, "outputs", "", "write each display (image, HTML, ...) to a file in `DIR` and print its path")
 	fs.StringVar(&f.toolHandler, "tool-handler", "", "run `CMD` via sh -c per tool call: call JSON on stdin, result on stdout")
-	return func(ctx context.Context, e *env, args []string) int { return runExec(ctx, e, &f, args) }
+	fs.StringVar(&f.session, "session", "", "run in the explicit session `ID` (kernpool sessions create): its owner, mode, tools and env apply")
+	addEnvFlag(fs, &f.env, "an environment value for this cell only")
+	return func(ctx context.Context, e *env, args []string) int {
+		f.ownerGiven = fs.Changed("owner")
+		return runExec(ctx, e, &f, args)
+	}
 }
 
 func runExec(ctx context.Context, e *env, f *execFlags, args []string) int {
@@ -66,10 +72,17 @@ func runExec(ctx context.Context, e *env, f *execFlags, args []string) int {
 	if err != nil {
 		return usageError(e, "exec", "%v", err)
 	}
+	envs, err := parseEnv(f.env, e.getenv)
+	if err != nil {
+		return usageError(e, "exec", "%v", err)
+	}
 	req := pool.Request{
 		Owner: f.owner, Mode: f.mode, Interpreter: f.interpreter, Cwd: f.cwd,
 		Tools: splitList(f.tools), Code: code, Reset: f.reset, Timeout: f.timeout,
-		Passthrough: splitList(f.passthrough),
+		Passthrough: splitList(f.passthrough), Session: f.session, Env: envs,
+	}
+	if f.session != "" && !f.ownerGiven {
+		req.Owner = "" // the session's owner
 	}
 	client := api.NewClient(socketPath(f.socket, e.getenv))
 	defer client.CloseIdleConnections()

@@ -71,6 +71,7 @@ func commands() []command {
 	return []command{
 		serveCommand(),
 		execCommand(),
+		sessionsCommand(),
 		{name: "ps", summary: "list live kernels", setup: psFlags},
 		{name: "shutdown", summary: "kill every kernel of an owner", setup: shutdownFlags},
 		{name: "kill", args: "KERNEL_ID", summary: "kill one kernel by id", setup: socketOnly(runKill)},

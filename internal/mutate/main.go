@@ -22,6 +22,7 @@ func run() int {
 	timeout := flag.Duration("timeout", 5*time.Minute, "go test -timeout for each run")
 	baseline := flag.Bool("baseline", true, "first check the named tests pass on the unmutated tree")
 	verbose := flag.Bool("v", false, "print the test output of every run")
+	patience := flag.Duration("patience", 20*time.Second, "the tests' event waits in mutant runs (testenv.PatienceEnv; 0: the tests' own)")
 	flag.Parse()
 
 	root, err := repoRoot()
@@ -39,7 +40,7 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "mutate:", err)
 		return 2
 	}
-	r := &runner{root: root, timeout: *timeout, verbose: *verbose}
+	r := &runner{root: root, timeout: *timeout, verbose: *verbose, patience: *patience}
 	start := time.Now()
 	if *baseline {
 		if err := r.baseline(ms); err != nil {

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 const (
@@ -29,6 +31,11 @@ type runner struct {
 	root    string
 	timeout time.Duration
 	verbose bool
+	// patience shortens the tests' event waits (testenv.PatienceEnv) in
+	// mutant runs: a test that catches a mutant by waiting for an event
+	// that never comes would otherwise spend the full wait, minutes per
+	// mutation. Baseline runs keep the full wait.
+	patience time.Duration
 }
 
 // mutate applies m through an overlay and runs its tests.
@@ -52,7 +59,7 @@ func (r *runner) mutate(m Mutation) result {
 	if err != nil {
 		return res(verdictInvalid, err.Error())
 	}
-	out, err := r.goTest(overlay, m.Tags, m.Run, m.Pkgs, m.Timeout)
+	out, err := r.goTest(overlay, m.Tags, m.Run, m.Pkgs, m.Timeout, r.patience)
 	switch {
 	case err == nil:
 		return res(verdictMissed, fmt.Sprintf("go test %s -run '%s' passed with the mutant", strings.Join(m.Pkgs, " "), m.Run))
@@ -94,7 +101,7 @@ func (r *runner) baseline(ms []Mutation) error {
 	sort.Slice(keys, func(i, j int) bool { return keys[i].pkg+keys[i].tags < keys[j].pkg+keys[j].tags })
 	for _, k := range keys {
 		start := time.Now()
-		out, err := r.goTest("", k.tags, strings.Join(runs[k], "|"), []string{k.pkg}, 0)
+		out, err := r.goTest("", k.tags, strings.Join(runs[k], "|"), []string{k.pkg}, 0, 0)
 		if err != nil {
 			return fmt.Errorf("tests of %s fail on the unmutated tree:\n%s", k.pkg, indent(tail(out, 20)))
 		}
@@ -103,7 +110,7 @@ func (r *runner) baseline(ms []Mutation) error {
 	return nil
 }
 
-func (r *runner) goTest(overlay, tags, run string, pkgs []string, timeout time.Duration) (string, error) {
+func (r *runner) goTest(overlay, tags, run string, pkgs []string, timeout, patience time.Duration) (string, error) {
 	if timeout <= 0 {
 		timeout = r.timeout
 	}
@@ -121,6 +128,9 @@ func (r *runner) goTest(overlay, tags, run string, pkgs []string, timeout time.D
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = r.root
+	if patience > 0 {
+		cmd.Env = append(os.Environ(), testenv.PatienceEnv+"="+patience.String())
+	}
 	out, err := cmd.CombinedOutput()
 	if r.verbose {
 		fmt.Printf("$ go %s\n%s\n", strings.Join(args, " "), out)

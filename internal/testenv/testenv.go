@@ -67,8 +67,21 @@ func (w logWriter) Write(b []byte) (int, error) {
 
 // Patience bounds every wait a test makes for an event: long enough that
 // only a hung test reaches it on a loaded 2-core host (a deadline stops a
-// hang; it never decides how fast the product must be).
-const Patience = 2 * time.Minute
+// hang; it never decides how fast the product must be). PatienceEnv
+// shortens it where a wait that runs out is the expected outcome: the
+// mutation check sets it for mutant runs, whose tests fail by waiting for
+// an event that never comes.
+var Patience = patience()
+
+// PatienceEnv names the variable that overrides Patience (a Go duration).
+const PatienceEnv = "KERNPOOL_TEST_PATIENCE"
+
+func patience() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(PatienceEnv)); err == nil && d > 0 {
+		return d
+	}
+	return 2 * time.Minute
+}
 
 // WaitFor polls cond until it holds, failing tb after Patience. Tests poll;
 // the product never does.

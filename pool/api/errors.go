@@ -100,6 +100,8 @@ func (e *APIError) Unwrap() error {
 		return pool.ErrSpawn
 	case CodeConflict:
 		return pool.ErrConflict
+	case CodeSessionMismatch:
+		return pool.ErrSessionMismatch
 	case CodeIdle:
 		return pool.ErrIdle
 	case CodeBusy:

@@ -26,7 +26,13 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 		writeBodyError(w, err)
 		return
 	}
-	if forbidOwner(w, r, req.Owner) {
+	if req.Session != "" {
+		// The session's owner is the request's: a credential that may
+		// not act for it finds no session.
+		if s.hideSession(w, r, req.Session) {
+			return
+		}
+	} else if forbidOwner(w, r, req.Owner) {
 		return
 	}
 	preq := req.Request

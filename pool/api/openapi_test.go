@@ -58,6 +58,11 @@ var goTypes = map[string]reflect.Type{
 	"pool.Variable":         reflect.TypeFor[pool.Variable](),
 	"pool.PoolStats":        reflect.TypeFor[pool.PoolStats](),
 	"kernel.Isolation":      reflect.TypeFor[kernel.Isolation](),
+	"pool.SessionSpec":      reflect.TypeFor[pool.SessionSpec](),
+	"pool.SessionInfo":      reflect.TypeFor[pool.SessionInfo](),
+	"api.SessionList":       reflect.TypeFor[SessionList](),
+	"api.SessionDeleted":    reflect.TypeFor[SessionDeleted](),
+	"api.SessionRestarted":  reflect.TypeFor[SessionRestarted](),
 }
 
 type openAPI struct {
@@ -242,7 +247,7 @@ func TestOpenAPIErrorCodesAndEvents(t *testing.T) {
 // exactly those it always writes (no omitempty).
 func TestOpenAPISchemasMatchTypes(t *testing.T) {
 	doc := loadOpenAPI(t)
-	requestSide := map[string]bool{"api.ExecuteRequest": true, "api.ToolAnswer": true, "pool.Limits": true}
+	requestSide := map[string]bool{"api.ExecuteRequest": true, "api.ToolAnswer": true, "pool.Limits": true, "pool.SessionSpec": true}
 	seen := map[string]bool{}
 	for name, schema := range doc.Components.Schemas {
 		gt, ok := schema["x-go-type"].(string)

@@ -119,6 +119,7 @@ func (s *Server) endpoints() []route {
 		{http.MethodGet, "/v1/drain", s.handleDrainStatus},
 		{http.MethodGet, "/v1/settings", s.handleSettings},
 	}
+	rs = append(rs, s.sessionRoutes()...)
 	if m := s.cfg.Metrics; m != nil {
 		rs = append(rs, route{http.MethodGet, "/metrics", func(w http.ResponseWriter, r *http.Request) {
 			if !forbidNonAdmin(w, r) {
@@ -297,6 +298,8 @@ func classify(err error) (int, string) {
 		return http.StatusTooManyRequests, CodeQuota
 	case errors.Is(err, pool.ErrClosed):
 		return http.StatusServiceUnavailable, CodeClosed
+	case errors.Is(err, pool.ErrSessionMismatch):
+		return http.StatusConflict, CodeSessionMismatch
 	case errors.Is(err, pool.ErrConflict):
 		return http.StatusConflict, CodeConflict
 	case errors.Is(err, pool.ErrIdle):

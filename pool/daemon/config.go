@@ -90,6 +90,10 @@ type Config struct {
 	// checkpoint_timeout, checkpoint_idle; docs/design.md, "Lossless
 	// eviction"). Checkpoints.Idle 0 turns idle saves off.
 	Checkpoints pool.CheckpointConfig
+	// Sessions bounds explicit sessions and request env values
+	// (max_sessions, max_sessions_per_owner, session_idle_timeout,
+	// max_env_names, max_env_bytes).
+	Sessions pool.SessionConfig
 	// CheckpointStore is where checkpoints are kept (docs/config.md,
 	// "Checkpoint store"); its zero value is the local store.
 	CheckpointStore StoreConfig
@@ -250,6 +254,8 @@ func DefaultConfig() *Config {
 		Network:         defaultNetwork(),
 		Checkpoints: pool.CheckpointConfig{MaxBytesPerOwner: pool.DefaultCheckpointMaxBytesPerOwner,
 			Retention: pool.DefaultCheckpointRetention, Timeout: pool.DefaultCheckpointTimeout, Idle: pool.DefaultCheckpointIdle},
+		Sessions: pool.SessionConfig{MaxSessions: pool.DefaultMaxSessions, MaxSessionsPerOwner: pool.DefaultMaxSessionsPerOwner,
+			IdleTimeout: pool.DefaultSessionIdleTimeout, MaxEnvNames: pool.DefaultMaxEnvNames, MaxEnvBytes: pool.DefaultMaxEnvBytes},
 	}
 }
 
@@ -326,6 +332,8 @@ func (c *Config) Validate() error {
 		{c.Checkpoints.MaxBytesPerOwner <= 0 || c.Checkpoints.Retention <= 0 || c.Checkpoints.Timeout <= 0,
 			"checkpoint_max_bytes_per_owner, checkpoint_retention and checkpoint_timeout must be positive"},
 		{c.Checkpoints.Idle < 0, "checkpoint_idle must not be negative (0 turns idle saves off)"},
+		{c.Sessions.MaxSessions <= 0 || c.Sessions.MaxSessionsPerOwner <= 0 || c.Sessions.IdleTimeout <= 0 || c.Sessions.MaxEnvNames <= 0 || c.Sessions.MaxEnvBytes <= 0,
+			"max_sessions, max_sessions_per_owner, session_idle_timeout, max_env_names and max_env_bytes must be positive"},
 		{c.CheckpointStore.URL != "" && !strings.HasPrefix(c.CheckpointStore.URL, "s3://"),
 			fmt.Sprintf("checkpoint_store %q: want \"\" (the state dir) or s3://bucket[/prefix]", c.CheckpointStore.URL)},
 		{c.CheckpointStore.URL == "" && (c.CheckpointStore.Endpoint != "" || c.CheckpointStore.AllowHTTP),

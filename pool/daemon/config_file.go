@@ -52,6 +52,11 @@ type fileConfig struct {
 	ListenHeaderTO  hcl.Expression `hcl:"listen_header_timeout,optional"`
 	ListenIdleTO    hcl.Expression `hcl:"listen_idle_timeout,optional"`
 	DrainOnTerm     *bool          `hcl:"drain_on_term,optional"`
+	MaxSessions     *int           `hcl:"max_sessions,optional"`
+	OwnerSessions   *int           `hcl:"max_sessions_per_owner,optional"`
+	SessionIdle     hcl.Expression `hcl:"session_idle_timeout,optional"`
+	MaxEnvNames     *int           `hcl:"max_env_names,optional"`
+	MaxEnvBytes     hcl.Expression `hcl:"max_env_bytes,optional"`
 	Tokens          []fileToken    `hcl:"token,block"`
 	ClientCerts     []fileCert     `hcl:"client_cert,block"`
 	Env             *fileEnv       `hcl:"env,block"`
@@ -160,6 +165,11 @@ func (f *fileConfig) apply(cfg *Config) hcl.Diagnostics {
 	setStr(&cfg.CheckpointStore.URL, f.StoreURL)
 	setStr(&cfg.CheckpointStore.Endpoint, f.StoreEndpoint)
 	setBool(&cfg.CheckpointStore.AllowHTTP, f.StoreAllowHTTP)
+	setInt(&cfg.Sessions.MaxSessions, f.MaxSessions)
+	setInt(&cfg.Sessions.MaxSessionsPerOwner, f.OwnerSessions)
+	diags = append(diags, durationAttr(f.SessionIdle, "session_idle_timeout", &cfg.Sessions.IdleTimeout)...)
+	setInt(&cfg.Sessions.MaxEnvNames, f.MaxEnvNames)
+	diags = append(diags, intSizeAttr(f.MaxEnvBytes, "max_env_bytes", &cfg.Sessions.MaxEnvBytes)...)
 	diags = append(diags, f.applyNetwork(cfg)...)
 	if f.Env != nil {
 		cfg.Env.Passthrough = nonEmpty(f.Env.Passthrough)

@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/kernpool/kernpool/kernel"
+	"github.com/kernpool/kernpool/pool"
 )
 
 func TestExampleConfigIsValid(t *testing.T) {
@@ -146,6 +149,18 @@ ceiling { memory_max = "8GiB" }
 				t.Errorf("spill_quota = %d, want %d", c.Output.SpillQuota, 64<<20)
 			}
 		}},
+		{name: "session and env bounds", src: "max_sessions = 10\nmax_sessions_per_owner = 2\nsession_idle_timeout = \"1h\"\nmax_env_names = 8\nmax_env_bytes = \"4KiB\"\n", check: func(t *testing.T, c *Config) {
+			want := pool.SessionConfig{MaxSessions: 10, MaxSessionsPerOwner: 2, IdleTimeout: time.Hour, MaxEnvNames: 8, MaxEnvBytes: 4 << 10}
+			if c.Sessions != want || poolConfig(c, "/usr/bin/python3", seams{}, hclog.NewNullLogger()).Sessions != want {
+				t.Errorf("sessions = %+v, want %+v", c.Sessions, want)
+			}
+		}},
+		{name: "default session bounds", src: "", check: func(t *testing.T, c *Config) {
+			if c.Sessions.MaxEnvNames != 64 || c.Sessions.MaxEnvBytes != 32<<10 || c.Sessions.MaxSessions != 1024 {
+				t.Errorf("sessions = %+v", c.Sessions)
+			}
+		}},
+		{name: "zero env names", src: "max_env_names = 0\n", err: []string{"max_env_names"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -327,6 +327,7 @@ func poolConfig(cfg *Config, interp string, sm seams, log hclog.Logger) pool.Con
 		Ceiling:   pool.Limits{MemoryMax: cfg.Ceiling.MemoryMax, PidsMax: cfg.Ceiling.PidsMax, CPUMax: cfg.Ceiling.CPUMax},
 		Sandboxes: sm.Sandboxes, Env: sm.Env, Output: sm.Output, Tools: sm.Tools, Logger: log,
 		Policies: cfg.Policies(), Warm: cfg.Warm(), Checkpoints: poolCheckpoints(cfg.Checkpoints),
+		Sessions: cfg.Sessions,
 	}
 }
 

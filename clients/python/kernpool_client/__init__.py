@@ -15,8 +15,8 @@ from .aio import AsyncClient
 from .client import Client
 from ._wire import default_socket
 from .errors import APIError, DaemonUnavailable, KernpoolError, ProtocolError
-from .types import (Display, ExceptionInfo, Health, Isolation, KernelInfo, KernelResult, Result, ToolCall,
-                    Variable, Variables)
+from .types import (Display, ExceptionInfo, Health, Isolation, KernelInfo, KernelResult, Result, Session,
+                    ToolCall, Variable, Variables)
 
 __version__ = "0.1.0"
 
@@ -38,4 +38,5 @@ __all__ = [
     "Variable",
     "Variables",
     "Health",
+    "Session",
 ]

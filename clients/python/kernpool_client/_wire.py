@@ -143,7 +143,8 @@ def default_socket(env: Optional[Mapping[str, str]] = None) -> str:
 def execute_body(code: str, owner: Optional[str], mode: Optional[str], tools: Optional[Sequence[str]],
                  timeout: Timeout, reset: bool, interpreter: Optional[str], cwd: Optional[str],
                  passthrough: Optional[Sequence[str]], limits: Optional[Mapping[str, Any]],
-                 max_tool_calls: Optional[int]) -> Dict[str, Any]:
+                 max_tool_calls: Optional[int], session: Optional[str] = None,
+                 env: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
     """The JSON body of POST /v1/execute (always streaming)."""
     if not isinstance(code, str):
         raise TypeError("code must be a str, not %s" % type(code).__name__)
@@ -172,7 +173,59 @@ def execute_body(code: str, owner: Optional[str], mode: Optional[str], tools: Op
         body["limits"] = dict(limits)
     if max_tool_calls:
         body["max_tool_calls"] = max_tool_calls
+    if session:
+        body["session"] = session
+    if env:
+        body["env"] = env_map(env)
     return body
+
+
+def env_map(env: Mapping[str, str]) -> Dict[str, str]:
+    """An env argument as the API takes it: names and values are str."""
+    out = dict(env)
+    for k, v in out.items():
+        if not isinstance(k, str) or not isinstance(v, str):
+            raise TypeError("env maps str names to str values")
+    return out
+
+
+def session_body(owner: Optional[str], mode: Optional[str], interpreter: Optional[str], cwd: Optional[str],
+                 tools: Optional[Sequence[str]], env: Optional[Mapping[str, str]]) -> Dict[str, Any]:
+    """The JSON body of POST /v1/sessions."""
+    body: Dict[str, Any] = {}
+    for key, v in (("owner", owner), ("mode", mode), ("interpreter", interpreter), ("cwd", cwd)):
+        if v:
+            body[key] = v
+    if tools:
+        if isinstance(tools, str):
+            raise TypeError("tools must be a sequence of tool names, not a str")
+        body["tools"] = list(tools)
+    if env:
+        body["env"] = env_map(env)
+    return body
+
+
+def sessions_path(owner: Optional[str]) -> str:
+    return "/v1/sessions" + ("?owner=" + quote(owner, safe="") if owner else "")
+
+
+def kernel_of(kernels: Sequence[Any], owner: str, mode: Optional[str]) -> str:
+    """The live kernel of owner in mode (default "default") that ran a cell
+    most recently, as ``kernpool vars --owner`` picks it; explicit
+    sessions' kernels are not the owner's (address them by session)."""
+    mode = mode or "default"
+    best = None
+    for k in kernels:
+        if k.owner == owner and k.mode == mode and not k.session and (best is None or k.idle_seconds < best.idle_seconds):
+            best = k
+    if best is None:
+        raise APIError("not_found", "no live kernel of owner %r in mode %r" % (owner, mode))
+    return best.id
+
+
+def variables_target(kernel_id: Optional[str], owner: Optional[str], session: Optional[str]) -> None:
+    if sum(x is not None for x in (kernel_id, owner, session)) != 1:
+        raise ValueError("variables takes exactly one of kernel_id, owner and session")
 
 
 def seg(s: str) -> str:

@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, 
 
 from . import _wire
 from .errors import APIError, DaemonUnavailable, ProtocolError
-from .types import Display, Health, KernelInfo, Result, ToolCall, Variables
+from .types import Display, Health, KernelInfo, Result, Session, ToolCall, Variables
 
 __all__ = ["AsyncClient"]
 
@@ -201,13 +201,14 @@ class AsyncClient(_wire.Settings):
                       on_tool_call: Optional[Callable[[ToolCall], Any]] = None,
                       interpreter: Optional[str] = None, cwd: Optional[str] = None,
                       passthrough: Optional[Sequence[str]] = None, limits: Optional[Mapping[str, Any]] = None,
-                      max_tool_calls: Optional[int] = None) -> Result:
+                      max_tool_calls: Optional[int] = None, session: Optional[str] = None,
+                      env: Optional[Mapping[str, str]] = None) -> Result:
         """Run one cell (see Client.execute). Output callbacks run in order
         as events arrive; each tool call runs ``on_tool_call`` in a task of
         its own. Cancelling the coroutine closes the connection, which
         interrupts the cell."""
         body = _wire.execute_body(code, owner, mode, tools, timeout, reset, interpreter, cwd,
-                                  passthrough, limits, max_tool_calls)
+                                  passthrough, limits, max_tool_calls, session, env)
         writer, resp = await self._send("POST", "/v1/execute", body)
         calls: Set["asyncio.Task[None]"] = set()
         try:
@@ -278,10 +279,49 @@ class AsyncClient(_wire.Settings):
         await self._json("POST", "/v1/tool-calls/" + _wire.seg(call_id), body)  # type: ignore[arg-type]
 
     async def interrupt(self, kernel_id: Optional[str] = None, *, owner: Optional[str] = None,
-                        mode: Optional[str] = None) -> List[str]:
+                        mode: Optional[str] = None, session: Optional[str] = None) -> List[str]:
         """See Client.interrupt."""
+        if session is not None:
+            if kernel_id is not None or owner is not None:
+                raise ValueError("interrupt takes exactly one of kernel_id, owner and session")
+            out = await self._json("POST", "/v1/sessions/%s/interrupt" % _wire.seg(session))
+            return _wire.str_list(out, "interrupted", "interrupt")
         out = await self._json("POST", _wire.interrupt_path(kernel_id, owner, mode))
         return _wire.str_list(out, "interrupted", "interrupt")
+
+    # -- sessions ------------------------------------------------------------
+
+    async def create_session(self, *, owner: Optional[str] = None, mode: Optional[str] = None,
+                       tools: Optional[Sequence[str]] = None, env: Optional[Mapping[str, str]] = None,
+                       interpreter: Optional[str] = None, cwd: Optional[str] = None) -> Session:
+        """Create an explicit session (docs/api.md "Sessions"); run cells in it
+        with ``execute(code, session=s.id)``. Its tool set is fixed: a cell
+        naming another is APIError code ``session_mismatch``."""
+        body = _wire.session_body(owner, mode, interpreter, cwd, tools, env)
+        return Session.from_json(await self._json("POST", "/v1/sessions", body))
+
+    async def sessions(self, owner: Optional[str] = None) -> List[Session]:
+        """The sessions this client may see (of ``owner`` only, when given)."""
+        out = await self._json("GET", _wire.sessions_path(owner))
+        if not isinstance(out, dict) or not isinstance(out.get("sessions"), list):
+            raise ProtocolError("sessions: expected {\"sessions\": [...]}")
+        return [Session.from_json(x) for x in out["sessions"]]
+
+    async def session(self, session_id: str) -> Session:
+        """One session (APIError code ``not_found`` for none, or another owner's)."""
+        return Session.from_json(await self._json("GET", "/v1/sessions/" + _wire.seg(session_id)))
+
+    async def delete_session(self, session_id: str) -> None:
+        """End a session: its kernel is killed and its checkpoints deleted."""
+        await self._json("DELETE", "/v1/sessions/" + _wire.seg(session_id))
+
+    async def restart_session(self, session_id: str) -> str:
+        """Kill the session's kernel (its state is lost); the session stays.
+        Returns the killed kernel's id ("" when it had none)."""
+        out = await self._json("POST", "/v1/sessions/%s/restart" % _wire.seg(session_id))
+        if not isinstance(out, dict) or not isinstance(out.get("killed"), str):
+            raise ProtocolError("restart session: expected {\"killed\": ...}")
+        return out["killed"]
 
     # -- kernels -------------------------------------------------------------
 
@@ -298,8 +338,15 @@ class AsyncClient(_wire.Settings):
     async def kill(self, kernel_id: str) -> None:
         await self._json("DELETE", "/v1/kernels/" + _wire.seg(kernel_id))
 
-    async def variables(self, kernel_id: str) -> Variables:
-        return Variables.from_json(await self._json("GET", "/v1/kernels/%s/variables" % _wire.seg(kernel_id)))
+    async def variables(self, kernel_id: Optional[str] = None, *, owner: Optional[str] = None,
+                        mode: Optional[str] = None, session: Optional[str] = None) -> Variables:
+        """See Client.variables."""
+        _wire.variables_target(kernel_id, owner, session)
+        if session is not None:
+            return Variables.from_json(await self._json("GET", "/v1/sessions/%s/variables" % _wire.seg(session)))
+        if owner is not None:
+            kernel_id = _wire.kernel_of(await self.ps(), owner, mode)
+        return Variables.from_json(await self._json("GET", "/v1/kernels/%s/variables" % _wire.seg(kernel_id or "")))
 
     async def spill(self, kernel_id: str, name: str, *, max_bytes: int = _wire.DEFAULT_MAX_SPILL_BYTES) -> str:
         path = "/v1/kernels/%s/spill/%s" % (_wire.seg(kernel_id), _wire.seg(name))

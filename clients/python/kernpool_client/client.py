@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from . import _wire
 from .errors import APIError, DaemonUnavailable, ProtocolError
-from .types import Display, Health, KernelInfo, Result, ToolCall, Variables
+from .types import Display, Health, KernelInfo, Result, Session, ToolCall, Variables
 
 __all__ = ["Client"]
 
@@ -116,7 +116,8 @@ class Client(_wire.Settings):
                 on_tool_call: Optional[Callable[[ToolCall], Any]] = None,
                 interpreter: Optional[str] = None, cwd: Optional[str] = None,
                 passthrough: Optional[Sequence[str]] = None, limits: Optional[Mapping[str, Any]] = None,
-                max_tool_calls: Optional[int] = None) -> Result:
+                max_tool_calls: Optional[int] = None, session: Optional[str] = None,
+                env: Optional[Mapping[str, str]] = None) -> Result:
         """Run one cell in the kernel of (owner, mode, interpreter, cwd, tools).
 
         The cell's output is streamed: ``on_stdout(text)``, ``on_stderr(text)``
@@ -127,12 +128,15 @@ class Client(_wire.Settings):
         it raises makes the call raise ToolError in the cell. Without
         ``on_tool_call`` the cell's tool calls fail.
 
+        ``session`` runs the cell in an explicit session (create_session);
+        ``env`` sets environment values for this cell only.
+
         A failed cell is a Result (check ``status``); APIError is raised
         when the daemon refuses the request. An exception in a callback (or
         KeyboardInterrupt) closes the connection, which interrupts the cell.
         """
         body = _wire.execute_body(code, owner, mode, tools, timeout, reset, interpreter, cwd,
-                                  passthrough, limits, max_tool_calls)
+                                  passthrough, limits, max_tool_calls, session, env)
         conn, resp = self._send("POST", "/v1/execute", body, None)
         try:
             self._check(resp, "execute")
@@ -203,13 +207,52 @@ class Client(_wire.Settings):
         self._json("POST", "/v1/tool-calls/" + _wire.seg(call_id), body)  # type: ignore[arg-type]
 
     def interrupt(self, kernel_id: Optional[str] = None, *, owner: Optional[str] = None,
-                  mode: Optional[str] = None) -> List[str]:
-        """Interrupt the running cell of a kernel, or of every kernel of an
-        owner (of one mode), and return the kernel ids interrupted. A kernel
-        with no running cell is APIError code ``idle``; an owner with none
-        is not an error."""
+                  mode: Optional[str] = None, session: Optional[str] = None) -> List[str]:
+        """Interrupt the running cell of a kernel, of a session, or of every
+        kernel of an owner (of one mode), and return the kernel ids
+        interrupted. A kernel or session with no running cell is APIError
+        code ``idle``; an owner with none is not an error."""
+        if session is not None:
+            if kernel_id is not None or owner is not None:
+                raise ValueError("interrupt takes exactly one of kernel_id, owner and session")
+            out = self._json("POST", "/v1/sessions/%s/interrupt" % _wire.seg(session))
+            return _wire.str_list(out, "interrupted", "interrupt")
         out = self._json("POST", _wire.interrupt_path(kernel_id, owner, mode))
         return _wire.str_list(out, "interrupted", "interrupt")
+
+    # -- sessions ------------------------------------------------------------
+
+    def create_session(self, *, owner: Optional[str] = None, mode: Optional[str] = None,
+                       tools: Optional[Sequence[str]] = None, env: Optional[Mapping[str, str]] = None,
+                       interpreter: Optional[str] = None, cwd: Optional[str] = None) -> Session:
+        """Create an explicit session (docs/api.md "Sessions"); run cells in it
+        with ``execute(code, session=s.id)``. Its tool set is fixed: a cell
+        naming another is APIError code ``session_mismatch``."""
+        body = _wire.session_body(owner, mode, interpreter, cwd, tools, env)
+        return Session.from_json(self._json("POST", "/v1/sessions", body))
+
+    def sessions(self, owner: Optional[str] = None) -> List[Session]:
+        """The sessions this client may see (of ``owner`` only, when given)."""
+        out = self._json("GET", _wire.sessions_path(owner))
+        if not isinstance(out, dict) or not isinstance(out.get("sessions"), list):
+            raise ProtocolError("sessions: expected {\"sessions\": [...]}")
+        return [Session.from_json(x) for x in out["sessions"]]
+
+    def session(self, session_id: str) -> Session:
+        """One session (APIError code ``not_found`` for none, or another owner's)."""
+        return Session.from_json(self._json("GET", "/v1/sessions/" + _wire.seg(session_id)))
+
+    def delete_session(self, session_id: str) -> None:
+        """End a session: its kernel is killed and its checkpoints deleted."""
+        self._json("DELETE", "/v1/sessions/" + _wire.seg(session_id))
+
+    def restart_session(self, session_id: str) -> str:
+        """Kill the session's kernel (its state is lost); the session stays.
+        Returns the killed kernel's id ("" when it had none)."""
+        out = self._json("POST", "/v1/sessions/%s/restart" % _wire.seg(session_id))
+        if not isinstance(out, dict) or not isinstance(out.get("killed"), str):
+            raise ProtocolError("restart session: expected {\"killed\": ...}")
+        return out["killed"]
 
     # -- kernels -------------------------------------------------------------
 
@@ -228,9 +271,19 @@ class Client(_wire.Settings):
         """Kill one kernel (APIError code ``not_found`` when there is none)."""
         self._json("DELETE", "/v1/kernels/" + _wire.seg(kernel_id))
 
-    def variables(self, kernel_id: str) -> Variables:
-        """The kernel's user-defined names (APIError code ``busy`` while a cell runs)."""
-        return Variables.from_json(self._json("GET", "/v1/kernels/%s/variables" % _wire.seg(kernel_id)))
+    def variables(self, kernel_id: Optional[str] = None, *, owner: Optional[str] = None,
+                  mode: Optional[str] = None, session: Optional[str] = None) -> Variables:
+        """The user-defined names of a kernel, of an owner's kernel in
+        ``mode`` (default "default"; the one that ran a cell last, as
+        ``kernpool vars --owner`` picks it), or of a session's kernel
+        (APIError code ``busy`` while a cell runs, ``idle`` for a session
+        without a live kernel, ``not_found`` for an owner without one)."""
+        _wire.variables_target(kernel_id, owner, session)
+        if session is not None:
+            return Variables.from_json(self._json("GET", "/v1/sessions/%s/variables" % _wire.seg(session)))
+        if owner is not None:
+            kernel_id = _wire.kernel_of(self.ps(), owner, mode)
+        return Variables.from_json(self._json("GET", "/v1/kernels/%s/variables" % _wire.seg(kernel_id or "")))
 
     def spill(self, kernel_id: str, name: str, *, max_bytes: int = _wire.DEFAULT_MAX_SPILL_BYTES) -> str:
         """A cell's full (redacted) stdout that was spilled: a result's

@@ -26,10 +26,12 @@ class APIError(KernpoolError):
 
     ``code`` is the API's error code (docs/api.md "Conventions"):
     ``bad_request``, ``not_found``, ``method_not_allowed``,
-    ``request_timeout``, ``conflict``, ``idle``, ``busy``, ``too_large``,
+    ``request_timeout``, ``conflict``, ``session_mismatch``, ``idle``,
+    ``busy``, ``too_large``,
     ``quota``, ``capacity``, ``closed``, ``too_many_connections``,
     ``spawn_failed`` or ``internal``. ``status`` is the HTTP status, or None
-    for an ``error`` event that ended a stream. ``retry_after`` is the
+    for an ``error`` event that ended a stream (and for ``variables(owner=...)``
+    finding no live kernel of the owner). ``retry_after`` is the
     daemon's Retry-After hint in seconds (capacity, quota), else None.
     """
 

@@ -24,6 +24,7 @@ __all__ = [
     "Variable",
     "Variables",
     "Health",
+    "Session",
 ]
 
 def _typed(kind: Any, name: str) -> Callable[[Any, str], Any]:
@@ -238,6 +239,8 @@ class KernelInfo(_FromJSON):
     dropped_output_bytes: int = 0
     # A warm spare waiting for a new key (owner empty); False for owners' kernels.
     spare: bool = False
+    # The explicit session the kernel serves ("" for implicit keying).
+    session: str = ""
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
 
@@ -301,3 +304,22 @@ def tool_result_text(value: Any) -> str:
     except (TypeError, ValueError) as e:
         raise TypeError("on_tool_call returned %s, which is neither a str nor JSON-serializable: %s"
                         % (type(value).__name__, e)) from None
+
+
+@dataclass
+class Session(_FromJSON):
+    """An explicit session (POST /v1/sessions). ``env_names`` are the names
+    of its env, never the values; ``kernel_id`` is empty while it has no
+    live kernel (before its first cell, after an eviction or restart)."""
+
+    id: str = ""
+    owner: str = ""
+    mode: str = ""
+    interpreter: str = ""
+    cwd: str = ""
+    tools: List[str] = field(default_factory=list)
+    env_names: List[str] = field(default_factory=list)
+    created_at: str = ""
+    last_used: str = ""
+    kernel_id: str = ""
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False)

@@ -1,0 +1,71 @@
+//go:build unix
+
+package api_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/kernpool/kernpool/pool"
+	"github.com/kernpool/kernpool/pool/api"
+)
+
+// TestSessionsOverTheClient: every session method of the Go client
+// against a real daemon, with the tool-set rule's 409 and a cell's env.
+func TestSessionsOverTheClient(t *testing.T) {
+	d := startDaemon(t, daemonOpts{})
+	ctx, c := testCtx(t), d.client
+	s, err := c.CreateSession(ctx, pool.SessionSpec{Owner: "alice", Tools: []string{"search"}, Env: map[string]string{"SESSION_NOTE": "hello"}})
+	if err != nil || s.Owner != "alice" || len(s.EnvNames) != 1 || s.KernelID != "" {
+		t.Fatalf("CreateSession = %+v, %v", s, err)
+	}
+	if _, err := c.SessionVariables(ctx, s.ID); !errors.Is(err, pool.ErrIdle) {
+		t.Fatalf("variables before the first cell: %v, want idle", err)
+	}
+	res, err := c.Execute(ctx, pool.Request{Session: s.ID, Env: map[string]string{"CELL_NOTE": "only-this-cell"}, Code: "import os\nx = 41\nprint(os.environ['SESSION_NOTE'], os.environ['CELL_NOTE'] == 'only-this-cell')"})
+	if err != nil || res.Output != "hello True\n" {
+		t.Fatalf("execute in the session: %+v, %v", res, err)
+	}
+	_, err = c.Execute(ctx, pool.Request{Session: s.ID, Tools: []string{"fetch"}, Code: "x"})
+	var ae *api.APIError
+	if !errors.As(err, &ae) || ae.StatusCode != 409 || ae.Code != api.CodeSessionMismatch || !errors.Is(err, pool.ErrSessionMismatch) || !strings.Contains(ae.Message, "tool set") {
+		t.Fatalf("another tool set: %v, want 409 session_mismatch", err)
+	}
+	got, err := c.Session(ctx, s.ID)
+	if err != nil || got.KernelID != res.Kernel.ID {
+		t.Fatalf("Session = %+v, %v", got, err)
+	}
+	if list, err := c.Sessions(ctx, "alice"); err != nil || len(list) != 1 || list[0].ID != s.ID {
+		t.Fatalf("Sessions(alice) = %+v, %v", list, err)
+	}
+	if list, err := c.Sessions(ctx, "bob"); err != nil || len(list) != 0 {
+		t.Fatalf("Sessions(bob) = %+v, %v", list, err)
+	}
+	v, err := c.SessionVariables(ctx, s.ID)
+	if err != nil || len(v.Variables) != 2 || v.Variables[1].Name != "x" {
+		t.Fatalf("SessionVariables = %+v, %v", v, err)
+	}
+	if err := c.InterruptSession(ctx, s.ID); !errors.Is(err, pool.ErrIdle) {
+		t.Fatalf("interrupt with no cell running: %v, want idle", err)
+	}
+	killed, err := c.RestartSession(ctx, s.ID)
+	if err != nil || killed != res.Kernel.ID {
+		t.Fatalf("RestartSession = %q, %v", killed, err)
+	}
+	res, err = c.Execute(ctx, pool.Request{Session: s.ID, Owner: "alice", Code: "print('x' in globals())"})
+	if err != nil || res.Output != "False\n" {
+		t.Fatalf("after restart: %+v, %v", res, err)
+	}
+	if _, err := c.Execute(ctx, pool.Request{Session: s.ID, Owner: "bob", Code: "1"}); !errors.Is(err, pool.ErrNotFound) {
+		t.Fatalf("bob naming alice's session: %v, want not_found", err)
+	}
+	if err := c.DeleteSession(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Session(ctx, s.ID); !errors.Is(err, pool.ErrNotFound) {
+		t.Fatalf("deleted session: %v", err)
+	}
+	d.expect(t, "POST", "/v1/sessions", `{"owner":"a","bogus":1}`, 400, api.CodeBadRequest, []string{"bogus"})
+	d.expect(t, "POST", "/v1/execute", `{"session":"s0","code":"1"}`, 404, api.CodeNotFound, []string{"no such session"})
+}
