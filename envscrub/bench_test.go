@@ -43,7 +43,7 @@ func mixedOutput(size int) string {
 
 func BenchmarkPipeline1MiB(b *testing.B) {
 	text := mixedOutput(1 << 20)
-	f := NewPipeline(OutputConfig{}).ForKernel(benchSecrets())
+	f := NewPipeline(OutputConfig{}).Filter(benchSecrets())
 	dir := testTempDir(b)
 	b.SetBytes(int64(len(text)))
 	b.ReportAllocs()
@@ -64,7 +64,7 @@ func BenchmarkPipeline1MiB(b *testing.B) {
 
 func BenchmarkClean1MiB(b *testing.B) {
 	text := mixedOutput(1 << 20)
-	f := NewPipeline(OutputConfig{}).ForKernel(benchSecrets())
+	f := NewPipeline(OutputConfig{}).Filter(benchSecrets())
 	b.SetBytes(int64(len(text)))
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
@@ -133,7 +133,7 @@ func adversarialInputs(n int) map[string]string {
 }
 
 func BenchmarkAdversarial256KiB(b *testing.B) {
-	f := NewPipeline(OutputConfig{}).ForKernel([]string{strings.Repeat("a", 200), "hunter2hunter2"})
+	f := NewPipeline(OutputConfig{}).Filter([]string{strings.Repeat("a", 200), "hunter2hunter2"})
 	for name, text := range adversarialInputs(256 << 10) {
 		b.Run(name, func(b *testing.B) {
 			b.SetBytes(int64(len(text)))
@@ -146,7 +146,7 @@ func BenchmarkAdversarial256KiB(b *testing.B) {
 
 // The adversarial inputs also satisfy the fuzz properties.
 func TestAdversarialInputs(t *testing.T) {
-	f := NewPipeline(OutputConfig{}).ForKernel([]string{strings.Repeat("a", 200), "hunter2hunter2"})
+	f := NewPipeline(OutputConfig{}).Filter([]string{strings.Repeat("a", 200), "hunter2hunter2"})
 	for name, text := range adversarialInputs(8 << 10) {
 		out := f.Clean(text)
 		if f.Clean(out) != out {

@@ -32,8 +32,8 @@
 //
 // # Output
 //
-// A Pipeline makes one Filter per kernel (ForKernel, knowing that kernel's
-// secrets). Filter.Clean applies, in order: invalid UTF-8 to U+FFFD, ANSI
+// A Pipeline makes one Filter per kernel (Filter, or ForKernel as the
+// pool's seam, knowing that kernel's secrets). Filter.Clean applies, in order: invalid UTF-8 to U+FFFD, ANSI
 // strip, exact-value masking, and (unless disabled) pattern
 // redaction: provider token prefixes, NAME=value assignments whose name is
 // secret, Authorization and API-key headers, quoted secret keys in JSON or
@@ -48,8 +48,9 @@
 // RE2 has no look-around, so the reference's boundaries are emulated by
 // hand. Clean is idempotent: its output is a fixed point of Clean.
 //
-// The package imports nothing of kernpool. *Scrubber satisfies
-// pool.EnvBuilder as is; Output has pool.CellOutput's fields in order, so
-// the pool's adapter converts with pool.CellOutput(out). README.md lists
-// where kernpool deliberately differs from the reference.
+// It is an adapter of the pool's seams and imports pool for them alone,
+// using the pool's own types: *Scrubber is a pool.EnvBuilder, *Pipeline a
+// pool.OutputFilterFactory whose filters return pool.CellOutput and finish
+// pool.Clipped streams. README.md lists where kernpool deliberately
+// differs from the reference.
 package envscrub

@@ -5,43 +5,16 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/kernpool/kernpool/pool"
 )
 
-// Output is one cell's cleaned, capped output.
-type Output struct {
-	// Stdout is the cleaned stdout, truncated to the inline cap.
-	Stdout string
-	// Stderr is the cleaned stderr, truncated to the stderr cap.
-	Stderr string
-	// StdoutTruncated: Stdout lost its middle to the inline cap.
-	StdoutTruncated bool
-	// StdoutBytesTotal is the cleaned stdout's size before truncation.
-	StdoutBytesTotal int
-	// StderrTruncated: Stderr lost its middle to the stderr cap.
-	StderrTruncated bool
-	// StderrBytesTotal is the cleaned stderr's size before truncation.
-	StderrBytesTotal int
-	// SpillPath names the 0600 file holding the full (redacted) stdout.
-	SpillPath string
-	// Warning tells the reader where the full output went, or why it
-	// could not be saved.
-	Warning string
-}
-
-// Clipped is one stream of a cell as the kernel kept it: all of it (Tail
-// empty, Total at most len(Head)), or its first bytes and its last ones
-// with Total-len(Head)-len(Tail) bytes between them dropped.
-type Clipped struct {
-	Head  string
-	Tail  string
-	Total int
-}
-
-func (c Clipped) whole() bool { return c.Tail == "" && c.Total <= len(c.Head) }
+// whole says whether the kernel kept all of c.
+func whole(c pool.Clipped) bool { return c.Tail == "" && c.Total <= len(c.Head) }
 
 // Finish is FinishClipped for two streams kept whole.
-func (f *Filter) Finish(stdout, stderr, spillDir string, cell int) (Output, error) {
-	return f.FinishClipped(Clipped{Head: stdout}, Clipped{Head: stderr}, spillDir, cell)
+func (f *Filter) Finish(stdout, stderr, spillDir string, cell int) (pool.CellOutput, error) {
+	return f.FinishClipped(pool.Clipped{Head: stdout}, pool.Clipped{Head: stderr}, spillDir, cell)
 }
 
 // FinishClipped cleans stdout and stderr, caps both (head 40 %, notice,
@@ -55,10 +28,10 @@ func (f *Filter) Finish(stdout, stderr, spillDir string, cell int) (Output, erro
 // cannot be written (no spillDir, full disk, planted file) leaves no
 // partial file and says so in Warning; the inline result is still
 // returned. The error is non-nil only for a negative cell, and even then
-// the Output is complete (without a spill).
-func (f *Filter) FinishClipped(stdout, stderr Clipped, spillDir string, cell int) (Output, error) {
+// the output is complete (without a spill).
+func (f *Filter) FinishClipped(stdout, stderr pool.Clipped, spillDir string, cell int) (pool.CellOutput, error) {
 	out, errText := f.cleanClipped(stdout), f.cleanClipped(stderr)
-	o := Output{StdoutBytesTotal: out.Total, StderrBytesTotal: errText.Total}
+	o := pool.CellOutput{StdoutBytesTotal: out.Total, StderrBytesTotal: errText.Total}
 	o.Stdout, o.StdoutTruncated = truncateClipped(out, f.p.inline)
 	o.Stderr, o.StderrTruncated = truncateClipped(errText, f.p.stderrCap)
 	if !o.StdoutTruncated {
@@ -80,7 +53,7 @@ func (f *Filter) FinishClipped(stdout, stderr Clipped, spillDir string, cell int
 	o.SpillPath = path
 	o.Warning = "stdout was truncated (head/tail shown); the cell did run. FULL output (redacted) saved to " +
 		path + " - read it there instead of re-running."
-	if !out.whole() {
+	if !whole(out) {
 		o.Warning = "stdout was truncated (head/tail shown); the cell did run. Output (redacted) saved to " +
 			path + " up to the spill cap of " + groupThousands(f.p.spillC) + " bytes, with its end - read it there instead of re-running."
 	}
@@ -96,10 +69,10 @@ func (f *Filter) FinishClipped(stdout, stderr Clipped, spillDir string, cell int
 // secret the masks would not know by its second half (a tail without a
 // newline is dropped). Total then counts cleaned bytes kept plus the raw
 // bytes dropped.
-func (f *Filter) cleanClipped(c Clipped) Clipped {
-	if c.whole() {
+func (f *Filter) cleanClipped(c pool.Clipped) pool.Clipped {
+	if whole(c) {
 		head := f.Clean(c.Head)
-		return Clipped{Head: head, Total: len(head)}
+		return pool.Clipped{Head: head, Total: len(head)}
 	}
 	dropped := c.Total - len(c.Head) - len(c.Tail)
 	tail := ""
@@ -107,9 +80,9 @@ func (f *Filter) cleanClipped(c Clipped) Clipped {
 		tail = c.Tail[i+1:]
 	}
 	dropped += len(c.Tail) - len(tail)
-	out := Clipped{Head: f.Clean(c.Head), Tail: f.Clean(tail)}
+	out := pool.Clipped{Head: f.Clean(c.Head), Tail: f.Clean(tail)}
 	out.Total = len(out.Head) + max(dropped, 0) + len(out.Tail)
-	if out.whole() { // nothing was dropped after all
+	if whole(out) { // nothing was dropped after all
 		out.Head += out.Tail
 		out.Tail = ""
 	}
@@ -118,8 +91,8 @@ func (f *Filter) cleanClipped(c Clipped) Clipped {
 
 // truncateClipped caps a cleaned stream like truncateMiddle; a stream the
 // kernel clipped is always truncated, its tail taken from its real end.
-func truncateClipped(c Clipped, limit int) (string, bool) {
-	if c.whole() {
+func truncateClipped(c pool.Clipped, limit int) (string, bool) {
+	if whole(c) {
 		return truncateMiddle(c.Head, limit)
 	}
 	head := min(limit*2/5, len(c.Head))
@@ -168,12 +141,12 @@ func TruncationNotice(omitted, total int) string {
 // capSpill is what a spill holds of a cleaned stream: all of it when it
 // fits limit bytes, else its head, the reference's cap notice saying how
 // much was left out, and its end (at most a tenth of limit), in limit bytes.
-func capSpill(c Clipped, limit int) string {
-	if c.whole() && len(c.Head) <= limit {
+func capSpill(c pool.Clipped, limit int) string {
+	if whole(c) && len(c.Head) <= limit {
 		return c.Head
 	}
 	end, room := c.Tail, len(c.Head)
-	if c.whole() {
+	if whole(c) {
 		end = c.Head // its end is cut below; the head stops before it
 	}
 	if keep := limit / 10; len(end) > keep {
@@ -183,7 +156,7 @@ func capSpill(c Clipped, limit int) string {
 		}
 		end = end[cut:]
 	}
-	if c.whole() {
+	if whole(c) {
 		room -= len(end)
 	}
 	notice := func(omitted int) string {

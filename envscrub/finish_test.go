@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/kernpool/kernpool/integration/wine/wintest"
+	"github.com/kernpool/kernpool/pool"
 )
 
 func TestTruncationNoticeWording(t *testing.T) {
@@ -26,12 +27,12 @@ func TestTruncationNoticeWording(t *testing.T) {
 }
 
 func TestFinishSmallOutputUntouched(t *testing.T) {
-	f := NewPipeline(OutputConfig{}).ForKernel(nil)
+	f := NewPipeline(OutputConfig{}).Filter(nil)
 	out, err := f.Finish("hello\n", "warn\n", testTempDir(t), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Output{Stdout: "hello\n", Stderr: "warn\n", StdoutBytesTotal: 6, StderrBytesTotal: 5}
+	want := pool.CellOutput{Stdout: "hello\n", Stderr: "warn\n", StdoutBytesTotal: 6, StderrBytesTotal: 5}
 	if out != want {
 		t.Errorf("got %+v", out)
 	}
@@ -47,7 +48,7 @@ func TestFinishTruncatesAndSpills(t *testing.T) {
 		b.WriteString(line)
 	}
 	raw := b.String()
-	f := NewPipeline(OutputConfig{}).ForKernel([]string{secret})
+	f := NewPipeline(OutputConfig{}).Filter([]string{secret})
 	dir := filepath.Join(testTempDir(t), "spill")
 	out, err := f.Finish(raw, "", dir, 7)
 	if err != nil {
@@ -107,7 +108,7 @@ func assertMode(t *testing.T, path string, want os.FileMode) {
 }
 
 func TestSpillCap(t *testing.T) {
-	f := NewPipeline(OutputConfig{InlineCap: 100, SpillCap: 1000}).ForKernel(nil)
+	f := NewPipeline(OutputConfig{InlineCap: 100, SpillCap: 1000}).Filter(nil)
 	dir := filepath.Join(testTempDir(t), "spill")
 	out, err := f.Finish(strings.Repeat("é", 2000), "", dir, 1) // 4000 bytes, 2-byte runes
 	if err != nil {
@@ -143,7 +144,7 @@ func TestTruncateOnRuneBoundaries(t *testing.T) {
 }
 
 func TestStderrCap(t *testing.T) {
-	f := NewPipeline(OutputConfig{}).ForKernel(nil)
+	f := NewPipeline(OutputConfig{}).Filter(nil)
 	errText := strings.Repeat("e", 25_000)
 	out, err := f.Finish("ok", errText, "", 1)
 	if err != nil {
@@ -162,7 +163,7 @@ func TestStderrCap(t *testing.T) {
 // and no partial or redirected file exists.
 func TestSpillFailuresLoseNothingElse(t *testing.T) {
 	big := strings.Repeat("y", 60_000)
-	f := NewPipeline(OutputConfig{}).ForKernel(nil)
+	f := NewPipeline(OutputConfig{}).Filter(nil)
 
 	t.Run("no spill dir", func(t *testing.T) {
 		out, err := f.Finish(big, "", "", 1)
@@ -236,7 +237,7 @@ func TestSpillQuotaRemovesOldest(t *testing.T) {
 	if wintest.OnWine() {
 		t.Skip("Wine cannot remove a file through an os.Root (removeat: Invalid function)")
 	}
-	f := NewPipeline(OutputConfig{InlineCap: 10, SpillCap: 100}).ForKernel(nil)
+	f := NewPipeline(OutputConfig{InlineCap: 10, SpillCap: 100}).Filter(nil)
 	dir := filepath.Join(testTempDir(t), "spill")
 	for cell := 1; cell <= 10; cell++ {
 		out, err := f.Finish(strings.Repeat("x", 1000), "", dir, cell)
@@ -270,11 +271,11 @@ func TestSpillQuotaRemovesOldest(t *testing.T) {
 // count what was dropped.
 func TestFinishClipped(t *testing.T) {
 	const secret = "s3cr3t-value-0123456789"
-	f := NewPipeline(OutputConfig{InlineCap: 100, SpillCap: 1000}).ForKernel([]string{secret})
+	f := NewPipeline(OutputConfig{InlineCap: 100, SpillCap: 1000}).Filter([]string{secret})
 	dir := filepath.Join(testTempDir(t), "spill")
 	head := strings.Repeat("h", 2000)
 	tail := secret[5:] + "\n" + strings.Repeat("t", 20) + "\nthe real end\n"
-	out, err := f.FinishClipped(Clipped{Head: head, Tail: tail, Total: 10_000}, Clipped{Head: "e"}, dir, 1)
+	out, err := f.FinishClipped(pool.Clipped{Head: head, Tail: tail, Total: 10_000}, pool.Clipped{Head: "e"}, dir, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,10 +301,10 @@ func TestFinishClipped(t *testing.T) {
 // A kernel that kept less than the spill cap of a clipped stream (its
 // caps are its own): the spill is all of the head, the notice and the end.
 func TestSpillOfAShortClippedHead(t *testing.T) {
-	f := NewPipeline(OutputConfig{InlineCap: 100, SpillCap: 100_000}).ForKernel(nil)
+	f := NewPipeline(OutputConfig{InlineCap: 100, SpillCap: 100_000}).Filter(nil)
 	dir := filepath.Join(testTempDir(t), "spill")
 	head := strings.Repeat("é", 500) // 1,000 bytes
-	out, err := f.FinishClipped(Clipped{Head: head, Tail: "x\nend\n", Total: 1_000_000}, Clipped{}, dir, 1)
+	out, err := f.FinishClipped(pool.Clipped{Head: head, Tail: "x\nend\n", Total: 1_000_000}, pool.Clipped{}, dir, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

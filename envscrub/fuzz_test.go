@@ -26,7 +26,7 @@ func FuzzRedact(f *testing.F) {
 		f.Add(s, "a***b.c[d")
 	}
 	f.Fuzz(func(t *testing.T, text, secret string) {
-		filter := NewPipeline(OutputConfig{}).ForKernel([]string{secret})
+		filter := NewPipeline(OutputConfig{}).Filter([]string{secret})
 		out := filter.Clean(text)
 		if len(secret) >= MinSecretLen && utf8.ValidString(secret) && strings.Contains(out, secret) {
 			t.Fatalf("secret %q survives in %q", secret, out)
@@ -43,7 +43,7 @@ func FuzzRedact(f *testing.F) {
 		if fast, ref := redactPrefixTokens(text), refPrefixTokens(text); fast != ref {
 			t.Fatalf("prefix scan differs:\n  in   %q\n  fast %q\n  ref  %q", text, fast, ref)
 		}
-		off := NewPipeline(OutputConfig{DisablePatternRedaction: true}).ForKernel([]string{secret})
+		off := NewPipeline(OutputConfig{DisablePatternRedaction: true}).Filter([]string{secret})
 		if o := off.Clean(text); len(secret) >= MinSecretLen && utf8.ValidString(secret) && strings.Contains(o, secret) {
 			t.Fatalf("patterns off: secret %q survives in %q", secret, o)
 		}

@@ -19,7 +19,7 @@ func helperFullDisk(dir string) int {
 		return 0
 	}
 	defer unix.Unmount(dir, 0)
-	f := NewPipeline(OutputConfig{}).ForKernel(nil)
+	f := NewPipeline(OutputConfig{}).Filter(nil)
 	out, err := f.Finish(strings.Repeat("x", 1_000_000), "", filepath.Join(dir, "spill"), 3)
 	entries, _ := os.ReadDir(filepath.Join(dir, "spill"))
 	fmt.Printf("err=%v truncated=%v spill=%q files=%d inline=%d\nwarning=%s\n",

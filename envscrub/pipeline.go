@@ -6,6 +6,16 @@ import (
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
+
+	"github.com/kernpool/kernpool/pool"
+)
+
+// The pool's seams this package fills, with the pool's own types.
+var (
+	_ pool.EnvBuilder          = (*Scrubber)(nil)
+	_ pool.EnvChecker          = (*Scrubber)(nil)
+	_ pool.OutputFilterFactory = (*Pipeline)(nil)
+	_ pool.RedactionCounter    = (*Filter)(nil)
 )
 
 // Output caps of parity §2.
@@ -70,13 +80,16 @@ func NewPipeline(cfg OutputConfig) *Pipeline {
 	return p
 }
 
-// ForKernel returns the filter of one kernel. secrets are the exact values
+// ForKernel is Filter as the pool's seam (pool.OutputFilterFactory).
+func (p *Pipeline) ForKernel(secrets []string) pool.OutputFilter { return p.Filter(secrets) }
+
+// Filter returns the filter of one kernel. secrets are the exact values
 // (scrubbed environment values, the RPC token) always masked, even with
 // pattern redaction off; values shorter than MinSecretLen are ignored.
 // A secret holding a quote, backslash or control character is also masked
 // in its JSON- and Python-escaped spellings (json.dumps, repr), since a
 // cell printing a structure shows it that way.
-func (p *Pipeline) ForKernel(secrets []string) *Filter {
+func (p *Pipeline) Filter(secrets []string) *Filter {
 	all := make([]string, 0, len(secrets))
 	for _, v := range secrets {
 		all = append(all, v)

@@ -144,7 +144,7 @@ import subprocess; subprocess.run(["/bin/echo", half[7:]])
 	if err != nil {
 		t.Fatalf("python: %v\n%s", err, raw)
 	}
-	f := NewPipeline(OutputConfig{}).ForKernel(append(scrubbed, "rpc-token-0123456789"))
+	f := NewPipeline(OutputConfig{}).Filter(append(scrubbed, "rpc-token-0123456789"))
 	out, err := f.Finish(string(raw), "", "", 1)
 	if err != nil {
 		t.Fatal(err)
@@ -190,7 +190,7 @@ func TestPythonEscapedSecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := NewPipeline(OutputConfig{DisablePatternRedaction: true}).ForKernel(scrubbed).Clean(string(raw))
+	got := NewPipeline(OutputConfig{DisablePatternRedaction: true}).Filter(scrubbed).Clean(string(raw))
 	for _, frag := range []string{"pa", "ss", "ord-9x"} {
 		if strings.Contains(got, frag) {
 			t.Errorf("fragment %q of the secret survives:\n%s\n(raw:\n%s)", frag, got, raw)

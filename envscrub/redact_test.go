@@ -14,7 +14,7 @@ type redactCase struct {
 // runRedact checks Clean (patterns on, no exact secrets) and idempotency.
 func runRedact(t *testing.T, cases []redactCase) {
 	t.Helper()
-	f := NewPipeline(OutputConfig{}).ForKernel(nil)
+	f := NewPipeline(OutputConfig{}).Filter(nil)
 	for _, c := range cases {
 		got := f.Clean(c.in)
 		if got != c.want {
@@ -179,7 +179,7 @@ func TestJWT(t *testing.T) {
 func TestExactValues(t *testing.T) {
 	secret := "Zq9-opaque-secret-value"
 	p := NewPipeline(OutputConfig{DisablePatternRedaction: true})
-	f := p.ForKernel([]string{secret, "short", "opaque-secret"})
+	f := p.Filter([]string{secret, "short", "opaque-secret"})
 	half1, half2 := secret[:10], secret[10:]
 	joined := "python printed " + half1 + "" + half2 + " (subprocess)" // pool joins both streams
 	if got := f.Clean(joined); got != "python printed *** (subprocess)" {
@@ -206,7 +206,7 @@ func TestExactValues(t *testing.T) {
 
 // Secrets holding '*' or '.' cannot be re-created by a mask.
 func TestExactValuesRecurse(t *testing.T) {
-	f := NewPipeline(OutputConfig{}).ForKernel([]string{"a***b***", "x.y.z.w.v"})
+	f := NewPipeline(OutputConfig{}).Filter([]string{"a***b***", "x.y.z.w.v"})
 	for _, in := range []string{"a***b***b***", "aa***b***b***b***", "x.y.z.w.x.y.z.w.v.v"} {
 		got := f.Clean(in)
 		if strings.Contains(got, "a***b***") || strings.Contains(got, "x.y.z.w.v") {
@@ -237,7 +237,7 @@ func TestMaskToken(t *testing.T) {
 // One text that makes every pass rewrite: the buffer-reusing Clean equals
 // the allocate-per-pass one.
 func TestCleanEveryPassRewrites(t *testing.T) {
-	f := NewPipeline(OutputConfig{}).ForKernel([]string{"exactSecretValue1"})
+	f := NewPipeline(OutputConfig{}).Filter([]string{"exactSecretValue1"})
 	in := "\x1b[31mexactSecretValue1\x1b[0m ghp_" + body30 + " DB_PASSWORD=x x-api-key: k\n" +
 		"-----BEGIN PRIVATE KEY-----\nMC4C\n-----END PRIVATE KEY-----\neyJhbGciOiJIUzI1NiJ9 postgres://u:p@h"
 	want := "*** ghp_ab...0123 DB_PASSWORD=*** x-api-key: ***\n[REDACTED PRIVATE KEY]\neyJhbG...NiJ9 postgres://u:***@h"
@@ -263,7 +263,7 @@ func TestZhipuCandidatesOnHexBlob(t *testing.T) {
 // Clean results alias reused scratch buffers only until returned: results
 // kept across later (and concurrent) Clean calls must not change.
 func TestCleanResultsStayIntact(t *testing.T) {
-	f := NewPipeline(OutputConfig{}).ForKernel([]string{"exactSecretValue1"})
+	f := NewPipeline(OutputConfig{}).Filter([]string{"exactSecretValue1"})
 	inputs := make([]string, 64)
 	for i := range inputs {
 		inputs[i] = fmt.Sprintf("\x1b[3%dm%d exactSecretValue1 ghp_%s%02d DB_PASSWORD=p%d\x1b[0m\n", i%8, i, body30, i, i) +

@@ -55,7 +55,7 @@ func benchSpawnSandbox(b *testing.B, edit func(*Config)) {
 	iso := newIso(b, edit)
 	staging := stateDir(b)
 	for b.Loop() {
-		sb, err := iso.NewSandbox(kernelID(b), "alice", "default", Limits{MemoryMax: 256 << 20, PidsMax: 64})
+		sb, err := iso.reserve(kernelID(b), "alice", "default", Limits{MemoryMax: 256 << 20, PidsMax: 64})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -83,7 +83,7 @@ func BenchmarkPlacement(b *testing.B) {
 	testenv.RequireCgroupMode(b, cgroup.DetectMode(""), cgroup.ModeLegacy, cgroup.ModeHybrid)
 	testenv.RequirePython(b)
 	iso := newIso(b, func(c *Config) { c.RunAsUser = false })
-	sb, err := iso.NewSandbox(kernelID(b), "alice", "default", Limits{})
+	sb, err := iso.reserve(kernelID(b), "alice", "default", Limits{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func BenchmarkKillTree50(b *testing.B) {
 	b.Run("cgroup", func(b *testing.B) {
 		for b.Loop() {
 			b.StopTimer()
-			sb, err := iso.NewSandbox(kernelID(b), "alice", "default", Limits{})
+			sb, err := iso.reserve(kernelID(b), "alice", "default", Limits{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -282,7 +282,7 @@ func coldStart(b *testing.B, iso *Isolator) time.Duration {
 	ctx := context.Background()
 	t0 := time.Now()
 	id := kernelID(b)
-	sb, err := iso.NewSandbox(id, "alice", "default", Limits{MemoryMax: 256 << 20, PidsMax: 64})
+	sb, err := iso.reserve(id, "alice", "default", Limits{MemoryMax: 256 << 20, PidsMax: 64})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kernpool/kernpool/isolate/kinit"
 	"github.com/kernpool/kernpool/kernel"
+	"github.com/kernpool/kernpool/pool"
 )
 
 // DefaultProfile is the profile a mode without its own profile uses.
@@ -125,15 +126,9 @@ type Profile struct {
 	PrivateTmp bool
 }
 
-// Limits are per-request overrides (0 = the profile's value).
-type Limits struct {
-	// MemoryMax is the memory cap in bytes; swap is capped to the same total.
-	MemoryMax int64
-	// PidsMax caps the number of tasks.
-	PidsMax int64
-	// CPUMax is the CPU quota in cores (0.5 = half a core).
-	CPUMax float64
-}
+// Limits are per-request overrides (0 = the profile's value): the pool's
+// own type, which the isolator's NewSandbox takes as pool.SandboxFactory.
+type Limits = pool.Limits
 
 // Rlimit is one resource limit the runner sets (setrlimit) before user code.
 type Rlimit struct {

@@ -42,7 +42,7 @@ func TestMain_daemon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb, err := iso.NewSandbox(kernelID(t), "alice", "default", Limits{})
+	sb, err := iso.reserve(kernelID(t), "alice", "default", Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,7 +74,7 @@ func kernelID(t testing.TB) string {
 func startKernel(t testing.TB, iso *Isolator, owner, mode string, lim Limits) (*kernel.Kernel, *Sandbox) {
 	t.Helper()
 	id := kernelID(t)
-	sb, err := iso.NewSandbox(id, owner, mode, lim)
+	sb, err := iso.reserve(id, owner, mode, lim)
 	if err != nil {
 		t.Fatalf("NewSandbox: %v", err)
 	}

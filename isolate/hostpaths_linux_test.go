@@ -274,7 +274,7 @@ func TestWorldWritableCwdIsNotTheHosts(t *testing.T) {
 	}
 	for _, cwd := range []string{shared, "/tmp"} {
 		id := kernelID(t)
-		sb, err := iso.NewSandbox(id, "alice", "default", Limits{})
+		sb, err := iso.reserve(id, "alice", "default", Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -69,7 +69,7 @@ func TestKernelStartFailsClosed(t *testing.T) {
 			iso := newIso(t, func(cfg *Config) { cfg.PerOwnerUID = false })
 			c.edit(iso)
 			id := kernelID(t)
-			sb, err := iso.NewSandbox(id, "alice", "default", Limits{})
+			sb, err := iso.reserve(id, "alice", "default", Limits{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -168,7 +168,7 @@ func TestCwdUnderTmpStaysVisible(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := kernelID(t)
-	sb, err := iso.NewSandbox(id, "alice", "default", Limits{})
+	sb, err := iso.reserve(id, "alice", "default", Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

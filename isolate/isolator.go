@@ -7,6 +7,17 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/kernpool/kernpool/kernel"
+	"github.com/kernpool/kernpool/pool"
+)
+
+// The seams this package fills, with their ports' own types: the sandbox
+// of one kernel (kernel's) and the factory the pool asks for one (pool's).
+var (
+	_ pool.SandboxFactory = (*Isolator)(nil)
+	_ pool.SandboxStatser = (*Isolator)(nil)
+	_ kernel.Sandbox      = (*Sandbox)(nil)
 )
 
 // core is what the Isolator of every platform holds: its configuration,

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+
+	"github.com/kernpool/kernpool/kernel"
+	"github.com/kernpool/kernpool/pool"
 )
 
 // Isolator makes the Sandbox of each new kernel. Outside Linux there are no
@@ -49,9 +52,18 @@ func baseReport(cfg Config) Report {
 	}
 }
 
-// NewSandbox makes the confinement of one kernel; limits are checked
+// NewSandbox is reserve as the pool's seam (pool.SandboxFactory).
+func (i *Isolator) NewSandbox(id, owner, mode string, lim Limits) (kernel.Sandbox, error) {
+	sb, err := i.reserve(id, owner, mode, lim)
+	if err != nil {
+		return nil, err
+	}
+	return sb, nil
+}
+
+// reserve makes the confinement of one kernel; limits are checked
 // against the ceiling even where they cannot be enforced.
-func (i *Isolator) NewSandbox(id, owner, mode string, lim Limits) (*Sandbox, error) {
+func (i *Isolator) reserve(id, owner, mode string, lim Limits) (*Sandbox, error) {
 	res, _, err := i.admit(id, mode, lim)
 	if err != nil {
 		return nil, err
@@ -82,3 +94,7 @@ func (i *Isolator) Close() error {
 	i.closed = true
 	return nil
 }
+
+// SandboxStats is all zero here: no kernel uids are scrubbed and no host
+// paths are walked off Linux.
+func (i *Isolator) SandboxStats() pool.SandboxStats { return pool.SandboxStats{} }

@@ -137,7 +137,7 @@ func newWinSandbox(t *testing.T) *Sandbox {
 		t.Fatalf("new isolator: %v", err)
 	}
 	t.Cleanup(func() { _ = iso.Close() })
-	sb, err := iso.NewSandbox("kjob"+strconv.Itoa(os.Getpid()), "owner", "", Limits{})
+	sb, err := iso.reserve("kjob"+strconv.Itoa(os.Getpid()), "owner", "", Limits{})
 	if err != nil {
 		t.Fatalf("new sandbox: %v", err)
 	}

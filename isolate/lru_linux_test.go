@@ -100,7 +100,7 @@ func TestSandboxIsolationMatchesTheCgroup(t *testing.T) {
 	iso := newIso(t, func(c *Config) {
 		c.Profiles["sealed"] = Profile{NoNetwork: true, Resources: LimitsResources(Limits{MemoryMax: 96 << 20, PidsMax: 40, CPUMax: 0.25})}
 	})
-	sb, err := iso.NewSandbox(kernelID(t), "alice", "sealed", Limits{})
+	sb, err := iso.reserve(kernelID(t), "alice", "sealed", Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestSandboxIsolationMatchesTheCgroup(t *testing.T) {
 			t.Errorf("%s: memory.limit_in_bytes = %s, report says %d", d, b, is.MemoryMax)
 		}
 	}
-	if _, err := iso.NewSandbox(kernelID(t), "alice", "nope", Limits{}); err == nil || !strings.Contains(err.Error(), "known: default, sealed") {
+	if _, err := iso.reserve(kernelID(t), "alice", "nope", Limits{}); err == nil || !strings.Contains(err.Error(), "known: default, sealed") {
 		t.Errorf("unknown mode: %v, want a refusal naming the modes", err)
 	}
 }

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
 
+	"github.com/kernpool/kernpool/pool"
 	"golang.org/x/sys/unix"
 )
 
@@ -375,29 +377,39 @@ func ipcIDs(path string, uid int) ([]int, error) {
 	return ids, sc.Err()
 }
 
-// scrubStats counts the scrubs of one isolator, for ScrubStats.
+// scrubStats counts the scrubs of one isolator, for SandboxStats.
 type scrubStats struct {
-	runs, removed, incomplete atomic.Int64
+	runs, removed, bounded, failed atomic.Int64
 }
 
 func (s *scrubStats) record(res scrubResult, err error) {
 	s.runs.Add(1)
 	s.removed.Add(int64(res.Removed))
-	if err != nil {
-		s.incomplete.Add(1)
+	if errors.Is(err, errScrubBound) {
+		s.bounded.Add(1)
+	}
+	if scrubFailed(err) {
+		s.failed.Add(1)
 	}
 }
 
-// ScrubStats are the isolator's leftover scrubs so far: how many ran, the
-// entries they removed, and how many stopped at a bound or an error (their
-// uid was leased anyway; the log names it).
-type ScrubStats struct {
-	Runs, Removed, Incomplete int64
+// scrubFailed says whether err holds an error other than the bound.
+func scrubFailed(err error) bool {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return slices.ContainsFunc(j.Unwrap(), scrubFailed)
+	}
+	return err != nil && !errors.Is(err, errScrubBound)
 }
 
-// ScrubStats reports the scrubs so far.
-func (i *Isolator) ScrubStats() ScrubStats {
-	return ScrubStats{Runs: i.scrubs.runs.Load(), Removed: i.scrubs.removed.Load(), Incomplete: i.scrubs.incomplete.Load()}
+// SandboxStats reports the scrubs so far and the host-path walk done at
+// start (pool.SandboxStatser: the daemon's metrics).
+func (i *Isolator) SandboxStats() pool.SandboxStats {
+	return pool.SandboxStats{
+		UIDScrubs: i.scrubs.runs.Load(), ScrubRemoved: i.scrubs.removed.Load(),
+		ScrubBounded: i.scrubs.bounded.Load(), ScrubErrors: i.scrubs.failed.Load(),
+		HostPathsPrivate: len(i.hostPaths.Private), HostPathsReadOnly: len(i.hostPaths.ReadOnly),
+		HostPathDirs: i.hostPaths.Dirs, HostPathWalk: i.hostPaths.Took,
+	}
 }
 
 // TaintedUIDs is how many kernel uids are retired now (their processes

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kernpool/kernpool/internal/testenv"
+	"golang.org/x/sys/unix"
 )
 
 // The helper-process trick: the test binary re-execs itself as a fake
@@ -25,21 +26,69 @@ const (
 	helperCellEnv  = "KERNPOOL_KERNEL_TEST_CELL"
 )
 
-// runHelper is the fake daemon: it starts a kernel, starts a long cell and
-// prints "READY <kernel pid> <grandchild pid>" once the cell runs, then
-// waits to be killed.
+// runHelper runs a helper mode: "reaper" or "hostdie".
 func runHelper(mode string) int {
-	if mode != "hostdie" {
-		fmt.Fprintln(os.Stderr, "unknown helper mode", mode)
-		return 2
+	switch mode {
+	case "reaper":
+		return runReaper()
+	case "hostdie":
+		return runHostDie()
 	}
+	fmt.Fprintln(os.Stderr, "unknown helper mode", mode)
+	return 2
+}
+
+// runReaper becomes a child subreaper, starts the fake daemon and prints
+// "HOST <pid>", then "EXIT <pid> <signal> <code>" for every process it
+// reaps: the daemon's kernel and the kernel's children are orphaned to it
+// when the daemon dies, so the test learns how each one ended (killed, or
+// exited by itself) without being their parent.
+func runReaper() int {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "PR_SET_CHILD_SUBREAPER:", err)
+		return 1
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"=hostdie")
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "start daemon:", err)
+		return 1
+	}
+	fmt.Printf("HOST %d\n", cmd.Process.Pid)
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, 0, nil)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err != nil:
+			return 0 // ECHILD: every orphan reaped
+		}
+		sig := -1
+		if ws.Signaled() {
+			sig = int(ws.Signal())
+		}
+		fmt.Printf("EXIT %d %d %d\n", pid, sig, ws.ExitStatus())
+	}
+}
+
+// runHostDie is the fake daemon: it starts a kernel, starts a long cell
+// and prints "READY <kernel pid> <child pid> <watchdog pid>" once the cell
+// runs, then waits to be killed.
+func runHostDie() int {
 	state := os.Getenv(helperStateEnv)
 	k, err := Start(context.Background(), Spec{ID: "khelper", Interpreter: testenv.Python, StateDir: state, Env: []string{"PATH=/usr/bin:/bin"}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start:", err)
 		return 1
 	}
-	r, err := k.Exec(context.Background(), Cell{Code: "import os, subprocess\nc = subprocess.Popen(['/bin/sleep', '60'])\nprint(os.getpid(), c.pid)"})
+	// The runner's other child is its watchdog.
+	r, err := k.Exec(context.Background(), Cell{Code: `import os, subprocess
+c = subprocess.Popen(['/bin/sleep', '3600'])
+me = os.getpid()
+kids = open('/proc/%d/task/%d/children' % (me, me)).read().split()
+print(me, c.pid, *[k for k in kids if int(k) != c.pid])`})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "exec:", err)
 		return 1
@@ -56,48 +105,96 @@ func runHelper(mode string) int {
 	select {}
 }
 
+// TestHostSIGKILLMidCellKillsKernel SIGKILLs a kernel's host mid-cell: the
+// kernel and its child die. The child outlives the test's patience unless
+// killed, and the watchdog must end by its own group kill (SIGKILL), not
+// exit: how the reaper saw them end tells the watchdog acted. With a cell
+// holding the GIL in C only the watchdog can act (Pdeathsig kills the
+// runner before any Python code runs).
 func TestHostSIGKILLMidCellKillsKernel(t *testing.T) {
 	testenv.RequirePython(t)
 	requireProc(t)
 	cases := []struct{ name, cell string }{
-		{"sleeping cell", "import time; time.sleep(60)"},
+		{"sleeping cell", "import time; time.sleep(3600)"},
 		{"cell holding the GIL in C", "sum(range(10**13))"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			state := t.TempDir()
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), helperEnv+"=hostdie", helperStateEnv+"="+state, helperCellEnv+"="+c.cell)
-			cmd.Stderr = os.Stderr
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-			line, err := bufio.NewReader(out).ReadString('\n')
-			var kpid, child int
-			if _, serr := fmt.Sscanf(line, "READY %d %d", &kpid, &child); err != nil || serr != nil {
-				t.Fatalf("helper said %q (%v, %v)", line, err, serr)
-			}
-			if !alive(kpid) || !alive(child) {
-				t.Fatal("kernel not running before the host died")
-			}
-			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			_ = cmd.Wait()
-			if !waitDead(kpid, testenv.Patience) {
-				_ = syscall.Kill(-kpid, syscall.SIGKILL) // clean up before failing
-				t.Fatalf("kernel %d survived its host", kpid)
-			}
-			if !waitDead(child, testenv.Patience) {
-				_ = syscall.Kill(child, syscall.SIGKILL)
-				t.Fatalf("kernel child %d survived its host", child)
-			}
+			hostDiesMidCell(t, c.cell)
 		})
+	}
+}
+
+func hostDiesMidCell(t *testing.T, cell string) {
+	state := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"=reaper", helperStateEnv+"="+state, helperCellEnv+"="+cell)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		for sc := bufio.NewScanner(out); sc.Scan(); {
+			lines <- sc.Text()
+		}
+	}()
+	var host, kpid, child, watchdog int
+	exits := map[int][2]int{} // pid -> signal, exit code
+	defer func() {
+		for _, pid := range []int{kpid, child, watchdog} {
+			if _, ok := exits[pid]; !ok && pid > 0 {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}()
+	next := func(what string) string {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("the reaper ended while waiting for %s", what)
+			}
+			return l
+		case <-time.After(testenv.Patience):
+			t.Fatalf("no %s after %v", what, testenv.Patience)
+		}
+		return ""
+	}
+	for host == 0 || kpid == 0 {
+		l := next("host and kernel pids")
+		_, _ = fmt.Sscanf(l, "HOST %d", &host)
+		if n, _ := fmt.Sscanf(l, "READY %d %d %d", &kpid, &child, &watchdog); strings.HasPrefix(l, "READY") && n != 3 {
+			t.Fatalf("helper said %q", l)
+		}
+	}
+	if !alive(kpid) || !alive(child) || !alive(watchdog) {
+		t.Fatal("kernel not running before the host died")
+	}
+	if err := syscall.Kill(host, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// The watchdog's end is checked as soon as it comes: one that exited
+	// leaves the child running past the test's patience.
+	for _, pid := range []int{watchdog, kpid, child} {
+		for _, ok := exits[pid]; !ok; _, ok = exits[pid] {
+			var p, sig, code int
+			if _, err := fmt.Sscanf(next("the kernel's processes to end"), "EXIT %d %d %d", &p, &sig, &code); err == nil {
+				exits[p] = [2]int{sig, code}
+			}
+			if p == watchdog && sig != int(syscall.SIGKILL) {
+				t.Fatalf("watchdog %d ended with signal %d, exit %d: it did not take the kernel's group down (SIGKILL, itself included)", watchdog, sig, code)
+			}
+		}
+	}
+	if e := exits[child]; e[0] != int(syscall.SIGKILL) {
+		t.Errorf("kernel child %d ended with signal %d, exit %d, not killed with its kernel", child, e[0], e[1])
 	}
 }
 
@@ -150,7 +247,10 @@ func TestKernelSurvivesExitOfStartingThread(t *testing.T) {
 // With Pdeathsig and the pidfd watchdog out of play (the test starts the
 // runner itself and stays alive), only the runner's request-pipe watcher
 // can see the host go: closing the pipe mid-cell must take the runner and
-// the cell's child down. This is the layer non-Linux hosts rely on.
+// the cell's child down. This is the layer non-Linux hosts rely on. The
+// cell and its child outlive the test's patience, and the runner must end
+// without replying to the cell: the only other way down, the main thread
+// reading the pipe's end, comes after the cell's reply.
 func TestRequestPipeHangupMidCellKillsKernel(t *testing.T) {
 	testenv.RequirePython(t)
 	requireProc(t)
@@ -177,23 +277,45 @@ func TestRequestPipeHangupMidCellKillsKernel(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() }()
-	cell := `import os, subprocess, time\nc = subprocess.Popen(['/bin/sleep', '60'])\nos.write(1, b'CHILD %d\\n' % c.pid)\ntime.sleep(60)`
+	var child int
+	defer func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		if child > 0 {
+			_ = syscall.Kill(child, syscall.SIGKILL)
+		}
+		_ = cmd.Wait()
+	}()
+	cell := `import os, subprocess, time\nc = subprocess.Popen(['/bin/sleep', '3600'])\nos.write(1, b'CHILD %d\\n' % c.pid)\ntime.sleep(3600)`
 	if _, err := io.WriteString(stdin, "KERNPOOL1 "+testSentinel+" -\n"+`{"id":"1","code":"`+cell+`"}`+"\n"); err != nil {
 		t.Fatal(err)
 	}
-	var child int
-	for sc := bufio.NewScanner(out); child == 0 && sc.Scan(); {
+	sc := bufio.NewScanner(out)
+	for child == 0 && sc.Scan() {
 		_, _ = fmt.Sscanf(sc.Text(), "CHILD %d", &child)
 	}
 	if child == 0 || !alive(child) {
 		t.Fatalf("the cell's child never ran (pid %d)", child)
 	}
+	// The rest of the output ends once the runner and the child, which
+	// share its pipe, are gone.
+	rest := make(chan string, 1)
+	go func() {
+		var b strings.Builder
+		for sc.Scan() {
+			b.WriteString(sc.Text() + "\n")
+		}
+		rest <- b.String()
+	}()
 	_ = stdin.Close()
-	if !waitDead(cmd.Process.Pid, testenv.Patience) {
-		t.Fatalf("runner %d survived the end of its request pipe by 5 s", cmd.Process.Pid)
+	select {
+	case tail := <-rest:
+		if strings.Contains(tail, `"id":"1"`) {
+			t.Fatalf("the runner replied to the cell before it went down: the hang-up watcher did not act mid-cell\n%s", tail)
+		}
+	case <-time.After(testenv.Patience):
+		t.Fatalf("runner %d or the cell's child %d survived the end of the request pipe by %v", cmd.Process.Pid, child, testenv.Patience)
 	}
-	if !waitDead(child, testenv.Patience) {
-		t.Fatalf("the cell's child %d survived the end of the request pipe by 5 s", child)
+	if !waitDead(cmd.Process.Pid, testenv.Patience) || !waitDead(child, testenv.Patience) {
+		t.Fatalf("runner %d or the cell's child %d survived the end of the request pipe", cmd.Process.Pid, child)
 	}
 }

@@ -4,8 +4,9 @@
 // TCP listener of `serve --metrics-listen`).
 //
 // Labels are bounded by the configuration: mode (a configured profile),
-// status, end reason, refusal and tool-call outcome. Owners, kernel ids
-// and code never become label values (cardinality and privacy); per-owner
+// status, end reason, refusal, tool-call outcome and host-path kind.
+// Owners, kernel ids and code never become label values (cardinality and
+// privacy); per-owner
 // figures stay in `kernpool ps`. docs/ops.md ("Metrics") lists every
 // series.
 package metrics

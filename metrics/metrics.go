@@ -34,6 +34,7 @@ type Metrics struct {
 	betweenCellsBytes                              prometheus.Counter
 	redactions, auditFailures                      prometheus.Counter
 	daemonBytes                                    prometheus.Histogram
+	sandbox                                        *sandboxCollector
 }
 
 var _ pool.Observer = (*Metrics)(nil)
@@ -42,7 +43,7 @@ var _ pool.Observer = (*Metrics)(nil)
 // collectors). modes are the configured modes: their series exist at 0
 // from the start, so alerts and rate() see them before the first event.
 func New(version, revision string, modes []string) *Metrics {
-	m := &Metrics{reg: prometheus.NewRegistry()}
+	m := &Metrics{reg: prometheus.NewRegistry(), sandbox: newSandboxCollector()}
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help}, labels)
 	}
@@ -81,7 +82,7 @@ func New(version, revision string, modes []string) *Metrics {
 	build.WithLabelValues(version, revision).Set(1)
 	m.reg.MustRegister(m.cells, m.kernelStarts, m.kernelEnds, m.spawnFailures, m.oomKills, m.refusals,
 		m.toolCalls, m.cellDuration, m.live, m.spares, m.outputBytes, m.droppedBytes, m.betweenCellsBytes, m.spillBytes,
-		m.redactions, m.auditFailures, m.daemonBytes, build,
+		m.redactions, m.auditFailures, m.daemonBytes, build, m.sandbox,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.precreate(modes)
 	return m

@@ -66,3 +66,37 @@ func TestObserverSeries(t *testing.T) {
 		t.Error("an owner, code or kernel id became a label value")
 	}
 }
+
+// The sandbox series exist at zero before a source is wired, then show
+// what it reports at each scrape.
+func TestSandboxSeries(t *testing.T) {
+	m := New("v", "r", nil)
+	scrape := func() string {
+		rec := httptest.NewRecorder()
+		m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		return rec.Body.String()
+	}
+	for _, line := range []string{`kernpool_uid_scrubs_total 0`, `kernpool_host_paths{kind="private"} 0`} {
+		if !strings.Contains(scrape(), line+"\n") {
+			t.Errorf("before WatchSandboxes: missing %s", line)
+		}
+	}
+	st := pool.SandboxStats{UIDScrubs: 3, ScrubRemoved: 100010, ScrubBounded: 1, ScrubErrors: 2,
+		HostPathsPrivate: 5, HostPathsReadOnly: 1, HostPathDirs: 4000, HostPathWalk: 1500 * time.Millisecond}
+	m.WatchSandboxes(func() pool.SandboxStats { return st })
+	body := scrape()
+	for _, line := range []string{
+		`kernpool_uid_scrubs_total 3`,
+		`kernpool_uid_scrub_removed_entries_total 100010`,
+		`kernpool_uid_scrub_bounded_total 1`,
+		`kernpool_uid_scrub_errors_total 2`,
+		`kernpool_host_paths{kind="private"} 5`,
+		`kernpool_host_paths{kind="read_only"} 1`,
+		`kernpool_host_path_walk_dirs 4000`,
+		`kernpool_host_path_walk_seconds 1.5`,
+	} {
+		if !strings.Contains(body, line+"\n") {
+			t.Errorf("missing %s", line)
+		}
+	}
+}

@@ -1,4 +1,4 @@
-package pool
+package pool_test
 
 import (
 	"context"
@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kernpool/kernpool/pool"
+	"github.com/kernpool/kernpool/rpcsock"
 )
 
 // toolLoopCell is a cell that makes one warm-up call (it opens the stub's
@@ -38,14 +41,14 @@ func reportPerCall(b *testing.B, output string, n int) {
 // pool's ToolHandler and back, on a warm kernel. ns/call is measured inside
 // the cell; ns/op also carries the cell's own cost spread over b.N calls.
 func BenchmarkToolRoundTripPool(b *testing.B) {
-	p := newTestPool(b, func(c *Config) { c.Tools = rpcFactory{} })
-	echo := ToolHandlerFunc(func(_ context.Context, c ToolCall) (string, error) {
+	p := newTestPool(b, func(c *pool.Config) { c.Tools = rpcsock.Factory{} })
+	echo := pool.ToolHandlerFunc(func(_ context.Context, c pool.ToolCall) (string, error) {
 		return string(c.Args), nil
 	})
-	req := Request{Owner: "bench", Tools: []string{"echo"}, ToolHandler: echo, Timeout: 10 * time.Minute}
+	req := pool.Request{Owner: "bench", Tools: []string{"echo"}, ToolHandler: echo, Timeout: 10 * time.Minute}
 	warm := req
 	warm.Code = toolLoopCell(1)
-	if res := run(b, p, warm); res.Status != StatusSuccess || res.ToolCallsMade != 2 {
+	if res := run(b, p, warm); res.Status != pool.StatusSuccess || res.ToolCallsMade != 2 {
 		b.Fatalf("warm-up: %+v", res)
 	}
 	req.Code = toolLoopCell(b.N)
@@ -53,7 +56,7 @@ func BenchmarkToolRoundTripPool(b *testing.B) {
 	b.ResetTimer()
 	res, err := p.Execute(b.Context(), req)
 	b.StopTimer()
-	if err != nil || res.Status != StatusSuccess || !res.Kernel.Reused || res.ToolCallsMade != b.N+1 {
+	if err != nil || res.Status != pool.StatusSuccess || !res.Kernel.Reused || res.ToolCallsMade != b.N+1 {
 		b.Fatalf("Execute: %v %+v", err, res)
 	}
 	reportPerCall(b, res.Output, b.N)

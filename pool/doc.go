@@ -8,9 +8,13 @@
 //
 // It drives package kernel for one kernel's process and reaches the other
 // layers only through the seams in seams.go (SandboxFactory, EnvBuilder,
-// OutputFilterFactory, ToolServerFactory), so it builds without them. Its
-// tests that need real confinement use the real adapters (isolate, envscrub,
-// rpcsock) through the same seams.
+// OutputFilterFactory, ToolServerFactory, Observer), so it builds and tests
+// without them: the adapters (isolate, envscrub, rpcsock, audit, metrics)
+// import pool and satisfy the seams with its own types. Tests that use the
+// real adapters are therefore in the external package pool_test
+// (export_test.go lends them the package's test helpers); the package's
+// own tests that need a real sandbox get isolate's through RealSandboxes,
+// which pool_test sets.
 // Every seam may be nil: kernels then run as plain process groups with a
 // minimal environment (Config.Env), unfiltered output, and tool sets are
 // refused.

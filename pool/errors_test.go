@@ -1,10 +1,11 @@
-package pool
+package pool_test
 
 import (
 	"errors"
 	"testing"
 
 	"github.com/kernpool/kernpool/envscrub"
+	"github.com/kernpool/kernpool/pool"
 )
 
 // TestErrorMessagesStateTheirCauseOnce: errors are wrapped with the
@@ -16,7 +17,7 @@ func TestErrorMessagesStateTheirCauseOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := newTestPool(t, func(c *Config) { c.Env = scrub })
+	p := newTestPool(t, func(c *pool.Config) { c.Env = scrub })
 	for _, tc := range []struct {
 		name string
 		call func() error
@@ -26,35 +27,35 @@ func TestErrorMessagesStateTheirCauseOnce(t *testing.T) {
 		{
 			name: "refused passthrough",
 			call: func() error {
-				_, err := p.Execute(t.Context(), Request{Code: "1", Passthrough: []string{"OPENAI_API_KEY"}})
+				_, err := p.Execute(t.Context(), pool.Request{Code: "1", Passthrough: []string{"OPENAI_API_KEY"}})
 				return err
 			},
 			want: `execute: kernel environment: passthrough "OPENAI_API_KEY" refused by refusal list entry "OPENAI_API_KEY"`,
-			is:   []error{ErrBadRequest, envscrub.ErrRefused},
+			is:   []error{pool.ErrBadRequest, envscrub.ErrRefused},
 		},
 		{
 			name: "reserved passthrough",
 			call: func() error {
-				_, err := p.Execute(t.Context(), Request{Code: "1", Passthrough: []string{"KERNPOOL_SENTINEL"}})
+				_, err := p.Execute(t.Context(), pool.Request{Code: "1", Passthrough: []string{"KERNPOOL_SENTINEL"}})
 				return err
 			},
 			want: `execute: kernel environment: passthrough "KERNPOOL_SENTINEL" refused by the reserved prefix KERNPOOL_`,
-			is:   []error{ErrBadRequest, envscrub.ErrRefused},
+			is:   []error{pool.ErrBadRequest, envscrub.ErrRefused},
 		},
 		{
 			name: "owner not UTF-8",
 			call: func() error {
-				_, err := p.Execute(t.Context(), Request{Code: "1", Owner: "a\xffb"})
+				_, err := p.Execute(t.Context(), pool.Request{Code: "1", Owner: "a\xffb"})
 				return err
 			},
 			want: "execute: owner is not valid UTF-8: bad request",
-			is:   []error{ErrBadRequest},
+			is:   []error{pool.ErrBadRequest},
 		},
 		{
 			name: "kill of an unknown kernel",
 			call: func() error { return p.Kill("k0000000000000000") },
 			want: `kill "k0000000000000000": no such kernel`,
-			is:   []error{ErrNotFound},
+			is:   []error{pool.ErrNotFound},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

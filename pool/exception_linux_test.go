@@ -1,4 +1,4 @@
-package pool
+package pool_test
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 
 	"github.com/kernpool/kernpool/envscrub"
 	"github.com/kernpool/kernpool/internal/testenv"
+	"github.com/kernpool/kernpool/pool"
+	"github.com/kernpool/kernpool/rpcsock"
 )
 
 // A result carries stdout and stderr apart and the exception structured;
@@ -23,14 +25,14 @@ func TestExceptionAndStreamsRedacted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := newTestPool(t, func(c *Config) {
+	p := newTestPool(t, func(c *pool.Config) {
 		c.Env = scrub
-		c.Output = realOutput{envscrub.OutputConfig{InlineCap: 1000, StderrCap: 1000, SpillCap: 100000}}
+		c.Output = envscrub.NewPipeline(envscrub.OutputConfig{InlineCap: 1000, StderrCap: 1000, SpillCap: 100000})
 	})
 	s := "'" + secret + "'"
-	res := run(t, p, Request{Code: "import sys\nprint('out', " + s + ")\nprint('err', " + s + ", file=sys.stderr)\n" +
+	res := run(t, p, pool.Request{Code: "import sys\nprint('out', " + s + ")\nprint('err', " + s + ", file=sys.stderr)\n" +
 		"E = type('E_' + " + s + ", (Exception,), {})\ndef f():\n    raise E(" + s + ")\nf()"})
-	wantStatus(t, res, StatusError)
+	wantStatus(t, res, pool.StatusError)
 	e := res.Exception
 	if e == nil || res.Stdout != "out ***\n" || res.Stderr != "err ***\n" {
 		t.Fatalf("stdout %q stderr %q exception %+v", res.Stdout, res.Stderr, e)
@@ -47,7 +49,7 @@ func TestExceptionAndStreamsRedacted(t *testing.T) {
 	if !strings.Contains(e.Traceback[2], "in f\n") || !strings.HasSuffix(res.Output, strings.Join(e.Traceback, "")) {
 		t.Errorf("traceback entries %q do not end the output %q", e.Traceback, res.Output)
 	}
-	res = run(t, p, Request{Code: "print('fine')"})
+	res = run(t, p, pool.Request{Code: "print('fine')"})
 	if res.Exception != nil || res.Stdout != "fine\n" || res.Stderr != "" {
 		t.Fatalf("a quiet success: %+v", res)
 	}
@@ -57,17 +59,17 @@ func TestExceptionAndStreamsRedacted(t *testing.T) {
 // cell's frame and the tool's message, never the stub's frames or the
 // kernel's staging path.
 func TestToolErrorTraceback(t *testing.T) {
-	p := newTestPool(t, func(c *Config) { c.Tools = rpcFactory{} })
-	failing := ToolHandlerFunc(func(context.Context, ToolCall) (string, error) {
+	p := newTestPool(t, func(c *pool.Config) { c.Tools = rpcsock.Factory{} })
+	failing := pool.ToolHandlerFunc(func(context.Context, pool.ToolCall) (string, error) {
 		return "", errors.New("search backend down")
 	})
-	res := run(t, p, Request{Owner: "tools", Tools: []string{"search"}, ToolHandler: failing, Code: "import kernpool_tools\nkernpool_tools.search(q=1)"})
-	wantStatus(t, res, StatusError)
+	res := run(t, p, pool.Request{Owner: "tools", Tools: []string{"search"}, ToolHandler: failing, Code: "import kernpool_tools\nkernpool_tools.search(q=1)"})
+	wantStatus(t, res, pool.StatusError)
 	e := res.Exception
 	if e == nil || e.EName != "ToolError" || !strings.Contains(e.EValue, "search backend down") {
 		t.Fatalf("exception %+v", e)
 	}
-	staging := filepath.Join(p.cfg.StateDir, "kernels", res.Kernel.ID)
+	staging := filepath.Join(pool.StateDirOf(p), "kernels", res.Kernel.ID)
 	for _, f := range append([]string{res.Output, res.Error, e.EValue}, e.Traceback...) {
 		for _, bad := range []string{"kernpool_tools.py", "runner.py", staging} {
 			if strings.Contains(f, bad) {
@@ -84,9 +86,9 @@ func TestToolErrorTraceback(t *testing.T) {
 // part, and the whole result stays small.
 func TestHugeExceptionResultBounded(t *testing.T) {
 	testenv.RequirePython(t)
-	p := newTestPool(t, func(c *Config) { c.Output = realOutput{envscrub.OutputConfig{}} })
-	res := run(t, p, Request{Code: "raise ValueError('é' * (2 << 20))"})
-	wantStatus(t, res, StatusError)
+	p := newTestPool(t, func(c *pool.Config) { c.Output = envscrub.NewPipeline(envscrub.OutputConfig{}) })
+	res := run(t, p, pool.Request{Code: "raise ValueError('é' * (2 << 20))"})
+	wantStatus(t, res, pool.StatusError)
 	e := res.Exception
 	if e == nil || e.EName != "ValueError" {
 		t.Fatalf("exception %+v", e)

@@ -1,4 +1,4 @@
-package pool
+package pool_test
 
 import (
 	"bytes"
@@ -18,6 +18,7 @@ import (
 	"github.com/kernpool/kernpool/internal/memtest"
 	"github.com/kernpool/kernpool/internal/testenv"
 	"github.com/kernpool/kernpool/isolate"
+	"github.com/kernpool/kernpool/pool"
 )
 
 // maxFilesGrowth bounds the daemon's peak RSS growth while it streams a
@@ -27,7 +28,7 @@ const maxFilesGrowth = 16 << 20
 // filesPool is a pool of real sandboxed kernels (uid, namespaces, tmpfs
 // staging dir) whose default mode has a 512 MiB working area and a
 // "small" mode a 4 MiB one; uploads are capped at maxBytes.
-func filesPool(t *testing.T, maxBytes int64) *Pool {
+func filesPool(t *testing.T, maxBytes int64) *pool.Pool {
 	t.Helper()
 	testenv.RequireRoot(t)
 	testenv.RequireCgroupMode(t, cgroup.DetectMode(""), cgroup.ModeLegacy, cgroup.ModeHybrid, cgroup.ModeUnified)
@@ -54,10 +55,10 @@ func filesPool(t *testing.T, maxBytes int64) *Pool {
 			t.Errorf("isolator Close: %v", err)
 		}
 	})
-	return newTestPool(t, func(c *Config) {
+	return newTestPool(t, func(c *pool.Config) {
 		c.StateDir = state
-		c.Sandboxes = realSandboxes{iso}
-		c.Policies = map[string]CellPolicy{defaultName: {FilesMaxBytes: maxBytes}}
+		c.Sandboxes = iso
+		c.Policies = map[string]pool.CellPolicy{"default": {FilesMaxBytes: maxBytes}}
 	})
 }
 
@@ -88,7 +89,7 @@ func patternSum(n int64) string {
 // the daemon's RSS stays bounded whatever the size (1 MiB, 100 MiB).
 func TestFilesRoundTripStreams(t *testing.T) {
 	p := filesPool(t, 200<<20)
-	res := run(t, p, Request{Owner: "a", Code: "import os\nos.getuid()"})
+	res := run(t, p, pool.Request{Owner: "a", Code: "import os\nos.getuid()"})
 	id := res.Kernel.ID
 	for _, n := range []int64{1 << 20, 100 << 20} {
 		var wrote int64
@@ -107,7 +108,7 @@ func TestFilesRoundTripStreams(t *testing.T) {
 			"    for b in iter(lambda: f.read(1 << 20), b''): h.update(b)\n" +
 			"with open('out.bin', 'wb') as f:\n    with open('in/data.bin', 'rb') as g:\n        for b in iter(lambda: g.read(1 << 20), b''): f.write(b)\n" +
 			"print(h.hexdigest(), st.st_size, st.st_uid == os.getuid(), oct(st.st_mode & 0o777))"
-		res = run(t, p, Request{Owner: "a", Code: code})
+		res = run(t, p, pool.Request{Owner: "a", Code: code})
 		if want := fmt.Sprintf("%s %d True 0o600\n", patternSum(n), n); res.Output != want {
 			t.Fatalf("the cell read %q, want %q (%s)", res.Output, want, res.Error)
 		}
@@ -131,14 +132,14 @@ func TestFilesRoundTripStreams(t *testing.T) {
 		}
 	}
 	l, err := p.ListFiles(id, "in")
-	if err != nil || len(l.Entries) != 1 || l.Entries[0].Name != "data.bin" || l.Entries[0].Size != 100<<20 || l.Entries[0].Type != FileRegular {
+	if err != nil || len(l.Entries) != 1 || l.Entries[0].Name != "data.bin" || l.Entries[0].Size != 100<<20 || l.Entries[0].Type != pool.FileRegular {
 		t.Fatalf("listing of in/: %+v, %v", l, err)
 	}
 	if err := p.DeleteFile(id, "in/data.bin"); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := p.OpenFile(id, "in/data.bin"); !errors.Is(err, ErrNoFile) {
-		t.Fatalf("read after delete: %v, want ErrNoFile", err)
+	if _, _, err := p.OpenFile(id, "in/data.bin"); !errors.Is(err, pool.ErrNoFile) {
+		t.Fatalf("read after delete: %v, want pool.ErrNoFile", err)
 	}
 }
 
@@ -147,7 +148,7 @@ func TestFilesRoundTripStreams(t *testing.T) {
 // write replaces the link itself and never touches its target.
 func TestFilesPlantedSymlinksDoNotRedirect(t *testing.T) {
 	p := filesPool(t, 1<<20)
-	victim := run(t, p, Request{Owner: "victim", Code: "open('secret.txt', 'w').write('victim data')\nimport os\nprint(os.getcwd())"})
+	victim := run(t, p, pool.Request{Owner: "victim", Code: "open('secret.txt', 'w').write('victim data')\nimport os\nprint(os.getcwd())"})
 	victimDir := strings.TrimSpace(victim.Output)
 	shadow, err := os.ReadFile("/etc/shadow")
 	if err != nil {
@@ -155,8 +156,8 @@ func TestFilesPlantedSymlinksDoNotRedirect(t *testing.T) {
 	}
 	code := fmt.Sprintf("import os\nos.symlink('/etc/shadow', 'out.txt')\nos.symlink('/etc', 'etc')\nos.symlink(%q, 'other')\n"+
 		"os.symlink(%q, 'other.txt')\nos.mkdir('d')\nos.symlink('/etc/passwd', 'd/p')", victimDir, filepath.Join(victimDir, "secret.txt"))
-	res := run(t, p, Request{Owner: "tenant", Code: code})
-	wantStatus(t, res, StatusSuccess)
+	res := run(t, p, pool.Request{Owner: "tenant", Code: code})
+	wantStatus(t, res, pool.StatusSuccess)
 	id := res.Kernel.ID
 	for _, path := range []string{"out.txt", "etc/shadow", "etc/passwd", "other/secret.txt", "other.txt", "d/p"} {
 		f, _, err := p.OpenFile(id, path)
@@ -165,7 +166,7 @@ func TestFilesPlantedSymlinksDoNotRedirect(t *testing.T) {
 			f.Close()
 			t.Fatalf("read of %s through a planted symlink returned %d bytes", path, len(b))
 		}
-		if !errors.Is(err, ErrNotRegular) && !errors.Is(err, ErrNoFile) {
+		if !errors.Is(err, pool.ErrNotRegular) && !errors.Is(err, pool.ErrNoFile) {
 			t.Fatalf("read of %s: %v, want a refusal", path, err)
 		}
 	}
@@ -194,11 +195,11 @@ func TestFilesPlantedSymlinksDoNotRedirect(t *testing.T) {
 	if _, err := os.Lstat("/etc/kernpool-planted"); err == nil {
 		t.Fatal("a file was created in /etc")
 	}
-	res = run(t, p, Request{Owner: "tenant", Code: "import os\nprint(os.path.islink('out.txt'), open('out.txt').read())"})
+	res = run(t, p, pool.Request{Owner: "tenant", Code: "import os\nprint(os.path.islink('out.txt'), open('out.txt').read())"})
 	if res.Output != "False mine\n" {
 		t.Fatalf("after the write the tenant sees %q", res.Output)
 	}
-	res = run(t, p, Request{Owner: "victim", Code: "print(open('secret.txt').read())"})
+	res = run(t, p, pool.Request{Owner: "victim", Code: "print(open('secret.txt').read())"})
 	if res.Output != "victim data\n" {
 		t.Fatalf("the victim's file is now %q", res.Output)
 	}
@@ -208,13 +209,13 @@ func TestFilesPlantedSymlinksDoNotRedirect(t *testing.T) {
 // own, mode 000) is refused, though the daemon is root.
 func TestFilesAsTheKernelsUID(t *testing.T) {
 	p := filesPool(t, 1<<20)
-	res := run(t, p, Request{Code: "import os\nopen('locked', 'w').write('x')\nos.chmod('locked', 0)\nos.mkdir('ro')\nos.chmod('ro', 0o500)"})
-	wantStatus(t, res, StatusSuccess)
-	if _, _, err := p.OpenFile(res.Kernel.ID, "locked"); !errors.Is(err, ErrFileAccess) {
-		t.Fatalf("read of a mode-000 file: %v, want ErrFileAccess", err)
+	res := run(t, p, pool.Request{Code: "import os\nopen('locked', 'w').write('x')\nos.chmod('locked', 0)\nos.mkdir('ro')\nos.chmod('ro', 0o500)"})
+	wantStatus(t, res, pool.StatusSuccess)
+	if _, _, err := p.OpenFile(res.Kernel.ID, "locked"); !errors.Is(err, pool.ErrFileAccess) {
+		t.Fatalf("read of a mode-000 file: %v, want pool.ErrFileAccess", err)
 	}
-	if _, err := p.WriteFile(t.Context(), res.Kernel.ID, "ro/x", strings.NewReader("x"), 1); !errors.Is(err, ErrFileAccess) {
-		t.Fatalf("write into a read-only dir: %v, want ErrFileAccess", err)
+	if _, err := p.WriteFile(t.Context(), res.Kernel.ID, "ro/x", strings.NewReader("x"), 1); !errors.Is(err, pool.ErrFileAccess) {
+		t.Fatalf("write into a read-only dir: %v, want pool.ErrFileAccess", err)
 	}
 }
 
@@ -223,34 +224,34 @@ func TestFilesAsTheKernelsUID(t *testing.T) {
 func TestFilesHostileInputs(t *testing.T) {
 	const limit = 1 << 20
 	p := filesPool(t, limit)
-	res := run(t, p, Request{Code: "import os\nos.mkdir('many')\nfor i in range(100000): open('many/f%06d' % i, 'w').close()"})
-	wantStatus(t, res, StatusSuccess)
+	res := run(t, p, pool.Request{Code: "import os\nos.mkdir('many')\nfor i in range(100000): open('many/f%06d' % i, 'w').close()"})
+	wantStatus(t, res, pool.StatusSuccess)
 	id := res.Kernel.ID
 	for _, c := range []struct{ name, path, want string }{
 		{"dotdot", "../x", `".." component`},
 		{"inner dotdot", "a/../../x", `".." component`},
 		{"absolute", "/etc/passwd", "is absolute"},
 		{"NUL", "a\x00b", "NUL byte"},
-		{"overlong name", strings.Repeat("n", MaxFileName+1), "over the limit of 255"},
-		{"overlong path", strings.Repeat("d/", MaxFilePath/2+1), "over the limit of 4096"},
+		{"overlong name", strings.Repeat("n", pool.MaxFileName+1), "over the limit of 255"},
+		{"overlong path", strings.Repeat("d/", pool.MaxFilePath/2+1), "over the limit of 4096"},
 		{"empty component", "a//b", "empty"},
 		{"backslash", `..\x`, "backslash"},
 	} {
 		_, err := p.WriteFile(t.Context(), id, c.path, strings.NewReader("x"), 1)
-		if !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: write %v, want ErrBadRequest saying %q", c.name, err, c.want)
+		if !errors.Is(err, pool.ErrBadRequest) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: write %v, want pool.ErrBadRequest saying %q", c.name, err, c.want)
 		}
-		if _, _, err := p.OpenFile(id, c.path); !errors.Is(err, ErrBadRequest) {
-			t.Errorf("%s: read %v, want ErrBadRequest", c.name, err)
+		if _, _, err := p.OpenFile(id, c.path); !errors.Is(err, pool.ErrBadRequest) {
+			t.Errorf("%s: read %v, want pool.ErrBadRequest", c.name, err)
 		}
 	}
 	// Over files_max_bytes: announced, refused before a byte is read;
 	// unannounced, refused at limit+1 bytes and nothing is kept.
-	if _, err := p.WriteFile(t.Context(), id, "big", failReader{t}, limit+1); !errors.Is(err, ErrTooLarge) {
-		t.Fatalf("announced oversize upload: %v, want ErrTooLarge", err)
+	if _, err := p.WriteFile(t.Context(), id, "big", failReader{t}, limit+1); !errors.Is(err, pool.ErrTooLarge) {
+		t.Fatalf("announced oversize upload: %v, want pool.ErrTooLarge", err)
 	}
-	if _, err := p.WriteFile(t.Context(), id, "big", &pattern{n: limit + 1}, -1); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "1048576") {
-		t.Fatalf("oversize upload: %v, want ErrTooLarge naming the limit", err)
+	if _, err := p.WriteFile(t.Context(), id, "big", &pattern{n: limit + 1}, -1); !errors.Is(err, pool.ErrTooLarge) || !strings.Contains(err.Error(), "1048576") {
+		t.Fatalf("oversize upload: %v, want pool.ErrTooLarge naming the limit", err)
 	}
 	if n, err := p.WriteFile(t.Context(), id, "exact", &pattern{n: limit}, -1); err != nil || n != limit {
 		t.Fatalf("upload of exactly the limit: %d, %v", n, err)
@@ -264,20 +265,20 @@ func TestFilesHostileInputs(t *testing.T) {
 			t.Fatalf("a refused upload left %s", e.Name)
 		}
 	}
-	// A dir of 100,000 entries lists MaxListEntries of them, bounded.
+	// A dir of 100,000 entries lists pool.MaxListEntries of them, bounded.
 	growth := memtest.PeakGrowth(t, func() { l, err = p.ListFiles(id, "many") })
-	if err != nil || len(l.Entries) != MaxListEntries || !l.Truncated {
+	if err != nil || len(l.Entries) != pool.MaxListEntries || !l.Truncated {
 		t.Fatalf("listing of 100000 entries: %d entries, truncated %v, %v", len(l.Entries), l.Truncated, err)
 	}
 	t.Logf("listing of 100000 entries: %d listed, daemon peak RSS growth %.1f MiB", len(l.Entries), float64(growth)/(1<<20))
 	if growth > 32<<20 && !memtest.RaceEnabled {
 		t.Fatalf("listing grew the daemon's peak RSS by %d", growth)
 	}
-	// outputs_dir on the same dir walks MaxOutputsScan entries, no more.
-	var out *Result
-	growth = memtest.PeakGrowth(t, func() { out = run(t, p, Request{Code: "open('many/new', 'w').close()", OutputsDir: "many"}) })
+	// outputs_dir on the same dir walks pool.MaxOutputsScan entries, no more.
+	var out *pool.Result
+	growth = memtest.PeakGrowth(t, func() { out = run(t, p, pool.Request{Code: "open('many/new', 'w').close()", OutputsDir: "many"}) })
 	t.Logf("outputs_dir over 100000 entries: %d listed, truncated %v, daemon peak RSS growth %.1f MiB", len(out.Outputs), out.OutputsTruncated, float64(growth)/(1<<20))
-	if !out.OutputsTruncated || len(out.Outputs) > MaxOutputs || (growth > 32<<20 && !memtest.RaceEnabled) {
+	if !out.OutputsTruncated || len(out.Outputs) > pool.MaxOutputs || (growth > 32<<20 && !memtest.RaceEnabled) {
 		t.Fatalf("outputs_dir over 100000 entries: %d listed, truncated %v, peak RSS growth %d", len(out.Outputs), out.OutputsTruncated, growth)
 	}
 }
@@ -290,15 +291,15 @@ func (f failReader) Read([]byte) (int, error) {
 	return 0, io.EOF
 }
 
-// An upload that fills the kernel's tmpfs is refused with ErrNoSpace and
+// An upload that fills the kernel's tmpfs is refused with pool.ErrNoSpace and
 // leaves nothing behind.
 func TestFilesFullTmpfsIsNoSpace(t *testing.T) {
 	p := filesPool(t, 64<<20)
-	res := run(t, p, Request{Mode: "small", Code: "1"})
+	res := run(t, p, pool.Request{Mode: "small", Code: "1"})
 	id := res.Kernel.ID
 	_, err := p.WriteFile(t.Context(), id, "fill", &pattern{n: 8 << 20}, -1)
-	if !errors.Is(err, ErrNoSpace) {
-		t.Fatalf("upload of 8 MiB into a 4 MiB tmpfs: %v, want ErrNoSpace", err)
+	if !errors.Is(err, pool.ErrNoSpace) {
+		t.Fatalf("upload of 8 MiB into a 4 MiB tmpfs: %v, want pool.ErrNoSpace", err)
 	}
 	l, err := p.ListFiles(id, "")
 	if err != nil {
@@ -317,8 +318,8 @@ func TestFilesFullTmpfsIsNoSpace(t *testing.T) {
 func TestFilesSeeTheKernelsMountNamespace(t *testing.T) {
 	p := filesPool(t, 1<<20)
 	name := fmt.Sprintf("kernpool-files-%d", os.Getpid())
-	res := run(t, p, Request{Cwd: "/tmp", Code: fmt.Sprintf("open(%q, 'w').write('inside')", name+".out")})
-	wantStatus(t, res, StatusSuccess)
+	res := run(t, p, pool.Request{Cwd: "/tmp", Code: fmt.Sprintf("open(%q, 'w').write('inside')", name+".out")})
+	wantStatus(t, res, pool.StatusSuccess)
 	id := res.Kernel.ID
 	t.Cleanup(func() { _ = os.Remove("/tmp/" + name + ".in"); _ = os.Remove("/tmp/" + name + ".out") })
 	f, _, err := p.OpenFile(id, name+".out")
@@ -338,43 +339,43 @@ func TestFilesSeeTheKernelsMountNamespace(t *testing.T) {
 			t.Fatalf("%s is in the host's /tmp", n)
 		}
 	}
-	res = run(t, p, Request{Cwd: "/tmp", Code: fmt.Sprintf("print(open(%q).read())", name+".in")})
+	res = run(t, p, pool.Request{Cwd: "/tmp", Code: fmt.Sprintf("print(open(%q).read())", name+".in")})
 	if res.Output != "up\n" {
 		t.Fatalf("the kernel read %q (%s)", res.Output, res.Error)
 	}
 }
 
 // outputs_dir lists what the cell wrote there, new or changed, bounded:
-// at most MaxOutputs paths of at most MaxOutputName bytes, symlinks not
+// at most pool.MaxOutputs paths of at most pool.MaxOutputName bytes, symlinks not
 // followed, the untouched and the outside left out.
 func TestOutputsDirListsWhatTheCellWrote(t *testing.T) {
 	p := filesPool(t, 1<<20)
-	res := run(t, p, Request{Code: "import os\nos.makedirs('out/keep')\nopen('out/keep/old.txt', 'w').write('old')\nopen('out/changed.txt', 'w').write('a')"})
-	wantStatus(t, res, StatusSuccess)
+	res := run(t, p, pool.Request{Code: "import os\nos.makedirs('out/keep')\nopen('out/keep/old.txt', 'w').write('old')\nopen('out/changed.txt', 'w').write('a')"})
+	wantStatus(t, res, pool.StatusSuccess)
 	deep := strings.Repeat("d", 250)
 	code := fmt.Sprintf("import os\nopen('out/changed.txt', 'w').write('bb')\nopen('out/new.csv', 'w').write('1,2')\nos.makedirs('out/sub')\n"+
 		"open('out/sub/plot.png', 'wb').write(b'x' * 10)\nopen('outside.txt', 'w').write('x')\nos.symlink('/etc', 'out/etc')\n"+
 		"p = 'out/' + '/'.join([%q] * 5)\nos.makedirs(p)\nopen(p + '/f', 'w').write('x')", deep)
-	res = run(t, p, Request{Code: code, OutputsDir: "out"})
-	wantStatus(t, res, StatusSuccess)
+	res = run(t, p, pool.Request{Code: code, OutputsDir: "out"})
+	wantStatus(t, res, pool.StatusSuccess)
 	var names []string
 	for _, e := range res.Outputs {
 		names = append(names, fmt.Sprintf("%s:%d", e.Name, e.Size))
 	}
 	if got, want := strings.Join(names, " "), "out/changed.txt:2 out/new.csv:3 out/sub/plot.png:10"; got != want || !res.OutputsTruncated {
-		t.Fatalf("outputs %q (truncated %v), want %q and truncated (a path over %d bytes)", got, res.OutputsTruncated, want, MaxOutputName)
+		t.Fatalf("outputs %q (truncated %v), want %q and truncated (a path over %d bytes)", got, res.OutputsTruncated, want, pool.MaxOutputName)
 	}
-	res = run(t, p, Request{Code: "import os\nos.makedirs('many')\nfor i in range(150): open('many/%03d' % i, 'w').close()", OutputsDir: "many"})
-	if len(res.Outputs) != MaxOutputs || !res.OutputsTruncated || res.Outputs[0].Name != "many/000" {
+	res = run(t, p, pool.Request{Code: "import os\nos.makedirs('many')\nfor i in range(150): open('many/%03d' % i, 'w').close()", OutputsDir: "many"})
+	if len(res.Outputs) != pool.MaxOutputs || !res.OutputsTruncated || res.Outputs[0].Name != "many/000" {
 		t.Fatalf("150 new files: %d listed, truncated %v", len(res.Outputs), res.OutputsTruncated)
 	}
-	res = run(t, p, Request{Code: "1", OutputsDir: "out"})
+	res = run(t, p, pool.Request{Code: "1", OutputsDir: "out"})
 	if len(res.Outputs) != 0 || res.Outputs == nil {
 		t.Fatalf("a cell that wrote nothing lists %+v", res.Outputs)
 	}
 	for _, dir := range []string{"../x", "/etc", "a\x00"} {
-		if _, err := p.Execute(t.Context(), Request{Code: "1", OutputsDir: dir}); !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "outputs_dir") {
-			t.Fatalf("outputs_dir %q: %v, want ErrBadRequest naming the field", dir, err)
+		if _, err := p.Execute(t.Context(), pool.Request{Code: "1", OutputsDir: dir}); !errors.Is(err, pool.ErrBadRequest) || !strings.Contains(err.Error(), "outputs_dir") {
+			t.Fatalf("outputs_dir %q: %v, want pool.ErrBadRequest naming the field", dir, err)
 		}
 	}
 }
@@ -384,14 +385,14 @@ func TestOutputsDirListsWhatTheCellWrote(t *testing.T) {
 // reads what it wrote so far.
 func TestFilesWhileACellRuns(t *testing.T) {
 	p := filesPool(t, 1<<20)
-	id := run(t, p, Request{Owner: "busy", Code: "1"}).Kernel.ID
+	id := run(t, p, pool.Request{Owner: "busy", Code: "1"}).Kernel.ID
 	ready := make(chan struct{}, 1)
-	done := make(chan *Result, 1)
+	done := make(chan *pool.Result, 1)
 	go func() {
-		res, err := p.Execute(context.Background(), Request{Owner: "busy",
+		res, err := p.Execute(context.Background(), pool.Request{Owner: "busy",
 			Code: "import os, select\nopen('progress.txt', 'w').write('half')\nprint('ready', flush=True)\n" +
 				"r, w = os.pipe()\nwhile not os.path.exists('go.txt'): select.select([r], [], [], 0.01)\nprint(open('go.txt').read())",
-			Stream: func(e Event) {
+			Stream: func(e pool.Event) {
 				if strings.Contains(e.Text, "ready") {
 					select {
 					case ready <- struct{}{}:

@@ -1,4 +1,4 @@
-package pool
+package pool_test
 
 import (
 	"context"
@@ -7,8 +7,26 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/kernpool/kernpool/envscrub"
 	"github.com/kernpool/kernpool/internal/memtest"
+	"github.com/kernpool/kernpool/pool"
+)
+
+// findSentinel is cell code that digs the runner's frame sentinel out of
+// the runner's own frames, as an attacker would.
+const findSentinel = `import os, sys
+f, sent = sys._getframe(), None
+while f is not None and sent is None:
+    sent = getattr(f.f_locals.get("self"), "sentinel", None)
+    f = f.f_back
+assert sent, "sentinel not found"
+`
+
+// Inline caps of the default pipeline: the stdout head/tail, stderr, and
+// the traceback (capped like stderr); each plus its truncation notice.
+const (
+	capNotice    = 128
+	maxOutput    = 50_000 + 2*10_000 + 3*capNotice + 64
+	maxErrorText = 10_000 + capNotice + 256
 )
 
 // maxAttackGrowth bounds the daemon's peak RSS growth during one attack.
@@ -17,35 +35,13 @@ const maxAttackGrowth = 32 << 20
 // maxResultBytes bounds one cell's whole JSON result (no displays yet).
 const maxResultBytes = 1 << 20
 
-// realOutput wires envscrub's pipeline, as pool/daemon does.
-type realOutput struct{ cfg envscrub.OutputConfig }
-
-func (o realOutput) ForKernel(secrets []string) OutputFilter {
-	return realFilter{envscrub.NewPipeline(o.cfg).ForKernel(secrets)}
-}
-
-func (o realOutput) SpillCap() int { return envscrub.NewPipeline(o.cfg).SpillCap() }
-
-type realFilter struct{ f *envscrub.Filter }
-
-func (r realFilter) Clean(text string) string   { return r.f.Clean(text) }
-func (r realFilter) CapText(text string) string { return r.f.CapText(text) }
-func (r realFilter) Finish(stdout, stderr, dir string, cell int) (CellOutput, error) {
-	out, err := r.f.Finish(stdout, stderr, dir, cell)
-	return CellOutput(out), err
-}
-func (r realFilter) FinishClipped(stdout, stderr Clipped, dir string, cell int) (CellOutput, error) {
-	out, err := r.f.FinishClipped(envscrub.Clipped(stdout), envscrub.Clipped(stderr), dir, cell)
-	return CellOutput(out), err
-}
-
 // underAttack runs attack while another owner keeps running cells on the
 // same pool, and returns the daemon's peak RSS growth during the attack.
 // It fails the test when a bystander cell fails or none completed while
 // the attack ran (the daemon stopped answering others).
-func underAttack(t *testing.T, p *Pool, attack func()) int64 {
+func underAttack(t *testing.T, p *pool.Pool, attack func()) int64 {
 	t.Helper()
-	run(t, p, Request{Owner: "bystander", Code: "n = 0"}) // the bystander's kernel exists before
+	run(t, p, pool.Request{Owner: "bystander", Code: "n = 0"}) // the bystander's kernel exists before
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -57,9 +53,9 @@ func underAttack(t *testing.T, p *Pool, attack func()) int64 {
 				return
 			default:
 			}
-			res, err := p.Execute(context.Background(), Request{Owner: "bystander", Code: "n += 1\nn"})
+			res, err := p.Execute(context.Background(), pool.Request{Owner: "bystander", Code: "n += 1\nn"})
 			mu.Lock()
-			if err != nil || res.Status != StatusSuccess {
+			if err != nil || res.Status != pool.StatusSuccess {
 				failed = append(failed, res.Error)
 			} else {
 				served++
@@ -82,7 +78,7 @@ func underAttack(t *testing.T, p *Pool, attack func()) int64 {
 
 // assertResultBounded fails when a field or the whole result is over its
 // cap, and returns a line with the figures for the test's log.
-func assertResultBounded(t *testing.T, res *Result, maxOutput, maxError int) string {
+func assertResultBounded(t *testing.T, res *pool.Result, maxOutput, maxError int) string {
 	t.Helper()
 	b, err := json.Marshal(res)
 	if err != nil {

@@ -1,4 +1,4 @@
-package pool
+package pool_test
 
 import (
 	"context"
@@ -11,8 +11,11 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/kernpool/kernpool/envscrub"
 	"github.com/kernpool/kernpool/internal/testenv"
 	"github.com/kernpool/kernpool/kernel"
+	"github.com/kernpool/kernpool/pool"
+	"github.com/kernpool/kernpool/rpcsock"
 )
 
 // hostileUID runs the spill test's kernel: a uid with no account.
@@ -22,12 +25,12 @@ const hostileUID = 64123
 // group, its staging tree chowned to it (what isolate does, without
 // cgroups), so that the spill dir's ownership is what stops the kernel.
 type uidSandbox struct {
-	groupSandbox
+	*kernel.ProcessGroup
 	uid int
 }
 
 func (s *uidSandbox) Prepare(cmd *exec.Cmd, staging string) error {
-	if err := s.groupSandbox.Prepare(cmd, staging); err != nil {
+	if err := s.ProcessGroup.Prepare(cmd, staging); err != nil {
 		return err
 	}
 	cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(s.uid), Gid: uint32(s.uid)}
@@ -43,8 +46,8 @@ func (s *uidSandbox) UID() int { return s.uid }
 
 type uidSandboxes struct{ uid int }
 
-func (f uidSandboxes) NewSandbox(string, string, string, Limits) (kernel.Sandbox, error) {
-	return &uidSandbox{uid: f.uid}, nil
+func (f uidSandboxes) NewSandbox(string, string, string, pool.Limits) (kernel.Sandbox, error) {
+	return &uidSandbox{ProcessGroup: kernel.NewProcessGroup(), uid: f.uid}, nil
 }
 
 // A kernel running as its own uid reads its spill at the path the result
@@ -60,15 +63,15 @@ func TestHostileSpillSwap(t *testing.T) {
 	if err := os.Chmod(state, 0o711); err != nil { // kernels traverse it
 		t.Fatal(err)
 	}
-	p := newTestPool(t, func(c *Config) {
-		c.StateDir, c.Output, c.Sandboxes = state, realOutput{}, uidSandboxes{hostileUID}
+	p := newTestPool(t, func(c *pool.Config) {
+		c.StateDir, c.Output, c.Sandboxes = state, envscrub.NewPipeline(envscrub.OutputConfig{}), uidSandboxes{hostileUID}
 	})
-	first := run(t, p, Request{Owner: "a", Code: "print('a' * 60000)"})
+	first := run(t, p, pool.Request{Owner: "a", Code: "print('a' * 60000)"})
 	dir := filepath.Join(state, "spill", first.Kernel.ID)
 	if first.StdoutSpillPath != filepath.Join(dir, "cell_000001_stdout.txt") {
 		t.Fatalf("spill path %q, want it in %s", first.StdoutSpillPath, dir)
 	}
-	second := run(t, p, Request{Owner: "a", Code: fmt.Sprintf(`import os
+	second := run(t, p, pool.Request{Owner: "a", Code: fmt.Sprintf(`import os
 spill = %q
 d = os.path.dirname(spill)
 out = []
@@ -122,11 +125,11 @@ func assertOwner(t *testing.T, path string, uid, gid int, mode fs.FileMode) {
 // bytes): the oldest spills go first, the kernel's spill dir never holds
 // more than the quota, and the daemon's memory stays flat.
 func TestHostileSpillQuota(t *testing.T) {
-	p := newTestPool(t, func(c *Config) { c.Output = realOutput{} })
-	var last *Result
+	p := newTestPool(t, func(c *pool.Config) { c.Output = envscrub.NewPipeline(envscrub.OutputConfig{}) })
+	var last *pool.Result
 	underAttack(t, p, func() {
 		for i := 1; i <= 25; i++ {
-			last = run(t, p, Request{Owner: "a", Code: "import os\nprint('x' * 1_000_000, end='')\nos.write(1, b'y' * 1_000_000)\nNone"})
+			last = run(t, p, pool.Request{Owner: "a", Code: "import os\nprint('x' * 1_000_000, end='')\nos.write(1, b'y' * 1_000_000)\nNone"})
 			if last.StdoutSpillName != fmt.Sprintf("cell_%06d_stdout.txt", i) {
 				t.Fatalf("cell %d: spill %q, warning %q", i, last.StdoutSpillName, last.Warning)
 			}
@@ -134,7 +137,7 @@ func TestHostileSpillQuota(t *testing.T) {
 		}
 	})
 	t.Log("last " + assertResultBounded(t, last, maxOutput, maxErrorText))
-	entries, err := os.ReadDir(filepath.Join(p.cfg.StateDir, "spill", last.Kernel.ID))
+	entries, err := os.ReadDir(filepath.Join(pool.StateDirOf(p), "spill", last.Kernel.ID))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,11 +162,13 @@ func TestHostileSpillQuota(t *testing.T) {
 // kernel's request budget (two other half lines hold it) raises the
 // daemon's message as ToolError, and calls work again once it is free.
 func TestHostileRPCFlood(t *testing.T) {
-	p := newTestPool(t, func(c *Config) { c.Tools = rpcFactory{} })
-	handler := ToolHandlerFunc(func(_ context.Context, c ToolCall) (string, error) { return fmt.Sprintf("ok %d", len(c.Args)), nil })
-	var flood *Result
+	p := newTestPool(t, func(c *pool.Config) { c.Tools = rpcsock.Factory{} })
+	handler := pool.ToolHandlerFunc(func(_ context.Context, c pool.ToolCall) (string, error) {
+		return fmt.Sprintf("ok %d", len(c.Args)), nil
+	})
+	var flood *pool.Result
 	underAttack(t, p, func() {
-		flood = run(t, p, Request{Owner: "a", Tools: []string{"search"}, ToolHandler: handler, Code: `import socket, threading, _kernpool_runtime as rt
+		flood = run(t, p, pool.Request{Owner: "a", Tools: []string{"search"}, ToolHandler: handler, Code: `import socket, threading, _kernpool_runtime as rt
 outcomes = []
 lock = threading.Lock()
 barrier = threading.Barrier(64)
@@ -192,13 +197,13 @@ ts = [threading.Thread(target=flood) for _ in range(64)]
 [t.start() for t in ts]; [t.join() for t in ts]
 print(len(outcomes), outcomes.count("refused"), outcomes.count("budget"), outcomes.count("served"))`})
 	})
-	wantStatus(t, flood, StatusSuccess)
+	wantStatus(t, flood, pool.StatusSuccess)
 	var n, refused, budget, served int
 	if _, err := fmt.Sscan(flood.Output, &n, &refused, &budget, &served); err != nil || n != 64 || served > 4 || refused+budget != n-served || refused < 48 {
 		t.Fatalf("flood outcomes %q: want 64 connections, at most 4 served, the rest refused or dropped", flood.Output)
 	}
 	t.Logf("flood: %d refused at once, %d dropped over the budget, %d served", refused, budget, served)
-	res := run(t, p, Request{Owner: "a", Tools: []string{"search"}, ToolHandler: handler, Code: `import socket, time, kernpool_tools, _kernpool_runtime as rt
+	res := run(t, p, pool.Request{Owner: "a", Tools: []string{"search"}, ToolHandler: handler, Code: `import socket, time, kernpool_tools, _kernpool_runtime as rt
 held = []
 for _ in range(2):  # two half lines of 600 kB hold the 2 MiB budget
     a = socket.socket(socket.AF_UNIX)
@@ -231,7 +236,7 @@ func TestSpillRootSweptAtStart(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(stale, "cell_000001_stdout.txt"), []byte("old"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	newTestPool(t, func(c *Config) { c.StateDir = state })
+	newTestPool(t, func(c *pool.Config) { c.StateDir = state })
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
 		t.Fatalf("a previous daemon's spill dir survived the start: %v", err)
 	}

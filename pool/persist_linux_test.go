@@ -40,10 +40,10 @@ func (l *syncLog) String() string {
 // persists.
 func newPersistPool(t *testing.T, mods ...func(*Config)) *Pool {
 	t.Helper()
-	iso, state := newRealIsolator(t)
+	sandboxes, state := newRealIsolator(t)
 	return newTestPool(t, append([]func(*Config){func(c *Config) {
 		c.StateDir = state
-		c.Sandboxes = realSandboxes{iso}
+		c.Sandboxes = sandboxes
 		c.Policies = map[string]CellPolicy{defaultName: {Persist: true}}
 	}}, mods...)...)
 }
@@ -141,9 +141,9 @@ func TestPersistEvictionKeepsState(t *testing.T) {
 // does the state of kernels a closing pool stopped, in a new pool over the
 // same state dir (what a daemon restart does).
 func TestPersistIdleReapAndClose(t *testing.T) {
-	iso, state := newRealIsolator(t)
+	sandboxes, state := newRealIsolator(t)
 	mk := func(idle time.Duration) *Pool {
-		p, err := New(Config{StateDir: state, DefaultInterpreter: testenv.Python, Sandboxes: realSandboxes{iso},
+		p, err := New(Config{StateDir: state, DefaultInterpreter: testenv.Python, Sandboxes: sandboxes,
 			IdleTimeout: idle, ReapInterval: 20 * time.Millisecond, Policies: map[string]CellPolicy{defaultName: {Persist: true}}})
 		if err != nil {
 			t.Fatal(err)

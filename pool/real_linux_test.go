@@ -1,4 +1,4 @@
-package pool
+package pool_test
 
 import (
 	"errors"
@@ -12,21 +12,16 @@ import (
 	"github.com/kernpool/kernpool/envscrub"
 	"github.com/kernpool/kernpool/internal/testenv"
 	"github.com/kernpool/kernpool/isolate"
-	"github.com/kernpool/kernpool/kernel"
+	"github.com/kernpool/kernpool/pool"
 )
 
-// The pool's seams filled with the real components, as pool/daemon's
-// wire.go does (isolate and envscrub do not import pool, so the adapters
-// live with their user; realOutput is in hostile_helpers_linux_test.go).
+// The pool's seams filled with the real adapters, as pool/daemon's
+// wire.go does. They import pool, so the tests that use them live in this
+// external package; the package's own tests that need a real sandbox
+// (the persist ones) get it through pool.RealSandboxes, set here.
 
-type realSandboxes struct{ iso *isolate.Isolator }
-
-func (f realSandboxes) NewSandbox(id, owner, mode string, l Limits) (kernel.Sandbox, error) {
-	sb, err := f.iso.NewSandbox(id, owner, mode, isolate.Limits{MemoryMax: l.MemoryMax, PidsMax: l.PidsMax, CPUMax: l.CPUMax})
-	if err != nil {
-		return nil, err
-	}
-	return sb, nil
+func init() {
+	pool.RealSandboxes = func(t *testing.T) (pool.SandboxFactory, string) { return newRealIsolator(t) }
 }
 
 // newRealIsolator is an isolate.Isolator (cgroup, kernel uids) over a state
@@ -60,11 +55,11 @@ func newRealIsolator(t *testing.T) (*isolate.Isolator, string) {
 func TestOOMVerdictIsReported(t *testing.T) {
 	iso, state := newRealIsolator(t)
 	// The isolator is closed after the pool (cleanups run last-in first-out).
-	p := newTestPool(t, func(c *Config) { c.StateDir = state; c.Sandboxes = realSandboxes{iso} })
-	lim := Limits{MemoryMax: 64 << 20}
-	run(t, p, Request{Code: "x = 1", Limits: lim})
-	res := run(t, p, Request{Code: "b = bytearray(256 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\n", Limits: lim})
-	wantStatus(t, res, StatusError)
+	p := newTestPool(t, func(c *pool.Config) { c.StateDir = state; c.Sandboxes = iso })
+	lim := pool.Limits{MemoryMax: 64 << 20}
+	run(t, p, pool.Request{Code: "x = 1", Limits: lim})
+	res := run(t, p, pool.Request{Code: "b = bytearray(256 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\n", Limits: lim})
+	wantStatus(t, res, pool.StatusError)
 	want := "The session kernel was killed by the out-of-memory killer at its memory limit of 64MiB; " +
 		"its state was lost. The next call starts a fresh kernel."
 	if res.ExitCode != -1 || res.Error != want || !res.Kernel.OOMKilled {
@@ -75,7 +70,7 @@ func TestOOMVerdictIsReported(t *testing.T) {
 	}
 	assertStagingGone(t, p, res.Kernel.ID)
 	// A kernel killed by a plain SIGKILL is no OOM kill.
-	res = run(t, p, Request{Owner: "other", Code: "import os\nos.kill(os.getpid(), 9)", Limits: lim})
+	res = run(t, p, pool.Request{Owner: "other", Code: "import os\nos.kill(os.getpid(), 9)", Limits: lim})
 	if res.Kernel.OOMKilled || strings.Contains(res.Error, "out-of-memory") {
 		t.Fatalf("SIGKILL reported as OOM: %+v", res)
 	}
@@ -97,28 +92,28 @@ func TestEnvAndOutputWiring(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := envscrub.OutputConfig{InlineCap: 1000, StderrCap: 1000, SpillCap: 100000}
-	p := newTestPool(t, func(c *Config) { c.Env = scrub; c.Output = realOutput{out} })
-	res := run(t, p, Request{Code: "import os\nprint(sorted(k for k in os.environ if k in ('XDG_KEEP', 'SERVICE_PASSWORD', 'EDITOR')))\nprint('" + secret + "')"})
-	wantStatus(t, res, StatusSuccess)
+	p := newTestPool(t, func(c *pool.Config) { c.Env = scrub; c.Output = envscrub.NewPipeline(out) })
+	res := run(t, p, pool.Request{Code: "import os\nprint(sorted(k for k in os.environ if k in ('XDG_KEEP', 'SERVICE_PASSWORD', 'EDITOR')))\nprint('" + secret + "')"})
+	wantStatus(t, res, pool.StatusSuccess)
 	if want := "['XDG_KEEP']\n***\n"; res.Output != want {
 		t.Fatalf("output = %q, want %q", res.Output, want)
 	}
-	res = run(t, p, Request{Code: "raise ValueError('" + secret + "')"})
-	wantStatus(t, res, StatusError)
+	res = run(t, p, pool.Request{Code: "raise ValueError('" + secret + "')"})
+	wantStatus(t, res, pool.StatusError)
 	if strings.Contains(res.Error, secret) || strings.Contains(res.Output, secret) || !strings.Contains(res.Error, "ValueError: ***") {
 		t.Fatalf("traceback not cleaned: %+v", res)
 	}
 	// A refused passthrough is the client's error, carrying envscrub's.
-	if _, err := p.Execute(t.Context(), Request{Owner: "x", Passthrough: []string{"OPENAI_API_KEY"}, Code: "pass"}); !errors.Is(err, ErrBadRequest) || !errors.Is(err, envscrub.ErrRefused) {
+	if _, err := p.Execute(t.Context(), pool.Request{Owner: "x", Passthrough: []string{"OPENAI_API_KEY"}, Code: "pass"}); !errors.Is(err, pool.ErrBadRequest) || !errors.Is(err, envscrub.ErrRefused) {
 		t.Fatalf("refused passthrough = %v, want ErrBadRequest wrapping envscrub.ErrRefused", err)
 	}
 	// Output over the inline cap spills, redacted, into the daemon's spill
 	// dir of the kernel (never inside its staging dir, which the kernel owns).
-	res = run(t, p, Request{Code: "print('y' * 3000 + '" + secret + "')"})
+	res = run(t, p, pool.Request{Code: "print('y' * 3000 + '" + secret + "')"})
 	if !res.StdoutTruncated || res.StdoutSpillPath == "" || res.Warning == "" || len(res.Output) > 1200 {
 		t.Fatalf("spill result: truncated %v, path %q, warning %q, %d bytes inline", res.StdoutTruncated, res.StdoutSpillPath, res.Warning, len(res.Output))
 	}
-	spillDir := filepath.Join(p.cfg.StateDir, "spill", res.Kernel.ID)
+	spillDir := filepath.Join(pool.StateDirOf(p), "spill", res.Kernel.ID)
 	if filepath.Dir(res.StdoutSpillPath) != spillDir || res.StdoutSpillName != "cell_000003_stdout.txt" {
 		t.Fatalf("spill path %s (name %q) is not %s/cell_000003_stdout.txt", res.StdoutSpillPath, res.StdoutSpillName, spillDir)
 	}

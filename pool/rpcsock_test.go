@@ -1,4 +1,4 @@
-package pool
+package pool_test
 
 import (
 	"context"
@@ -10,38 +10,17 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/kernpool/kernpool/pool"
 	"github.com/kernpool/kernpool/rpcsock"
 )
-
-// rpcFactory adapts the real rpcsock listener to ToolServerFactory, as
-// pool/daemon's wiring does.
-type rpcFactory struct{}
-
-func (rpcFactory) Listen(staging string, uid int, tools []string) (ToolServer, error) {
-	s, err := rpcsock.Listen(rpcsock.Config{Dir: staging, UID: uid, Tools: tools})
-	if err != nil {
-		return nil, err
-	}
-	return rpcServer{s}, nil
-}
-
-func (rpcFactory) Stub(tools []string) []byte { return rpcsock.Stub(tools) }
-
-type rpcServer struct{ *rpcsock.Server }
-
-func (s rpcServer) BeginCell(h ToolHandler, budget int) func() int {
-	return s.Server.BeginCell(rpcsock.HandlerFunc(func(ctx context.Context, c rpcsock.Call) (string, error) {
-		return h.HandleTool(ctx, ToolCall{ID: c.ID, Tool: c.Tool, Args: c.Args})
-	}), budget)
-}
 
 // Parity §6: a later cell's tool call runs under that cell's authority; a
 // settled cell's authority refuses dispatch.
 func TestToolCallsUnderEachCellsAuthority(t *testing.T) {
-	p := newTestPool(t, func(c *Config) { c.Tools = rpcFactory{} })
+	p := newTestPool(t, func(c *pool.Config) { c.Tools = rpcsock.Factory{} })
 	var firstCalls, secondCalls atomic.Int32
-	handler := func(n *atomic.Int32, tag string) ToolHandler {
-		return ToolHandlerFunc(func(_ context.Context, c ToolCall) (string, error) {
+	handler := func(n *atomic.Int32, tag string) pool.ToolHandler {
+		return pool.ToolHandlerFunc(func(_ context.Context, c pool.ToolCall) (string, error) {
 			n.Add(1)
 			var args map[string]any
 			if err := json.Unmarshal(c.Args, &args); err != nil {
@@ -64,16 +43,16 @@ def later():
     open(%q, "w").write(r)
 bg = threading.Thread(target=later, daemon=True)
 bg.start()`, late)
-	req := Request{Owner: "tools", Tools: []string{"search"}, Code: code, ToolHandler: handler(&firstCalls, "first")}
+	req := pool.Request{Owner: "tools", Tools: []string{"search"}, Code: code, ToolHandler: handler(&firstCalls, "first")}
 	res := run(t, p, req)
-	wantStatus(t, res, StatusSuccess)
+	wantStatus(t, res, pool.StatusSuccess)
 	if res.Output != "first:search:one\n" || res.ToolCallsMade != 1 {
 		t.Fatalf("first cell = %+v", res)
 	}
 	// The first cell has settled; its background call must not reach it.
-	res = run(t, p, Request{Owner: "tools", Tools: []string{"search"}, ToolHandler: handler(&secondCalls, "second"),
+	res = run(t, p, pool.Request{Owner: "tools", Tools: []string{"search"}, ToolHandler: handler(&secondCalls, "second"),
 		Code: "go.set(); bg.join(10)\nprint(open(" + fmt.Sprintf("%q", late) + ").read())\nprint(kernpool_tools.search(q='two'))"})
-	wantStatus(t, res, StatusSuccess)
+	wantStatus(t, res, pool.StatusSuccess)
 	lines := strings.Split(strings.TrimSpace(res.Output), "\n")
 	if len(lines) != 2 || lines[1] != "second:search:two" {
 		t.Fatalf("second cell output = %q", res.Output)
@@ -87,7 +66,7 @@ bg.start()`, late)
 		t.Fatalf("late call = %q, calls %d/%d", lines[0], res.ToolCallsMade, secondCalls.Load())
 	}
 	// Between cells nothing is authorized.
-	res = run(t, p, Request{Owner: "tools", Tools: []string{"search"}, Code: `import threading
+	res = run(t, p, pool.Request{Owner: "tools", Tools: []string{"search"}, Code: `import threading
 def between():
     time.sleep(0.2)
     try:
@@ -97,7 +76,7 @@ def between():
         r = "refused: " + str(e)
     open(` + fmt.Sprintf("%q", late) + `, "w").write(r)
 threading.Thread(target=between, daemon=True).start()`})
-	wantStatus(t, res, StatusSuccess)
+	wantStatus(t, res, pool.StatusSuccess)
 	waitFor(t, "the between-cells call", func() bool {
 		b, err := os.ReadFile(late)
 		return err == nil && strings.HasPrefix(string(b), "refused") || err == nil && string(b) == "dispatched"
@@ -106,11 +85,11 @@ threading.Thread(target=between, daemon=True).start()`})
 		t.Fatalf("between-cells call = %q, want refused with No active cell", b)
 	}
 	// A request without a handler gets refusals.
-	res = run(t, p, Request{Owner: "tools", Tools: []string{"search"}, Code: `try:
+	res = run(t, p, pool.Request{Owner: "tools", Tools: []string{"search"}, Code: `try:
     kernpool_tools.search(q="x")
 except kernpool_tools.ToolError as e:
     print("refused:", e)`})
-	if !strings.Contains(res.Output, errNoToolHandler.Error()) {
+	if !strings.Contains(res.Output, pool.ErrNoToolHandler.Error()) {
 		t.Fatalf("no-handler cell = %q", res.Output)
 	}
 }

@@ -3,14 +3,16 @@ package pool
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/kernpool/kernpool/kernel"
 )
 
-// The pool's seams. Each is a small interface so that the packages that
-// implement them (envscrub, isolate, rpcsock) build and test on their own;
-// pool/daemon (wire.go) wires the concrete types in and asserts at compile
-// time that they satisfy these.
+// The pool's seams. Each is a small interface, and the packages that fill
+// them (isolate, envscrub, rpcsock; audit and metrics for Observer) are
+// adapters that import pool for its seams and satisfy them with pool's own
+// types: no shims, no copied types. Each adapter asserts at compile time
+// that it satisfies them; pool/daemon (wire.go) only builds and wires them.
 
 // Limits are per-request resource overrides, bounded by the operator's
 // ceiling. Zero fields mean "the profile's value".
@@ -30,6 +32,30 @@ type SandboxFactory interface {
 	// overrides applied. The caller releases it via Sandbox.Release after
 	// the kernel ends, or by Kill+Release when the spawn fails.
 	NewSandbox(id, owner, mode string, limits Limits) (kernel.Sandbox, error)
+}
+
+// SandboxStats are a SandboxFactory's housekeeping figures since it
+// started, for metrics: the scrub of a kernel uid's leftovers at each
+// lease, and the walk at start for the host paths kernels could write.
+type SandboxStats struct {
+	// UIDScrubs counts the scrubs; ScrubRemoved the entries they removed.
+	UIDScrubs, ScrubRemoved int64
+	// ScrubBounded counts scrubs that stopped at a bound and ScrubErrors
+	// those that met an error (a scrub may do both); their uid was leased
+	// anyway, and the next lease's scrub goes on.
+	ScrubBounded, ScrubErrors int64
+	// HostPathsPrivate counts the host dirs kernels could write that get
+	// a private tmpfs in every kernel; HostPathsReadOnly those bound
+	// read-only. HostPathDirs is how many dirs the walk looked at and
+	// HostPathWalk how long it took (zero without the walk).
+	HostPathsPrivate, HostPathsReadOnly, HostPathDirs int
+	HostPathWalk                                      time.Duration
+}
+
+// SandboxStatser is a SandboxFactory that reports SandboxStats
+// (isolate.Isolator).
+type SandboxStatser interface {
+	SandboxStats() SandboxStats
 }
 
 // EnvBuilder builds a kernel's environment from the daemon's (envscrub.Scrubber).
@@ -69,7 +95,7 @@ type spillCapper interface {
 
 // Clipped is one stream of a cell as the kernel kept it: all of it (Tail
 // empty), or its first bytes and its last ones with Total-len(Head)-
-// len(Tail) bytes between them dropped (envscrub.Clipped's fields).
+// len(Tail) bytes between them dropped.
 type Clipped struct {
 	Head  string
 	Tail  string
@@ -83,17 +109,25 @@ type clippedFinisher interface {
 	FinishClipped(stdout, stderr Clipped, spillDir string, cell int) (CellOutput, error)
 }
 
-// CellOutput is one cell's cleaned output and its truncation metadata.
+// CellOutput is one cell's cleaned, capped output and its truncation
+// metadata.
 type CellOutput struct {
-	Stdout           string
-	Stderr           string
-	StdoutTruncated  bool
+	// Stdout is the cleaned stdout, truncated to the inline cap.
+	Stdout string
+	// Stderr is the cleaned stderr, truncated to the stderr cap.
+	Stderr string
+	// StdoutTruncated: Stdout lost its middle to the inline cap.
+	StdoutTruncated bool
+	// StdoutBytesTotal is the cleaned stdout's size before truncation.
 	StdoutBytesTotal int
-	StderrTruncated  bool
+	// StderrTruncated: Stderr lost its middle to the stderr cap.
+	StderrTruncated bool
+	// StderrBytesTotal is the cleaned stderr's size before truncation.
 	StderrBytesTotal int
 	// SpillPath names the file holding the full (redacted) stdout.
 	SpillPath string
-	// Warning tells the reader where the full output went.
+	// Warning tells the reader where the full output went, or why it
+	// could not be saved.
 	Warning string
 }
 
@@ -103,13 +137,16 @@ type ToolCall struct {
 	ID string `json:"id"`
 	// Tool is the tool's name (one of the kernel's tool set).
 	Tool string `json:"tool"`
-	// Args are the call's arguments as the cell passed them.
+	// Args are the call's arguments as the cell passed them (a JSON
+	// object, {} when none).
 	Args json.RawMessage `json:"args"`
 }
 
 // ToolHandler answers the tool calls of the cells its caller submits. A
 // gateway embedding the pool implements it; the daemon forwards calls to its
-// API client. The returned string is the tool's result as the cell sees it.
+// API client. The returned string is the tool's result as the cell sees it;
+// an error reaches the cell as its text. ctx ends when the cell settles or
+// the listener closes, and a handler must return soon after.
 type ToolHandler interface {
 	HandleTool(ctx context.Context, call ToolCall) (string, error)
 }

@@ -1,4 +1,4 @@
-package pool
+package pool_test
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/kernpool/kernpool/pool"
 )
 
 // TestSparesOfTwoOwnersShareNothing (root, real cgroups, kernel uids, the
@@ -27,15 +29,15 @@ func TestSparesOfTwoOwnersShareNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	a := run(t, p, Request{Owner: "alice", Cwd: cwdA, Code: `import os
+	a := run(t, p, pool.Request{Owner: "alice", Cwd: cwdA, Code: `import os
 open("/tmp/alice-secret", "w").write("a")
 open(os.path.join(os.environ["TMPDIR"], "alice-tmp"), "w").write("a")
 os.environ["ALICE_ONLY"] = "1"
 print(os.getuid(), os.environ["TMPDIR"])`})
-	b := run(t, p, Request{Owner: "bob", Cwd: cwdB, Code: `import os
+	b := run(t, p, pool.Request{Owner: "bob", Cwd: cwdB, Code: `import os
 print(os.getuid(), os.path.exists("/tmp/alice-secret"), "ALICE_ONLY" in os.environ, os.getcwd(), "alice-secret" in os.listdir("/tmp"))`})
-	wantStatus(t, a, StatusSuccess)
-	wantStatus(t, b, StatusSuccess)
+	wantStatus(t, a, pool.StatusSuccess)
+	wantStatus(t, b, pool.StatusSuccess)
 	if !slices.Contains(spares, a.Kernel.ID) || !slices.Contains(spares, b.Kernel.ID) || a.Kernel.ID == b.Kernel.ID {
 		t.Fatalf("owners ran on %s and %s, spares were %v", a.Kernel.ID, b.Kernel.ID, spares)
 	}
@@ -52,13 +54,13 @@ print(os.getuid(), os.path.exists("/tmp/alice-secret"), "ALICE_ONLY" in os.envir
 		t.Fatalf("bob sees %q, want %q", strings.TrimSpace(b.Output), want)
 	}
 	// Bob cannot read alice's tmpdir (another uid's 0700 staging dir).
-	res := run(t, p, Request{Owner: "bob", Cwd: cwdB, Code: "import os\ntry:\n    print(os.listdir(" + strconv.Quote(aFields[1]) + "))\nexcept OSError as e:\n    print(type(e).__name__)"})
+	res := run(t, p, pool.Request{Owner: "bob", Cwd: cwdB, Code: "import os\ntry:\n    print(os.listdir(" + strconv.Quote(aFields[1]) + "))\nexcept OSError as e:\n    print(type(e).__name__)"})
 	if strings.TrimSpace(res.Output) != "PermissionError" && strings.TrimSpace(res.Output) != "FileNotFoundError" {
 		t.Fatalf("bob listing alice's tmpdir: %q", res.Output)
 	}
 	// Fail closed: a spare has exactly the isolation of a cold kernel of
 	// the profile (a request with its own limits starts cold).
-	cold := run(t, p, Request{Owner: "carol", Code: "1", Limits: Limits{PidsMax: 100}})
+	cold := run(t, p, pool.Request{Owner: "carol", Code: "1", Limits: pool.Limits{PidsMax: 100}})
 	ci, si := *cold.Kernel.Isolation, *a.Kernel.Isolation
 	ci.UID, si.UID, ci.PidsMax, si.PidsMax = 0, 0, 0, 0
 	if slices.Contains(spares, cold.Kernel.ID) || fmt.Sprint(ci) != fmt.Sprint(si) || len(si.Namespaces) == 0 {
@@ -80,8 +82,8 @@ func TestSpareCannotSeeCwdStartsCold(t *testing.T) {
 	if err := os.Chmod(cwd, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	res := run(t, p, Request{Owner: "dave", Cwd: cwd, Code: "import os; os.getcwd()"})
-	wantStatus(t, res, StatusSuccess)
+	res := run(t, p, pool.Request{Owner: "dave", Cwd: cwd, Code: "import os; os.getcwd()"})
+	wantStatus(t, res, pool.StatusSuccess)
 	if res.Kernel.ID == spare || res.Output != "'"+cwd+"'\n" {
 		t.Fatalf("dave: %+v (spare was %s)", res, spare)
 	}
@@ -93,13 +95,13 @@ func TestSpareCannotSeeCwdStartsCold(t *testing.T) {
 
 // newRealSparePool is a pool over the real isolator keeping n spares of
 // the default mode, and returns once they are ready.
-func newRealSparePool(t *testing.T, n int) (*Pool, string) {
+func newRealSparePool(t *testing.T, n int) (*pool.Pool, string) {
 	t.Helper()
 	iso, state := newRealIsolator(t)
-	p := newTestPool(t, func(c *Config) {
+	p := newTestPool(t, func(c *pool.Config) {
 		c.StateDir = state
-		c.Sandboxes = realSandboxes{iso}
-		c.Warm = map[string]Warm{"default": {Spares: n}}
+		c.Sandboxes = iso
+		c.Warm = map[string]pool.Warm{"default": {Spares: n}}
 	})
 	waitSpares(t, p, "default", n)
 	return p, state

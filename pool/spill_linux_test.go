@@ -1,4 +1,4 @@
-package pool
+package pool_test
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/kernpool/kernpool/envscrub"
 	"github.com/kernpool/kernpool/internal/testenv"
+	"github.com/kernpool/kernpool/pool"
 )
 
 // spillLine is line i of the cells below: numbered, so that any cut,
@@ -26,13 +27,13 @@ const spillLinesCode = "import sys\nfor i in range(%d, %d):\n    sys.stdout.writ
 // byte; the inline tail is its real end.
 func TestSpillHoldsTheWholeOutput(t *testing.T) {
 	testenv.RequirePython(t)
-	p := newTestPool(t, func(c *Config) {
-		c.Output = realOutput{envscrub.OutputConfig{SpillCap: 8_000_000}}
+	p := newTestPool(t, func(c *pool.Config) {
+		c.Output = envscrub.NewPipeline(envscrub.OutputConfig{SpillCap: 8_000_000})
 	})
 	const n = 64_000 // 94 bytes a line: 6,016,000 bytes
 	want := spillLines(0, n)
-	res := run(t, p, Request{Code: fmt.Sprintf(spillLinesCode, 0, n)})
-	wantStatus(t, res, StatusSuccess)
+	res := run(t, p, pool.Request{Code: fmt.Sprintf(spillLinesCode, 0, n)})
+	wantStatus(t, res, pool.StatusSuccess)
 	data, err := os.ReadFile(res.StdoutSpillPath)
 	if err != nil {
 		t.Fatal(err)
@@ -53,14 +54,14 @@ func TestSpillHoldsTheWholeOutput(t *testing.T) {
 // end; the inline tail is the real end too.
 func TestDefaultSpillCapReached(t *testing.T) {
 	testenv.RequirePython(t)
-	p := newTestPool(t, func(c *Config) { c.Output = realOutput{envscrub.OutputConfig{}} })
+	p := newTestPool(t, func(c *pool.Config) { c.Output = envscrub.NewPipeline(envscrub.OutputConfig{}) })
 	for _, tc := range []struct{ name, code string }{
 		{"Python-level", fmt.Sprintf(spillLinesCode, 0, 70_000)},
 		{"fd-level", "import os\nos.write(1, b''.join(b'line %07d ' % i + b'x' * 80 + b'\\n' for i in range(70_000)))\nNone"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := run(t, p, Request{Owner: tc.name, Code: tc.code})
-			wantStatus(t, res, StatusSuccess)
+			res := run(t, p, pool.Request{Owner: tc.name, Code: tc.code})
+			wantStatus(t, res, pool.StatusSuccess)
 			data, err := os.ReadFile(res.StdoutSpillPath)
 			if err != nil {
 				t.Fatal(err)

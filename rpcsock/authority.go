@@ -3,45 +3,19 @@ package rpcsock
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/kernpool/kernpool/pool"
 )
-
-// Call is one tool invocation a cell made through kernpool_tools.
-type Call struct {
-	// ID is unique per daemon ("call-<12 hex>-<n>"): the listener's random
-	// prefix and a per-listener counter.
-	ID string `json:"id"`
-	// Tool is the tool's name, one of the kernel's tool set.
-	Tool string `json:"tool"`
-	// Args is the call's arguments: always a JSON object ({} when none).
-	Args json.RawMessage `json:"args"`
-}
-
-// Handler answers the tool calls of one cell. Its result string is what the
-// cell receives; an error becomes the cell's kernpool_tools.ToolError with
-// the error's text. ctx is canceled when the cell settles (its end func
-// runs) or the server closes; a handler must return soon after that.
-type Handler interface {
-	HandleTool(ctx context.Context, call Call) (string, error)
-}
-
-// HandlerFunc adapts a function to Handler.
-type HandlerFunc func(ctx context.Context, call Call) (string, error)
-
-// HandleTool calls f.
-func (f HandlerFunc) HandleTool(ctx context.Context, call Call) (string, error) {
-	return f(ctx, call)
-}
 
 // cell is one cell's authority: who answers its calls and how many it may
 // still make. made and the server's cur pointer are guarded by Server.mu.
 type cell struct {
-	h      Handler
+	h      pool.ToolHandler
 	budget int
 	made   int
 	ctx    context.Context
@@ -55,7 +29,7 @@ type cell struct {
 // were dispatched to h. end is idempotent and always returns the same count.
 // Beginning a cell while another is active retires the earlier one first
 // (the pool serializes cells, so this only happens after a caller bug).
-func (s *Server) BeginCell(h Handler, budget int) (end func() (callsMade int)) {
+func (s *Server) BeginCell(h pool.ToolHandler, budget int) (end func() (callsMade int)) {
 	budget = cmp.Or(max(budget, 0), DefaultBudget)
 	base := s.baseCtx
 	if base == nil {
@@ -132,7 +106,7 @@ func (s *Server) handleLine(line []byte) []byte {
 		s.log.Debug("request refused", "reason", refusal)
 		return errorReply(refusal)
 	}
-	call := Call{ID: fmt.Sprintf("%s-%d", s.idPrefix, s.nextID.Add(1)), Tool: req.tool, Args: req.args}
+	call := pool.ToolCall{ID: fmt.Sprintf("%s-%d", s.idPrefix, s.nextID.Add(1)), Tool: req.tool, Args: req.args}
 	start := time.Now()
 	result, err := s.dispatch(c, call)
 	s.log.Debug("tool call answered", "id", call.ID, "tool", call.Tool, "failed", err != nil, "duration", time.Since(start).String())
@@ -147,7 +121,7 @@ func (s *Server) handleLine(line []byte) []byte {
 
 // dispatch calls the cell's handler with the cell's context; a panicking
 // handler becomes an error instead of taking the daemon down.
-func (s *Server) dispatch(c *cell, call Call) (result string, err error) {
+func (s *Server) dispatch(c *cell, call pool.ToolCall) (result string, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			// The panic value may hold call data: log only where it happened.

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+
+	"github.com/kernpool/kernpool/pool"
 )
 
 // named answers with its own name, so a test sees which cell's handler ran.
 type named string
 
-func (n named) HandleTool(context.Context, Call) (string, error) { return string(n), nil }
+func (n named) HandleTool(context.Context, pool.ToolCall) (string, error) { return string(n), nil }
 
 // TestLaterCellReachesLaterHandler: the same connection (as a kernel keeps
 // it across cells) dispatches each cell's calls to that cell's handler only.
@@ -60,7 +62,7 @@ func TestBackgroundCallAfterSettleRefused(t *testing.T) {
 func TestSettleCancelsRunningCall(t *testing.T) {
 	s := listen(t, Config{Tools: []string{"slow"}})
 	started := make(chan struct{})
-	h := HandlerFunc(func(ctx context.Context, _ Call) (string, error) {
+	h := pool.ToolHandlerFunc(func(ctx context.Context, _ pool.ToolCall) (string, error) {
 		close(started)
 		<-ctx.Done()
 		return "", ctx.Err()
@@ -88,7 +90,7 @@ func TestSettleCancelsRunningCall(t *testing.T) {
 // is contained; both count as dispatched.
 func TestHandlerErrorAndPanic(t *testing.T) {
 	s := listen(t, Config{Tools: []string{"fail", "panic"}})
-	h := HandlerFunc(func(_ context.Context, c Call) (string, error) {
+	h := pool.ToolHandlerFunc(func(_ context.Context, c pool.ToolCall) (string, error) {
 		if c.Tool == "panic" {
 			panic("boom")
 		}
@@ -127,7 +129,7 @@ func TestNilHandlerRefuses(t *testing.T) {
 func TestConcurrentConnectionsShareBudget(t *testing.T) {
 	const conns, perConn, budget = 8, 10, 50
 	s := listen(t, Config{Tools: []string{"t"}, MaxConns: conns})
-	h := HandlerFunc(func(_ context.Context, c Call) (string, error) { return string(c.Args), nil })
+	h := pool.ToolHandlerFunc(func(_ context.Context, c pool.ToolCall) (string, error) { return string(c.Args), nil })
 	end := s.BeginCell(h, budget)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -188,7 +190,7 @@ func TestBeginCellReplacesActiveCell(t *testing.T) {
 func TestCallIDsUnique(t *testing.T) {
 	s := listen(t, Config{Tools: []string{"t"}})
 	ids := make(chan string, 10)
-	end := s.BeginCell(HandlerFunc(func(_ context.Context, c Call) (string, error) {
+	end := s.BeginCell(pool.ToolHandlerFunc(func(_ context.Context, c pool.ToolCall) (string, error) {
 		ids <- c.ID
 		return "", nil
 	}), 0)

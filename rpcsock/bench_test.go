@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kernpool/kernpool/pool"
+
 	"github.com/kernpool/kernpool/internal/testenv"
 )
 
@@ -17,7 +19,7 @@ import (
 // the generated Python stub in a real interpreter (what a cell pays). The
 // median per call is reported as median-ns/call.
 func BenchmarkRoundTrip(b *testing.B) {
-	handler := HandlerFunc(func(_ context.Context, c Call) (string, error) { return `{"ok":true}`, nil })
+	handler := pool.ToolHandlerFunc(func(_ context.Context, c pool.ToolCall) (string, error) { return `{"ok":true}`, nil })
 	for _, network := range []string{"unix", "tcp"} {
 		b.Run("go-"+network, func(b *testing.B) {
 			if network == "unix" {

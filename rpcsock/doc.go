@@ -1,8 +1,12 @@
 // Package rpcsock owns the tool-RPC channel of one kernel (parity §4): the
 // listener the kernel's cells call back through, the per-cell authority that
 // decides who answers those calls, and the generated Python module
-// kernpool_tools that cells import. It implements pool.ToolServer through a
-// thin adapter in pool/daemon (wire.go) and imports nothing of the project.
+// kernpool_tools that cells import. It is an adapter of the pool's tool
+// seams and imports pool for them alone, using the pool's own types:
+// *Server is a pool.ToolServer, Factory a pool.ToolServerFactory, and each
+// call reaches the cell's pool.ToolHandler as a pool.ToolCall whose ID is
+// unique per daemon ("call-<12 hex>-<n>": the listener's random prefix and
+// a per-listener counter).
 //
 // # Listener
 //
@@ -48,7 +52,7 @@
 //  6. the cell's budget spent -> "Tool call limit reached (N)".
 //
 // A call that passes is counted against its cell and dispatched to the
-// cell's Handler with a context canceled when the cell settles; a handler
+// cell's pool.ToolHandler with a context canceled when the cell settles; a handler
 // error becomes {"error": err.Error()}, a cancellation after the cell
 // settled becomes "Tool call canceled: its cell has settled", a panic
 // becomes "tool handler failed". Blank lines are ignored.

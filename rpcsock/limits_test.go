@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kernpool/kernpool/pool"
+
 	"github.com/kernpool/kernpool/internal/testenv"
 )
 
@@ -23,7 +25,7 @@ func TestCloseUnblocksReadsAndHandlers(t *testing.T) {
 		t.Fatal(err)
 	}
 	started, handlerDone := make(chan struct{}), make(chan struct{})
-	s.BeginCell(HandlerFunc(func(ctx context.Context, _ Call) (string, error) {
+	s.BeginCell(pool.ToolHandlerFunc(func(ctx context.Context, _ pool.ToolCall) (string, error) {
 		close(started)
 		<-ctx.Done()
 		close(handlerDone)

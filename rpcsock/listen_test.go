@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kernpool/kernpool/pool"
 )
 
 func TestSocketModes(t *testing.T) {
@@ -110,7 +112,7 @@ func TestCloseIdempotentRemovesSocket(t *testing.T) {
 				t.Fatal(err)
 			}
 			started := make(chan struct{})
-			end := s.BeginCell(HandlerFunc(func(ctx context.Context, _ Call) (string, error) {
+			end := s.BeginCell(pool.ToolHandlerFunc(func(ctx context.Context, _ pool.ToolCall) (string, error) {
 				close(started)
 				<-ctx.Done()
 				return "", ctx.Err()

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kernpool/kernpool/pool"
+
 	"go.uber.org/goleak"
 
 	"github.com/kernpool/kernpool/internal/testenv"
@@ -125,7 +127,7 @@ func req(tool string, args any, token string) string {
 // echo is a handler that answers "tool:args" and counts its calls.
 type echo struct{ calls atomic.Int64 }
 
-func (e *echo) HandleTool(_ context.Context, c Call) (string, error) {
+func (e *echo) HandleTool(_ context.Context, c pool.ToolCall) (string, error) {
 	e.calls.Add(1)
 	return c.Tool + ":" + string(c.Args), nil
 }

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kernpool/kernpool/pool"
+
 	"github.com/kernpool/kernpool/internal/testenv"
 )
 
@@ -36,7 +38,7 @@ func TestStubCallsAndErrors(t *testing.T) {
 	testenv.RequirePython(t)
 	tools := []string{"web-search", "json", "fail", "len"}
 	s := listen(t, Config{Tools: tools})
-	h := HandlerFunc(func(_ context.Context, c Call) (string, error) {
+	h := pool.ToolHandlerFunc(func(_ context.Context, c pool.ToolCall) (string, error) {
 		switch c.Tool {
 		case "json":
 			return `{"echo": ` + string(c.Args) + `}`, nil
@@ -143,7 +145,7 @@ func TestStubTimeoutNotRetried(t *testing.T) {
 	testenv.RequirePython(t)
 	s := listen(t, Config{Tools: []string{"slow", "fast"}})
 	var slowCalls atomic.Int64
-	end := s.BeginCell(HandlerFunc(func(ctx context.Context, c Call) (string, error) {
+	end := s.BeginCell(pool.ToolHandlerFunc(func(ctx context.Context, c pool.ToolCall) (string, error) {
 		if c.Tool == "fast" {
 			return "fast", nil
 		}
@@ -175,7 +177,7 @@ print(kernpool_tools.fast())
 func TestStubConcurrentThreads(t *testing.T) {
 	testenv.RequirePython(t)
 	s := listen(t, Config{Tools: []string{"t"}})
-	end := s.BeginCell(HandlerFunc(func(_ context.Context, c Call) (string, error) {
+	end := s.BeginCell(pool.ToolHandlerFunc(func(_ context.Context, c pool.ToolCall) (string, error) {
 		return string(c.Args), nil
 	}), 1000)
 	out, err := runPython(t, s, Stub([]string{"t"}), `
@@ -332,7 +334,7 @@ print(len(fns))
 func TestStubLargePayloads(t *testing.T) {
 	testenv.RequirePython(t)
 	s := listen(t, Config{Tools: []string{"big", "len"}, MaxLineBytes: 1 << 20})
-	end := s.BeginCell(HandlerFunc(func(_ context.Context, c Call) (string, error) {
+	end := s.BeginCell(pool.ToolHandlerFunc(func(_ context.Context, c pool.ToolCall) (string, error) {
 		if c.Tool == "big" {
 			return strings.Repeat("x", 3<<20), nil
 		}

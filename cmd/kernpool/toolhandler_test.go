@@ -46,18 +46,20 @@ func TestShellToolHandler(t *testing.T) {
 }
 
 // TestShellToolHandlerCanceled cancels a call while its handler runs: the
-// call returns promptly with an error, the handler's process group is
-// killed (a background child of the shell dies with it), and a grandchild
-// that left the group but holds the output pipe cannot hold the call
-// (WaitDelay).
+// call returns with an error, the handler's process group is killed (a
+// background child of the shell dies with it), and a grandchild that left
+// the group but holds the output pipe cannot hold the call (WaitDelay).
+// The grandchild outlives the test's patience, so the call returning at
+// all while it still runs is what tells WaitDelay acted: without it the
+// call waits for the pipe's end, which only the grandchild's exit brings.
 func TestShellToolHandlerCanceled(t *testing.T) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("needs /proc to judge the handler's children dead")
 	}
 	dir := t.TempDir()
 	script := fmt.Sprintf(`sleep 300 & echo $! > %[1]s/child
-setsid sleep 300 & echo $! > %[1]s/escaped
-touch %[1]s/started; wait`, dir)
+setsid sh -c 'echo $$ > %[1]s/escaped.tmp; mv %[1]s/escaped.tmp %[1]s/escaped; exec sleep 3600' &
+wait`, dir)
 	t.Cleanup(func() { // the escaped grandchild is the test's to kill
 		if pid := readPid(dir + "/escaped"); pid > 0 {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -65,29 +67,25 @@ touch %[1]s/started; wait`, dir)
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	type ret struct {
-		err error
-		at  time.Time
-	}
-	done := make(chan ret, 1)
+	done := make(chan error, 1)
 	go func() {
 		_, err := shellToolHandler(script).HandleTool(ctx, pool.ToolCall{Tool: "x"})
-		done <- ret{err, time.Now()}
+		done <- err
 	}()
-	waitUntil(t, "the handler to start", func() bool { _, err := os.Stat(dir + "/started"); return err == nil })
-	child := readPid(dir + "/child")
-	canceled := time.Now()
+	// The grandchild writes its pid once it has left the handler's group.
+	waitUntil(t, "the handler to start", func() bool { return readPid(dir+"/escaped") > 0 && readPid(dir+"/child") > 0 })
+	child, escaped := readPid(dir+"/child"), readPid(dir+"/escaped")
 	cancel()
 	select {
-	case r := <-done:
-		if r.err == nil {
+	case err := <-done:
+		if err == nil {
 			t.Fatal("a canceled call succeeded")
 		}
-		if d := r.at.Sub(canceled); d > handlerWaitDelay+3*time.Second {
-			t.Fatalf("canceled call returned after %v", d)
+		if !procRunning(escaped) {
+			t.Fatal("the call returned only once the grandchild holding its pipe was gone: WaitDelay did not end the wait")
 		}
 	case <-time.After(testenv.Patience):
-		t.Fatal("canceled call still running after 30s")
+		t.Fatalf("canceled call still waiting for its grandchild's pipe after %v", testenv.Patience)
 	}
 	waitUntil(t, "the handler's background child to die with its group", func() bool { return !procRunning(child) })
 }

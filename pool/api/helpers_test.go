@@ -71,7 +71,7 @@ func startDaemon(tb testing.TB, o daemonOpts) *daemon {
 	if err := os.Mkdir(d.state, 0o711); err != nil {
 		tb.Fatal(err)
 	}
-	pcfg := pool.Config{StateDir: d.state, DefaultInterpreter: testenv.Python, Tools: rpcFactory{}}
+	pcfg := pool.Config{StateDir: d.state, DefaultInterpreter: testenv.Python, Tools: rpcsock.Factory{}}
 	if o.pool != nil {
 		o.pool(&pcfg)
 	}
@@ -225,30 +225,4 @@ func recv[T any](tb testing.TB, what string, ch <-chan T) T {
 func waitFor(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
 	testenv.WaitFor(tb, what, cond)
-}
-
-// rpcFactory adapts the real rpcsock listener to pool.ToolServerFactory
-// (the daemon's wiring does the same in pool/daemon/wire.go).
-type rpcFactory struct{}
-
-func (rpcFactory) Listen(staging string, uid int, tools []string) (pool.ToolServer, error) {
-	s, err := rpcsock.Listen(rpcsock.Config{Dir: staging, UID: uid, Tools: tools})
-	if err != nil {
-		return nil, err
-	}
-	return rpcServer{s}, nil
-}
-
-func (rpcFactory) Stub(tools []string) []byte { return rpcsock.Stub(tools) }
-
-type rpcServer struct{ s *rpcsock.Server }
-
-func (r rpcServer) Endpoint() string { return r.s.Endpoint() }
-func (r rpcServer) Token() string    { return r.s.Token() }
-func (r rpcServer) Close() error     { return r.s.Close() }
-
-func (r rpcServer) BeginCell(h pool.ToolHandler, budget int) func() int {
-	return r.s.BeginCell(rpcsock.HandlerFunc(func(ctx context.Context, c rpcsock.Call) (string, error) {
-		return h.HandleTool(ctx, pool.ToolCall{ID: c.ID, Tool: c.Tool, Args: c.Args})
-	}), budget)
 }

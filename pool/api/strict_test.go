@@ -164,7 +164,7 @@ func TestConnectionCap(t *testing.T) {
 // A spilled cell names its spill; the endpoint serves exactly the file,
 // refuses names that are not plain file names and unknown kernels.
 func TestSpillEndpoint(t *testing.T) {
-	d := startDaemon(t, daemonOpts{pool: func(c *pool.Config) { c.Output = envscrubOutput{} }})
+	d := startDaemon(t, daemonOpts{pool: func(c *pool.Config) { c.Output = envscrub.NewPipeline(envscrub.OutputConfig{}) }})
 	res := d.exec(t, "s", "print('y' * 60000)")
 	if !res.StdoutTruncated || res.StdoutSpillName != "cell_000001_stdout.txt" || !strings.Contains(res.Warning, "kernpool spill "+res.Kernel.ID+" cell_000001_stdout.txt") {
 		t.Fatalf("result %+v does not name its spill", res)
@@ -187,20 +187,4 @@ func TestSpillEndpoint(t *testing.T) {
 			t.Errorf("GET %s: %d, want %d", tt.path, status, tt.status)
 		}
 	}
-}
-
-// envscrubOutput wires the real output pipeline, as pool/daemon does.
-type envscrubOutput struct{}
-
-func (envscrubOutput) ForKernel(secrets []string) pool.OutputFilter {
-	return envscrubFilter{envscrub.NewPipeline(envscrub.OutputConfig{}).ForKernel(secrets)}
-}
-
-type envscrubFilter struct{ f *envscrub.Filter }
-
-func (e envscrubFilter) Clean(text string) string   { return e.f.Clean(text) }
-func (e envscrubFilter) CapText(text string) string { return e.f.CapText(text) }
-func (e envscrubFilter) Finish(stdout, stderr, dir string, cell int) (pool.CellOutput, error) {
-	out, err := e.f.Finish(stdout, stderr, dir, cell)
-	return pool.CellOutput(out), err
 }

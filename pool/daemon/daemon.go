@@ -152,6 +152,9 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (d *Daemon, err error
 	}
 	kit := d.kit // the deferred undo runs after d is set to nil
 	undo = append(undo, func() { kit.close(context.Background()) })
+	if st, ok := d.seams.Sandboxes.(pool.SandboxStatser); ok {
+		kit.metrics.WatchSandboxes(st.SandboxStats)
+	}
 	pc := poolConfig(&c, interp, d.seams, log)
 	pc.Observer, pc.Quotas = d.kit.observer, quotas(&c)
 	if pc.Checkpoints.Store, err = openStore(ctx, &c, log); err != nil {

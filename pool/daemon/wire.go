@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
@@ -10,14 +9,15 @@ import (
 
 	"github.com/kernpool/kernpool/envscrub"
 	"github.com/kernpool/kernpool/isolate"
-	"github.com/kernpool/kernpool/kernel"
 	"github.com/kernpool/kernpool/pool"
 	"github.com/kernpool/kernpool/rpcsock"
 )
 
 // This file is the ONLY place that wires the concrete isolation,
-// environment and tool-RPC packages into the pool. Everything else in
-// pool/daemon (and cmd/kernpool above it) sees them through the seams struct.
+// environment and tool-RPC packages into the pool. Each of them imports
+// pool and fills its seams with pool's own types (and asserts so itself),
+// so wiring is plain assignment. Everything else in pool/daemon (and
+// cmd/kernpool above it) sees them through the seams struct.
 
 // seams are the pool.Config fields the concrete packages fill, plus what
 // the daemon reports about them.
@@ -76,10 +76,10 @@ func buildSeams(cfg *Config, log hclog.Logger) (seams, error) {
 		SpillQuota:              cfg.Output.SpillQuota,
 	})
 	return seams{
-		Sandboxes: sandboxFactory{iso},
+		Sandboxes: iso,
 		Env:       scrub,
-		Output:    outputFactory{pipe},
-		Tools:     toolFactory{log: log},
+		Output:    pipe,
+		Tools:     rpcsock.Factory{Logger: log},
 		Isolation: isolationSummary(rep),
 		Check:     iso.CheckAccess,
 		Close:     iso.Close,
@@ -173,84 +173,4 @@ func isolationSummary(r isolate.Report) string {
 		parts = append(parts, "no_new_privs")
 	}
 	return strings.Join(parts, ", ")
-}
-
-// Compile-time proof that the concrete packages satisfy the pool's seams.
-var (
-	_ pool.SandboxFactory      = sandboxFactory{}
-	_ pool.EnvBuilder          = (*envscrub.Scrubber)(nil)
-	_ pool.EnvChecker          = (*envscrub.Scrubber)(nil)
-	_ pool.OutputFilterFactory = outputFactory{}
-	_ pool.RedactionCounter    = outputFilter{}
-	_ pool.ToolServerFactory   = toolFactory{}
-	_ kernel.Sandbox           = (*isolate.Sandbox)(nil)
-)
-
-// sandboxFactory adapts isolate.Isolator (which does not import pool).
-type sandboxFactory struct{ iso *isolate.Isolator }
-
-func (f sandboxFactory) NewSandbox(id, owner, mode string, l pool.Limits) (kernel.Sandbox, error) {
-	sb, err := f.iso.NewSandbox(id, owner, mode, isolate.Limits{MemoryMax: l.MemoryMax, PidsMax: l.PidsMax, CPUMax: l.CPUMax})
-	if err != nil {
-		return nil, err
-	}
-	return sb, nil
-}
-
-// outputFactory adapts envscrub.Pipeline.
-type outputFactory struct{ p *envscrub.Pipeline }
-
-func (f outputFactory) ForKernel(secrets []string) pool.OutputFilter {
-	return outputFilter{f.p.ForKernel(secrets)}
-}
-
-type outputFilter struct{ f *envscrub.Filter }
-
-func (o outputFilter) Clean(text string) string { return o.f.Clean(text) }
-
-func (o outputFilter) CapText(text string) string { return o.f.CapText(text) }
-
-func (o outputFilter) TakeRedactions() int { return o.f.TakeRedactions() }
-
-// InlineCaps bounds what a streamed cell sends live.
-func (o outputFilter) InlineCaps() (stdout, stderr int) { return o.f.InlineCaps() }
-
-func (o outputFilter) Finish(stdout, stderr, spillDir string, cell int) (pool.CellOutput, error) {
-	out, err := o.f.Finish(stdout, stderr, spillDir, cell)
-	return pool.CellOutput(out), err // identical fields by design
-}
-
-// FinishClipped makes the inline tail and the spill's end the real end of
-// a stream the kernel clipped.
-func (o outputFilter) FinishClipped(stdout, stderr pool.Clipped, spillDir string, cell int) (pool.CellOutput, error) {
-	out, err := o.f.FinishClipped(envscrub.Clipped(stdout), envscrub.Clipped(stderr), spillDir, cell)
-	return pool.CellOutput(out), err
-}
-
-// SpillCap makes each kernel keep what a spill can hold.
-func (f outputFactory) SpillCap() int { return f.p.SpillCap() }
-
-// toolFactory adapts rpcsock.
-type toolFactory struct{ log hclog.Logger }
-
-func (f toolFactory) Listen(staging string, uid int, tools []string) (pool.ToolServer, error) {
-	s, err := rpcsock.Listen(rpcsock.Config{Dir: staging, UID: uid, Tools: tools, Logger: f.log})
-	if err != nil {
-		return nil, err
-	}
-	return toolServer{s}, nil
-}
-
-func (toolFactory) Stub(tools []string) []byte { return rpcsock.Stub(tools) }
-
-type toolServer struct{ *rpcsock.Server }
-
-func (s toolServer) BeginCell(h pool.ToolHandler, budget int) func() int {
-	var rh rpcsock.Handler
-	if h != nil {
-		rh = rpcsock.HandlerFunc(func(ctx context.Context, c rpcsock.Call) (string, error) {
-			return h.HandleTool(ctx, pool.ToolCall{ID: c.ID, Tool: c.Tool, Args: c.Args})
-		})
-	}
-	return s.Server.BeginCell(rh, budget)
 }
