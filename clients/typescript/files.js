@@ -15,17 +15,22 @@ export function filePath(p) {
   return encodeURIComponent(p).replace(/\./g, '%2E');
 }
 
-/** The URL path of a files call: target {kernelId} or {owner, mode?}. */
+/** The URL path of a files call: target {kernelId}, {session} or {owner, mode?}. */
 export function filesURL(target, p = '', dir = '') {
   const t = target || {};
-  if ((t.kernelId === undefined) === (t.owner === undefined)) {
-    throw new TypeError('a files call takes exactly one of kernelId and owner');
+  const named = [t.kernelId, t.session, t.owner].filter((x) => x !== undefined).length;
+  if (named !== 1) throw new TypeError('a files call takes exactly one of kernelId, session and owner');
+  if (t.session !== undefined && t.mode !== undefined) {
+    throw new TypeError('a files call by session takes no mode (the session has one)');
   }
   const seg = (s) => {
-    if (typeof s !== 'string' || s === '') throw new TypeError('a kernel id or owner must be a non-empty string');
+    if (typeof s !== 'string' || s === '') throw new TypeError('a kernel id, session id or owner must be a non-empty string');
     return encodeURIComponent(s);
   };
-  let base = t.kernelId !== undefined ? `/v1/kernels/${seg(t.kernelId)}/files` : `/v1/owners/${seg(t.owner)}/files`;
+  let base;
+  if (t.kernelId !== undefined) base = `/v1/kernels/${seg(t.kernelId)}/files`;
+  else if (t.session !== undefined) base = `/v1/sessions/${seg(t.session)}/files`;
+  else base = `/v1/owners/${seg(t.owner)}/files`;
   if (p) base += `/${filePath(p)}`;
   const q = [];
   if (t.owner !== undefined && t.mode) q.push(`mode=${encodeURIComponent(t.mode)}`);

@@ -15,8 +15,11 @@ export const DEFAULT_MAX_SPILL_BYTES: number;
 export const MAX_CONCURRENT_TOOL_CALLS: number;
 export const DEFAULT_MAX_DOWNLOAD_BYTES: number;
 
-/** The kernel a files call reaches: by id, or the owner's (of mode, when it has several). */
-export type FileTarget = { kernelId: string; owner?: undefined } | { owner: string; mode?: string; kernelId?: undefined };
+/** The kernel a files call reaches: by id, a session's (409 idle before its first cell), or the owner's (of mode, when it has several). */
+export type FileTarget =
+  | { kernelId: string; owner?: undefined; session?: undefined }
+  | { session: string; kernelId?: undefined; owner?: undefined; mode?: undefined }
+  | { owner: string; mode?: string; kernelId?: undefined; session?: undefined };
 /** What uploadFile sends: bytes, a string (UTF-8), or a stream of bytes. */
 export type UploadData = Buffer | Uint8Array | string | Readable | AsyncIterable<Uint8Array> | Iterable<Uint8Array>;
 /** A file path as the files endpoints take it: one URL segment. */

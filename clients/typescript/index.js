@@ -440,8 +440,9 @@ export class Client {
   /**
    * Writes data (a Buffer, a string as UTF-8, or an (async) iterable of
    * bytes such as a fs.ReadStream, streamed) to path of the working dir of
-   * target ({kernelId} or {owner, mode?}), as the kernel's uid. Over the
-   * mode's files_max_bytes: APIError too_large; a full tmpfs: no_space.
+   * target ({kernelId}, {session} or {owner, mode?}), as the kernel's uid.
+   * Over the mode's files_max_bytes: APIError too_large; a full tmpfs:
+   * no_space; a session before its first cell: idle (no kernel is started).
    */
   async uploadFile(p, data, target) {
     const u = filesURL(target, p);

@@ -22,18 +22,20 @@ const cpArgs = "(LOCAL OWNER:PATH | OWNER:PATH LOCAL)"
 const cpLong = `Copy a file into or out of a kernel's working dir (its cwd, else its staging dir).
 The remote side is OWNER:PATH: the owner's live kernel of --mode (default
 "default"; the most recently used when several match), or :PATH with
---kernel ID. PATH is relative to the working dir; an upload to a PATH that
+--kernel ID or --session ID (the session's live kernel: run its first
+cell before copying in; a copy never starts a kernel). PATH is relative to the working dir; an upload to a PATH that
 ends in "/" keeps the local file's name. LOCAL "-" is stdin or stdout; a
 local path with a colon is written ./a:b. The daemon reads and writes as
 the kernel's uid and never follows a symlink there.`
 
-type cpOptions struct{ socket, mode, kernel string }
+type cpOptions struct{ socket, mode, kernel, session string }
 
 func cpFlags(fs *pflag.FlagSet) runFunc {
 	var o cpOptions
 	addSocketFlag(fs, &o.socket)
 	fs.StringVar(&o.mode, "mode", "", "the owner's kernel of this mode (default \"default\")")
 	fs.StringVar(&o.kernel, "kernel", "", "the kernel `ID` (the remote side is then :PATH)")
+	fs.StringVar(&o.session, "session", "", "the live kernel of the session `ID` (the remote side is then :PATH)")
 	return func(ctx context.Context, e *env, args []string) int { return runCp(ctx, e, o, args) }
 }
 
@@ -61,13 +63,20 @@ func runCp(ctx context.Context, e *env, o cpOptions, args []string) int {
 		owner, rpath, local = srcOwner, srcPath, args[1]
 	}
 	switch {
-	case (owner == "") == (o.kernel == ""):
-		return usageError(e, "cp", "name the kernel by OWNER:PATH or by --kernel ID with :PATH, not both or neither")
+	case o.kernel != "" && o.session != "":
+		return usageError(e, "cp", "name the kernel by --kernel ID or by --session ID, not both")
+	case (owner == "") == (o.kernel == "" && o.session == ""):
+		return usageError(e, "cp", "name the kernel by OWNER:PATH or by --kernel ID or --session ID with :PATH, not both or neither")
+	case o.session != "" && o.mode != "":
+		return usageError(e, "cp", "--mode goes with OWNER:PATH, not --session (the session has its mode)")
 	case rpath == "" && srcRemote:
 		return usageError(e, "cp", "the remote side names no path")
 	}
 	client := api.NewClient(socketPath(o.socket, e.getenv))
 	defer client.CloseIdleConnections()
+	if o.session != "" {
+		return cpBy(ctx, e, client, api.FileTarget{Session: o.session}, srcRemote, rpath, local)
+	}
 	id := o.kernel
 	if id == "" {
 		var err error
@@ -78,11 +87,15 @@ func runCp(ctx context.Context, e *env, o cpOptions, args []string) int {
 			return connError(e, "cp", err)
 		}
 	}
-	t := api.FileTarget{Kernel: id}
-	if srcRemote {
-		return cpDownload(ctx, e, client, t, rpath, local)
+	return cpBy(ctx, e, client, api.FileTarget{Kernel: id}, srcRemote, rpath, local)
+}
+
+// cpBy copies rpath of target t out to local (down) or local in to it.
+func cpBy(ctx context.Context, e *env, c *api.Client, t api.FileTarget, down bool, rpath, local string) int {
+	if down {
+		return cpDownload(ctx, e, c, t, rpath, local)
 	}
-	return cpUpload(ctx, e, client, t, local, rpath)
+	return cpUpload(ctx, e, c, t, local, rpath)
 }
 
 func cpUpload(ctx context.Context, e *env, c *api.Client, t api.FileTarget, local, rpath string) int {

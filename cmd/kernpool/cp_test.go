@@ -9,13 +9,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kernpool/kernpool/pool"
 	"github.com/kernpool/kernpool/pool/api"
 )
 
-// kernpool cp both ways, by owner and by --kernel, and its refusals with
-// their exit codes: a copy in is read by the owner's next cell, a file the
-// cell wrote comes back byte-identical, a failed copy out leaves the
-// local file as it was.
+// kernpool cp both ways, by owner, by --kernel and by --session, and its
+// refusals with their exit codes: a copy in is read by the owner's (or
+// session's) next cell, a file the cell wrote comes back byte-identical,
+// a failed copy out leaves the local file as it was.
 func TestCpBothWays(t *testing.T) {
 	d := startServe(t)
 	dir := t.TempDir()
@@ -59,6 +60,26 @@ func TestCpBothWays(t *testing.T) {
 	if r := cli(t, "", "cp", "--socket", d.socket, "--kernel", id, ":s.txt", "-"); r.code != 0 || r.stdout != "from stdin" {
 		t.Fatalf("cp --kernel to stdout: %+v", r)
 	}
+	sess, err := client.CreateSession(t.Context(), pool.SessionSpec{Owner: "c", Tools: []string{"search"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := cli(t, "early", "cp", "--socket", d.socket, "--session", sess.ID, "-", ":early.txt"); r.code != 1 || !strings.Contains(r.stderr, "no live kernel") {
+		t.Fatalf("cp --session before its first cell: %+v, want exit 1 (idle)", r)
+	}
+	if r := cli(t, "", "exec", "--socket", d.socket, "--session", sess.ID, "1"); r.code != 0 {
+		t.Fatalf("exec --session: %+v", r)
+	}
+	if r := cli(t, "", "cp", "--socket", d.socket, "--session", sess.ID, in, ":"); r.code != 0 {
+		t.Fatalf("cp --session in: %+v", r)
+	}
+	r = cli(t, "", "exec", "--socket", d.socket, "--session", sess.ID, "_ = open('back.txt', 'w').write(str(len(open('data.csv', 'rb').read())))")
+	if r.code != 0 {
+		t.Fatalf("the session's cell: %+v", r)
+	}
+	if r := cli(t, "", "cp", "--socket", d.socket, "--session", sess.ID, ":back.txt", "-"); r.code != 0 || r.stdout != "1400000" {
+		t.Fatalf("cp --session out: %+v", r)
+	}
 	if err := os.WriteFile(out, []byte("kept"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -75,6 +96,10 @@ func TestCpBothWays(t *testing.T) {
 		{"two locals", []string{in, out}, 2, "exactly one side"},
 		{"two remotes", []string{"c:a", "c:b"}, 2, "exactly one side"},
 		{"owner and --kernel", []string{"--kernel", id, in, "c:x"}, 2, "not both"},
+		{"owner and --session", []string{"--session", sess.ID, in, "c:x"}, 2, "not both"},
+		{"--kernel and --session", []string{"--kernel", id, "--session", sess.ID, in, ":x"}, 2, "not both"},
+		{"--session and --mode", []string{"--session", sess.ID, "--mode", "m", in, ":x"}, 2, "--mode goes with OWNER:PATH"},
+		{"unknown session", []string{"--session", "s0", ":x", out}, 1, "no such session"},
 		{"one argument", []string{in}, 2, "expected a source"},
 	} {
 		r := cli(t, "", append([]string{"cp", "--socket", d.socket}, c.args...)...)

@@ -13,10 +13,12 @@ import (
 )
 
 // FileTarget names the kernel whose working dir a files call reaches:
-// Kernel (an id), or else Owner's live kernel (of Mode when the owner has
-// kernels of several modes).
+// Kernel (an id), or else Session's live kernel (pool.ErrIdle before the
+// session's first cell), or else Owner's live kernel (of Mode when the
+// owner has kernels of several modes).
 type FileTarget struct {
 	Kernel, Owner, Mode string
+	Session             string
 }
 
 // prefix is the target's path up to "/files" and the query it needs.
@@ -25,13 +27,15 @@ func (t FileTarget) prefix() (string, url.Values, error) {
 	switch {
 	case t.Kernel != "":
 		return "/v1/kernels/" + url.PathEscape(t.Kernel) + "/files", q, nil
+	case t.Session != "":
+		return "/v1/sessions/" + url.PathEscape(t.Session) + "/files", q, nil
 	case t.Owner != "":
 		if t.Mode != "" {
 			q.Set("mode", t.Mode)
 		}
 		return "/v1/owners/" + url.PathEscape(t.Owner) + "/files", q, nil
 	}
-	return "", nil, fmt.Errorf("%w: a file target needs a kernel id or an owner", ErrBadRequest)
+	return "", nil, fmt.Errorf("%w: a file target needs a kernel id, a session id or an owner", ErrBadRequest)
 }
 
 // url is the request path of file p of the target (p "" : the listing).

@@ -12,8 +12,10 @@ import (
 // The files API streams bodies both ways: an upload is copied from the
 // request body into the kernel's working area as it arrives (bounded by
 // the mode's files_max_bytes), a download from the file to the response.
-// Each is addressed by kernel id or by owner (with ?mode= when the owner
-// has kernels of several modes), as interrupts are.
+// Each is addressed by kernel id, by owner (with ?mode= when the owner
+// has kernels of several modes), as interrupts are, or by session id (the
+// session's live kernel; 409 idle before its first cell, since a file
+// call never starts a kernel).
 
 // CodeNoSpace (507): the kernel's working area (its tmpfs) is full.
 const CodeNoSpace = "no_space"
@@ -29,6 +31,10 @@ func (s *Server) fileTarget(w http.ResponseWriter, r *http.Request) string {
 			return ""
 		}
 		return id
+	}
+	if sid := r.PathValue("session"); sid != "" {
+		kid, _ := s.sessionKernel(w, r, sid)
+		return kid
 	}
 	owner := r.PathValue("owner")
 	if forbidOwner(w, r, owner) {

@@ -69,3 +69,55 @@ func TestSessionsOverTheClient(t *testing.T) {
 	d.expect(t, "POST", "/v1/sessions", `{"owner":"a","bogus":1}`, 400, api.CodeBadRequest, []string{"bogus"})
 	d.expect(t, "POST", "/v1/execute", `{"session":"s0","code":"1"}`, 404, api.CodeNotFound, []string{"no such session"})
 }
+
+// TestSessionFilesOverTheClient: the files calls addressed by session id
+// reach the session's kernel: 409 idle before its first cell (a files call
+// starts no kernel), then an upload its next cell reads, a cell's file
+// downloaded byte-identical, a listing and a delete; 404 for an unknown
+// session, as the other session endpoints answer.
+func TestSessionFilesOverTheClient(t *testing.T) {
+	d := startDaemon(t, daemonOpts{})
+	ctx, c := testCtx(t), d.client
+	d.exec(t, "alice", "1") // the owner's implicit kernel, not the session's
+	s, err := c.CreateSession(ctx, pool.SessionSpec{Owner: "alice", Tools: []string{"search"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bySession := api.FileTarget{Session: s.ID}
+	if _, err := c.UploadFile(ctx, bySession, "early.txt", strings.NewReader("x"), 1); !errors.Is(err, pool.ErrIdle) {
+		t.Fatalf("upload before the session's first cell: %v, want idle", err)
+	}
+	if _, err := c.ListFiles(ctx, bySession, ""); !errors.Is(err, pool.ErrIdle) {
+		t.Fatalf("listing before the session's first cell: %v, want idle", err)
+	}
+	res, err := c.Execute(ctx, pool.Request{Session: s.ID, Code: "import os\nprint(os.path.exists('early.txt'))"})
+	if err != nil || res.Output != "False\n" {
+		t.Fatalf("first cell: %+v, %v", res, err)
+	}
+	const data = "a,b\n1,2\n"
+	if w, err := c.UploadFile(ctx, bySession, "in/data.csv", strings.NewReader(data), int64(len(data))); err != nil || w.Bytes != int64(len(data)) {
+		t.Fatalf("upload by session: %+v, %v", w, err)
+	}
+	res, err = c.Execute(ctx, pool.Request{Session: s.ID, Code: "t = open('in/data.csv').read()\nprint(repr(t))\n_ = open('out.txt', 'w').write(t.upper())"})
+	if err != nil || res.Output != "'a,b\\n1,2\\n'\n" {
+		t.Fatalf("the session's next cell read: %+v, %v", res, err)
+	}
+	var out strings.Builder
+	if n, err := c.DownloadFile(ctx, bySession, "out.txt", &out); err != nil || n != int64(len(data)) || out.String() != strings.ToUpper(data) {
+		t.Fatalf("download by session: %q (%d), %v", out.String(), n, err)
+	}
+	if l, err := c.ListFiles(ctx, bySession, "in"); err != nil || len(l.Entries) != 1 || l.Entries[0].Name != "data.csv" {
+		t.Fatalf("listing by session: %+v, %v", l, err)
+	}
+	if _, err := c.DownloadFile(ctx, api.FileTarget{Owner: "alice", Mode: "default"}, "out.txt", &strings.Builder{}); err == nil {
+		t.Fatal("the owner's implicit kernel has the session's file")
+	}
+	if err := c.DeleteFile(ctx, bySession, "in/data.csv"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DownloadFile(ctx, bySession, "in/data.csv", &strings.Builder{}); !errors.Is(err, pool.ErrNotFound) {
+		t.Fatalf("download after delete: %v, want not_found", err)
+	}
+	d.expect(t, "GET", "/v1/sessions/s0/files", "", 404, api.CodeNotFound, []string{"no such session"})
+	d.expect(t, "PUT", "/v1/sessions/s0/files/x", "x", 404, api.CodeNotFound, []string{"no such session"})
+}

@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"context"
+	"io"
 	"strings"
 	"testing"
 
@@ -11,8 +12,9 @@ import (
 
 // TestNetworkSessionsAreOwnerBound: over the network API, two owners'
 // sessions are live at once and neither credential can use, see, end or
-// restart the other's (404, as for a session that does not exist); the
-// admin sees both. The daemon's envscrub wiring masks a planted env value
+// restart the other's, nor reach its files (404, as for a session that
+// does not exist), while the owner's upload by session is read by the
+// session's next cell; the admin sees both. The daemon's envscrub wiring masks a planted env value
 // in a session's output and refuses a secret-shaped name.
 func TestNetworkSessionsAreOwnerBound(t *testing.T) {
 	cfg, ca := netConfig(t)
@@ -39,6 +41,9 @@ func TestNetworkSessionsAreOwnerBound(t *testing.T) {
 	if _, err := bob.Execute(ctx, pool.Request{Session: bs.ID, Code: "y = 2"}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := alice.UploadFile(ctx, api.FileTarget{Session: as.ID}, "from-alice.txt", strings.NewReader("alice"), 5); err != nil {
+		t.Fatalf("alice's upload by session: %v", err)
+	}
 	for name, call := range map[string]func() error{
 		"execute": func() error {
 			_, err := bob.Execute(ctx, pool.Request{Session: as.ID, Code: "print(secret)"})
@@ -48,11 +53,21 @@ func TestNetworkSessionsAreOwnerBound(t *testing.T) {
 			_, err := bob.Execute(ctx, pool.Request{Session: as.ID, Owner: "alice", Code: "print(secret)"})
 			return err
 		},
-		"get":       func() error { _, err := bob.Session(ctx, as.ID); return err },
-		"variables": func() error { _, err := bob.SessionVariables(ctx, as.ID); return err },
-		"interrupt": func() error { return bob.InterruptSession(ctx, as.ID) },
-		"restart":   func() error { _, err := bob.RestartSession(ctx, as.ID); return err },
-		"delete":    func() error { return bob.DeleteSession(ctx, as.ID) },
+		"get":        func() error { _, err := bob.Session(ctx, as.ID); return err },
+		"variables":  func() error { _, err := bob.SessionVariables(ctx, as.ID); return err },
+		"interrupt":  func() error { return bob.InterruptSession(ctx, as.ID) },
+		"restart":    func() error { _, err := bob.RestartSession(ctx, as.ID); return err },
+		"delete":     func() error { return bob.DeleteSession(ctx, as.ID) },
+		"files list": func() error { _, err := bob.ListFiles(ctx, api.FileTarget{Session: as.ID}, ""); return err },
+		"upload": func() error {
+			_, err := bob.UploadFile(ctx, api.FileTarget{Session: as.ID}, "from-bob.txt", strings.NewReader("bob"), 3)
+			return err
+		},
+		"download": func() error {
+			_, err := bob.DownloadFile(ctx, api.FileTarget{Session: as.ID}, "from-alice.txt", io.Discard)
+			return err
+		},
+		"file delete": func() error { return bob.DeleteFile(ctx, api.FileTarget{Session: as.ID}, "from-alice.txt") },
 	} {
 		if err := call(); apiCode(err) != api.CodeNotFound || !strings.Contains(err.Error(), "no such session") {
 			t.Errorf("bob's %s on alice's session: %v, want not_found", name, err)
@@ -78,6 +93,12 @@ func TestNetworkSessionsAreOwnerBound(t *testing.T) {
 	}
 	if got := ids(admin); got != "alice,bob" {
 		t.Errorf("the admin lists sessions of %q", got)
+	}
+	// Alice's upload is read by her session's next cell; bob's refused
+	// calls wrote and deleted nothing.
+	res, err = alice.Execute(ctx, pool.Request{Session: as.ID, Code: "import os\nprint(open('from-alice.txt').read(), os.path.exists('from-bob.txt'))"})
+	if err != nil || res.Output != "alice False\n" {
+		t.Fatalf("alice's cell after the uploads: %+v, %v", res, err)
 	}
 	v, err := alice.SessionVariables(ctx, as.ID)
 	if err != nil || len(v.Variables) != 2 || v.Variables[1].Name != "secret" || v.Variables[1].Repr != "'***'" {

@@ -1,6 +1,6 @@
 """The files API of the blocking Client (docs/api.md "Files"): upload,
 download, list and delete files of a kernel's working dir, addressed by
-kernel id or by owner (and mode). Bodies stream both ways: an upload is
+kernel id, by owner (and mode) or by session id. Bodies stream both ways: an upload is
 sent from a file object in chunks, a download written to a file object or
 path as it arrives; neither is held whole in memory unless asked for."""
 
@@ -35,19 +35,24 @@ def file_path(path: str) -> str:
     return quote(path, safe="").replace(".", "%2E")
 
 
-def files_base(kernel_id: Optional[str], owner: Optional[str], mode: Optional[str]) -> "tuple[str, str]":
+def files_base(kernel_id: Optional[str], owner: Optional[str], mode: Optional[str],
+               session: Optional[str] = None) -> "tuple[str, str]":
     """The target's path up to /files, and its query (mode of an owner)."""
-    if (kernel_id is None) == (owner is None):
-        raise ValueError("a files call takes exactly one of kernel_id and owner")
+    if sum(x is not None for x in (kernel_id, owner, session)) != 1:
+        raise ValueError("a files call takes exactly one of kernel_id, owner and session")
     if kernel_id is not None:
         return "/v1/kernels/%s/files" % _wire.seg(kernel_id), ""
+    if session is not None:
+        if mode is not None:
+            raise ValueError("a files call by session takes no mode (the session has one)")
+        return "/v1/sessions/%s/files" % _wire.seg(session), ""
     query = "mode=" + quote(mode, safe="") if mode else ""
     return "/v1/owners/%s/files" % _wire.seg(owner or ""), query
 
 
 def files_url(kernel_id: Optional[str], owner: Optional[str], mode: Optional[str], path: str = "",
-              dir: Optional[str] = None) -> str:
-    base, query = files_base(kernel_id, owner, mode)
+              dir: Optional[str] = None, session: Optional[str] = None) -> str:
+    base, query = files_base(kernel_id, owner, mode, session)
     if path:
         base += "/" + file_path(path)
     if dir:
@@ -120,13 +125,16 @@ class FilesMixin:
             raise ProtocolError("%s %s: %s" % (method, path, e or type(e).__name__)) from None
 
     def upload(self, path: str, data: Source, *, kernel_id: Optional[str] = None, owner: Optional[str] = None,
-               mode: Optional[str] = None) -> int:
+               mode: Optional[str] = None, session: Optional[str] = None) -> int:
         """Write data (bytes, str as UTF-8, or a binary file object, sent in
         chunks) to path of the kernel's working dir, as the kernel's uid;
         return the bytes written. Over the mode's files_max_bytes: APIError
-        ``too_large``; a full tmpfs: ``no_space``; nothing is kept of either."""
+        ``too_large``; a full tmpfs: ``no_space``; nothing is kept of either.
+        The kernel is kernel_id's, owner's (of mode) or session's: a
+        session with no live kernel yet is APIError ``idle`` (run its first
+        cell; a files call never starts a kernel)."""
         body, length = _body(data)
-        conn, resp = self._file_request("PUT", files_url(kernel_id, owner, mode, path), body, length)
+        conn, resp = self._file_request("PUT", files_url(kernel_id, owner, mode, path, session=session), body, length)
         try:
             self._check(resp, "upload")  # type: ignore[attr-defined]
             out = _wire.decode_json(self._read(resp, _wire.MAX_ERROR_BYTES, "upload"), "upload")  # type: ignore[attr-defined]
@@ -135,13 +143,13 @@ class FilesMixin:
             conn.close()
 
     def download(self, path: str, dest: Optional[Dest] = None, *, kernel_id: Optional[str] = None,
-                 owner: Optional[str] = None, mode: Optional[str] = None,
+                 owner: Optional[str] = None, mode: Optional[str] = None, session: Optional[str] = None,
                  max_bytes: int = DEFAULT_MAX_DOWNLOAD_BYTES) -> Union[bytes, int]:
         """Read path of the kernel's working dir. With dest (a binary file
         object, or a local path written through a temporary file renamed
         when whole) stream into it and return the bytes written; without,
         return the bytes (at most max_bytes: ProtocolError beyond)."""
-        conn, resp = self._file_request("GET", files_url(kernel_id, owner, mode, path))
+        conn, resp = self._file_request("GET", files_url(kernel_id, owner, mode, path, session=session))
         try:
             self._check(resp, "download")  # type: ignore[attr-defined]
             want = int(resp.getheader("Content-Length", "-1"))
@@ -173,15 +181,15 @@ class FilesMixin:
             conn.close()
 
     def list_files(self, dir: str = "", *, kernel_id: Optional[str] = None, owner: Optional[str] = None,
-                   mode: Optional[str] = None) -> FileListing:
+                   mode: Optional[str] = None, session: Optional[str] = None) -> FileListing:
         """List dir ("" the working dir itself) of the kernel's working dir."""
-        url = files_url(kernel_id, owner, mode, dir=dir)
+        url = files_url(kernel_id, owner, mode, dir=dir, session=session)
         return FileListing.from_json(self._json("GET", url))  # type: ignore[attr-defined]
 
     def delete_file(self, path: str, *, kernel_id: Optional[str] = None, owner: Optional[str] = None,
-                    mode: Optional[str] = None) -> None:
+                    mode: Optional[str] = None, session: Optional[str] = None) -> None:
         """Remove path (a file, a symlink itself, or an empty dir)."""
-        conn, resp = self._file_request("DELETE", files_url(kernel_id, owner, mode, path))
+        conn, resp = self._file_request("DELETE", files_url(kernel_id, owner, mode, path, session=session))
         try:
             if resp.status != 204:
                 self._check(resp, "delete_file")  # type: ignore[attr-defined]

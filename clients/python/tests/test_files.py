@@ -138,6 +138,32 @@ def test_target_is_exactly_one(client: Client) -> None:
         client.list_files()
     with pytest.raises(ValueError):
         client.upload("x", b"", kernel_id="k", owner="o")
+    with pytest.raises(ValueError):
+        client.upload("x", b"", session="s0", owner="o")
+    with pytest.raises(ValueError):
+        client.list_files(session="s0", mode="default")
+
+
+def test_files_by_session(client: Client) -> None:
+    s = client.create_session(owner=_owner("sess"), tools=["search"])
+    with pytest.raises(APIError) as ei:  # a files call starts no kernel
+        client.upload("early.txt", b"x", session=s.id)
+    assert ei.value.code == "idle" and ei.value.status == 409
+    client.execute("1", session=s.id)
+    assert client.upload("in/data.csv", b"a,b\n1,2\n", session=s.id) == 8
+    r = client.execute("t = open('in/data.csv').read()\nprint(t.splitlines())\n_ = open('out.txt', 'w').write(t.upper())",
+                       session=s.id)
+    assert r.output == "['a,b', '1,2']\n", r
+    assert client.download("out.txt", session=s.id) == b"A,B\n1,2\n"
+    assert [e.name for e in client.list_files("in", session=s.id).entries] == ["data.csv"]
+    client.delete_file("in/data.csv", session=s.id)
+    with pytest.raises(APIError) as ei:
+        client.download("in/data.csv", session=s.id)
+    assert ei.value.code == "not_found"
+    with pytest.raises(APIError) as ei:
+        client.list_files(session="s" + "0" * 32)
+    assert ei.value.code == "not_found" and ei.value.status == 404
+    client.delete_session(s.id)
 
 
 def test_async_client_files(daemon) -> None:  # type: ignore[no-untyped-def]
@@ -156,4 +182,12 @@ def test_async_client_files(daemon) -> None:  # type: ignore[no-untyped-def]
         with pytest.raises(APIError) as ei:
             await c.download("a.txt", owner=owner)
         assert ei.value.code == "not_found"
+        s = await c.create_session(owner=_owner("async-sess"))
+        await c.execute("1", session=s.id)
+        assert await c.upload("b.txt", b"by session", session=s.id) == 10
+        assert (await c.execute("print(open('b.txt').read())", session=s.id)).output == "by session\n"
+        assert await c.download("b.txt", session=s.id) == b"by session"
+        assert "b.txt" in [e.name for e in (await c.list_files(session=s.id)).entries]
+        await c.delete_file("b.txt", session=s.id)
+        await c.delete_session(s.id)
     asyncio.run(main())

@@ -131,6 +131,24 @@ describe('files against a real daemon', { skip: skip || false, timeout: 600_000 
     await assert.rejects(c.listFiles('', {}), TypeError);
     await assert.rejects(c.uploadFile('x', 'y', { kernelId: 'k', owner: 'o' }), TypeError);
     await rejects(c.listFiles('', { owner: 'ts-nobody' }), 'not_found', 'no live kernel');
+    await assert.rejects(c.listFiles('', { session: 's0', owner: 'o' }), TypeError);
+    await assert.rejects(c.listFiles('', { session: 's0', mode: 'default' }), TypeError);
+  });
+
+  dtest('the files methods by session reach its kernel: idle before its first cell', async () => {
+    const s = await c.createSession({ owner: 'ts-files-sess', tools: ['search'] });
+    const bySession = { session: s.id };
+    await rejects(c.uploadFile('early.txt', 'x', bySession), 'idle');
+    await c.execute('1', bySession);
+    assert.deepEqual(await c.uploadFile('in/data.csv', 'a,b\n1,2\n', bySession), { path: 'in/data.csv', bytes: 8 });
+    const r = await c.execute("t = open('in/data.csv').read()\nprint(t.splitlines())\n_ = open('out.txt', 'w').write(t.upper())", bySession);
+    assert.equal(r.output, "['a,b', '1,2']\n");
+    assert.equal((await c.downloadFile('out.txt', bySession)).toString(), 'A,B\n1,2\n');
+    assert.deepEqual((await c.listFiles('in', bySession)).entries.map((e) => e.name), ['data.csv']);
+    await c.deleteFile('in/data.csv', bySession);
+    await rejects(c.downloadFile('in/data.csv', bySession), 'not_found');
+    await rejects(c.listFiles('', { session: `s${'0'.repeat(32)}` }), 'not_found', 'no such session');
+    await c.deleteSession(s.id);
   });
 });
 
