@@ -97,10 +97,23 @@ func (r *Router) routes() *http.ServeMux {
 				fmt.Sprintf("%s is a node's own endpoint: ask the node at its URL (kernpool drain --url)", req.URL.Path))
 		})
 	}
+	// Sessions and files are not routed yet: a session id and a kernel's
+	// files are a node's own, and a files body can be far larger than the
+	// bounded body the router keeps to resend. Said plainly, not a 404.
+	for _, p := range []string{"/v1/sessions", "/v1/sessions/", "/v1/owners/{owner}/files", "/v1/owners/{owner}/files/",
+		"/v1/kernels/{id}/files", "/v1/kernels/{id}/files/"} {
+		mux.HandleFunc(p, notRouted)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, req *http.Request) {
 		api.WriteError(w, http.StatusNotFound, api.CodeNotFound, fmt.Sprintf("no such endpoint: %s %s", req.Method, req.URL.Path))
 	})
 	return mux
+}
+
+// notRouted answers a request the router does not forward.
+func notRouted(w http.ResponseWriter, req *http.Request) {
+	api.WriteError(w, http.StatusNotImplemented, api.CodeNotSupported,
+		fmt.Sprintf("%s %s is not routed: sessions and files are served by the owner's node; send them to the node's URL", req.Method, req.URL.Path))
 }
 
 // ServeHTTP dispatches an authenticated request.
@@ -143,10 +156,15 @@ func (r *Router) handleExecute(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	var head struct {
-		Owner string `json:"owner"`
+		Owner   string `json:"owner"`
+		Session string `json:"session"`
 	}
 	if err := json.Unmarshal(body, &head); err != nil {
 		api.WriteError(w, http.StatusBadRequest, api.CodeBadRequest, "request body: "+err.Error())
+		return
+	}
+	if head.Session != "" {
+		notRouted(w, req)
 		return
 	}
 	r.serveOwner(w, req, head.Owner, body)

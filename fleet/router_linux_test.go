@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -188,6 +189,41 @@ func TestRouterScopeAndNodeEndpoints(t *testing.T) {
 	if _, err := admin.DrainStatus(context.Background()); !errors.Is(err, pool.ErrBadRequest) && err == nil {
 		t.Fatal("a router answered a node's drain endpoint")
 	}
+	notRouted := []struct{ method, path, body string }{
+		{"POST", "/v1/execute", `{"owner":"acme/1","session":"s0123","code":"1"}`},
+		{"POST", "/v1/sessions", `{"owner":"acme/1"}`},
+		{"GET", "/v1/sessions", ""},
+		{"GET", "/v1/sessions/s0123/files", ""},
+		{"PUT", "/v1/owners/acme%2F1/files/a.txt", "x"},
+		{"GET", "/v1/owners/acme%2F1/files", ""},
+		{"GET", "/v1/kernels/k1/files/a.txt", ""},
+	}
+	for _, c := range notRouted {
+		if code, status := routerCall(t, url, c.method, c.path, c.body); status != http.StatusNotImplemented || code != string(api.CodeNotSupported) {
+			t.Errorf("%s %s through the router: %d %q, want 501 not_supported", c.method, c.path, status, code)
+		}
+	}
+}
+
+// routerCall sends one admin request to the router and returns the error
+// code and status of its answer.
+func routerCall(t *testing.T, url, method, path, body string) (string, int) {
+	t.Helper()
+	req, err := http.NewRequest(method, url+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var e struct {
+		Code string `json:"code"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&e)
+	return e.Code, resp.StatusCode
 }
 
 // sendGen sends one cell of owner straight to a node with generation
