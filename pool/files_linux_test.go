@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kernpool/kernpool/cgroup"
 	"github.com/kernpool/kernpool/internal/memtest"
 	"github.com/kernpool/kernpool/internal/testenv"
 	"github.com/kernpool/kernpool/isolate"
@@ -31,28 +30,11 @@ const maxFilesGrowth = 16 << 20
 func filesPool(t *testing.T, maxBytes int64) *pool.Pool {
 	t.Helper()
 	testenv.RequireRoot(t)
-	testenv.RequireCgroupMode(t, cgroup.DetectMode(""), cgroup.ModeLegacy, cgroup.ModeHybrid, cgroup.ModeUnified)
-	testenv.RequirePython(t)
-	state := t.TempDir()
-	for p := state; p != "/" && p != os.TempDir(); p = filepath.Dir(p) {
-		if err := os.Chmod(p, 0o711); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cfg := isolate.DefaultConfig(state)
-	cfg.CgroupParent = fmt.Sprintf("kernpool-filestest-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "_"))
 	res := isolate.LimitsResources(isolate.Limits{MemoryMax: 1 << 30, PidsMax: 512})
-	cfg.Profiles = map[string]isolate.Profile{
-		isolate.DefaultProfile: {Resources: res, TmpSize: 512 << 20},
-		"small":                {Resources: res, TmpSize: 4 << 20},
-	}
-	iso, err := isolate.New(cfg)
-	if err != nil {
-		t.Fatalf("isolate.New: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := iso.Close(); err != nil {
-			t.Errorf("isolator Close: %v", err)
+	iso, state := newRealIsolatorWith(t, func(cfg *isolate.Config) {
+		cfg.Profiles = map[string]isolate.Profile{
+			isolate.DefaultProfile: {Resources: res, TmpSize: 512 << 20},
+			"small":                {Resources: res, TmpSize: 4 << 20},
 		}
 	})
 	return newTestPool(t, func(c *pool.Config) {

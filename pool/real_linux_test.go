@@ -28,6 +28,13 @@ func init() {
 // dir the kernel uids can traverse, with a cgroup parent of the test's own.
 func newRealIsolator(t *testing.T) (*isolate.Isolator, string) {
 	t.Helper()
+	return newRealIsolatorWith(t, nil)
+}
+
+// newRealIsolatorWith is newRealIsolator with edit applied to the
+// isolator's config (profiles, say) before it starts.
+func newRealIsolatorWith(t *testing.T, edit func(*isolate.Config)) (*isolate.Isolator, string) {
+	t.Helper()
 	testenv.RequireCgroupMode(t, cgroup.DetectMode(""), cgroup.ModeLegacy, cgroup.ModeHybrid, cgroup.ModeUnified)
 	testenv.RequirePython(t)
 	state := t.TempDir()
@@ -38,6 +45,9 @@ func newRealIsolator(t *testing.T) (*isolate.Isolator, string) {
 	}
 	cfg := isolate.DefaultConfig(state)
 	cfg.CgroupParent = fmt.Sprintf("kernpool-pooltest-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "_"))
+	if edit != nil {
+		edit(&cfg)
+	}
 	iso, err := isolate.New(cfg)
 	if err != nil {
 		t.Fatalf("isolate.New: %v", err)
