@@ -36,6 +36,7 @@ func parseList(path string) ([]Mutation, error) {
 	defer f.Close()
 	var out []Mutation
 	var cur *Mutation
+	var keys map[string]bool
 	seen := map[string]bool{}
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {
@@ -50,11 +51,19 @@ func parseList(path string) ([]Mutation, error) {
 		if cur == nil {
 			out = append(out, Mutation{Line: n})
 			cur = &out[len(out)-1]
+			keys = map[string]bool{}
 		}
 		key, val, ok := strings.Cut(line, ": ")
 		if !ok {
 			return nil, fmt.Errorf("%s:%d: want \"key: value\", got %q", path, n, line)
 		}
+		// A key twice in one record is two records glued together (a
+		// merge dropped the blank line between them): the first would
+		// silently never run.
+		if keys[key] {
+			return nil, fmt.Errorf("%s:%d: %s: a second time in one record (a blank line missing before it?)", path, n, key)
+		}
+		keys[key] = true
 		if err := cur.set(key, val); err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", path, n, err)
 		}

@@ -38,6 +38,7 @@ func TestParseListRejects(t *testing.T) {
 		"unknown key":    "name: a\nfile: f.go\nfind: x\nrepl: y\npkg: ./p/\nrun: T\nwhy: w\nwhat: z\n",
 		"duplicate name": "name: a\nfile: f.go\nfind: x\nrepl: y\npkg: ./p/\nrun: T\nwhy: w\n\nname: a\nfile: f.go\nfind: z\nrepl: y\npkg: ./p/\nrun: T\nwhy: w\n",
 		"no separator":   "name a\n",
+		"glued records":  "name: a\nfile: f.go\nfind: x\nrepl: y\npkg: ./p/\nrun: T\nwhy: w\nname: b\nfile: f.go\nfind: z\nrepl: y\npkg: ./p/\nrun: T\nwhy: w\n",
 		"bad timeout":    "name: a\nfile: f.go\nfind: x\nrepl: y\npkg: ./p/\nrun: T\nwhy: w\ntimeout: soon\n",
 	} {
 		path := filepath.Join(wintest.TempDir(t), "list.txt")
