@@ -63,17 +63,26 @@ func serverTLS(n *NetworkConfig) (*tls.Config, error) {
 	}
 	tc := &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}, Certificates: []tls.Certificate{cert}}
 	if n.TLSClientCA != "" {
-		pem, err := os.ReadFile(n.TLSClientCA)
+		pool, err := loadCertPool("tls_client_ca", n.TLSClientCA)
 		if err != nil {
-			return nil, fmt.Errorf("%w: tls_client_ca: %v", ErrConfig, err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%w: tls_client_ca %s holds no PEM certificate", ErrConfig, n.TLSClientCA)
+			return nil, err
 		}
 		tc.ClientCAs, tc.ClientAuth = pool, tls.VerifyClientCertIfGiven
 	}
 	return tc, nil
+}
+
+// loadCertPool reads the PEM certificates of the file config key names.
+func loadCertPool(key, path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrConfig, key, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%w: %s %s holds no PEM certificate", ErrConfig, key, path)
+	}
+	return pool, nil
 }
 
 // listenerTLS is the config tls.NewListener gets: each handshake takes

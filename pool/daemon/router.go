@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -77,13 +76,9 @@ func NewRouter(ctx context.Context, cfg *Config, version string, log hclog.Logge
 func nodeTransport(f *FleetConfig) (*http.Transport, error) {
 	tc := &tls.Config{MinVersion: tls.VersionTLS12}
 	if f.NodeCA != "" {
-		pem, err := os.ReadFile(f.NodeCA)
+		roots, err := loadCertPool("fleet_node_ca", f.NodeCA)
 		if err != nil {
-			return nil, fmt.Errorf("%w: fleet_node_ca: %v", ErrConfig, err)
-		}
-		roots := x509.NewCertPool()
-		if !roots.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%w: fleet_node_ca %s holds no PEM certificate", ErrConfig, f.NodeCA)
+			return nil, err
 		}
 		tc.RootCAs = roots
 	}
