@@ -44,28 +44,6 @@ func filesPool(t *testing.T, maxBytes int64) *pool.Pool {
 	})
 }
 
-// pattern is n deterministic bytes that are not all alike.
-type pattern struct{ n, off int64 }
-
-func (p *pattern) Read(b []byte) (int, error) {
-	if p.off >= p.n {
-		return 0, io.EOF
-	}
-	b = b[:min(int64(len(b)), p.n-p.off)]
-	for i := range b {
-		x := p.off + int64(i)
-		b[i] = byte(x*7 + x>>11)
-	}
-	p.off += int64(len(b))
-	return len(b), nil
-}
-
-func patternSum(n int64) string {
-	h := sha256.New()
-	_, _ = io.Copy(h, &pattern{n: n})
-	return hex.EncodeToString(h.Sum(nil))
-}
-
 // An upload is read by the next cell byte-identical and is the kernel's
 // own file; a file the cell writes downloads byte-identical; both ways
 // the daemon's RSS stays bounded whatever the size (1 MiB, 100 MiB).
@@ -77,7 +55,7 @@ func TestFilesRoundTripStreams(t *testing.T) {
 		var wrote int64
 		var err error
 		growth := memtest.PeakGrowth(t, func() {
-			wrote, err = p.WriteFile(t.Context(), id, "in/data.bin", &pattern{n: n}, -1)
+			wrote, err = p.WriteFile(t.Context(), id, "in/data.bin", testenv.NewPattern(n), -1)
 		})
 		if err != nil || wrote != n {
 			t.Fatalf("upload %d: %d bytes, %v", n, wrote, err)
@@ -91,7 +69,7 @@ func TestFilesRoundTripStreams(t *testing.T) {
 			"with open('out.bin', 'wb') as f:\n    with open('in/data.bin', 'rb') as g:\n        for b in iter(lambda: g.read(1 << 20), b''): f.write(b)\n" +
 			"print(h.hexdigest(), st.st_size, st.st_uid == os.getuid(), oct(st.st_mode & 0o777))"
 		res = run(t, p, pool.Request{Owner: "a", Code: code})
-		if want := fmt.Sprintf("%s %d True 0o600\n", patternSum(n), n); res.Output != want {
+		if want := fmt.Sprintf("%s %d True 0o600\n", testenv.PatternSum(n), n); res.Output != want {
 			t.Fatalf("the cell read %q, want %q (%s)", res.Output, want, res.Error)
 		}
 		h := sha256.New()
@@ -106,7 +84,7 @@ func TestFilesRoundTripStreams(t *testing.T) {
 			}
 		})
 		t.Logf("download of %d MiB: daemon peak RSS growth %.1f MiB", n>>20, float64(growth)/(1<<20))
-		if hex.EncodeToString(h.Sum(nil)) != patternSum(n) {
+		if hex.EncodeToString(h.Sum(nil)) != testenv.PatternSum(n) {
 			t.Fatalf("download of %d bytes is not the cell's file", n)
 		}
 		if growth > maxFilesGrowth && !memtest.RaceEnabled {
@@ -232,10 +210,10 @@ func TestFilesHostileInputs(t *testing.T) {
 	if _, err := p.WriteFile(t.Context(), id, "big", failReader{t}, limit+1); !errors.Is(err, pool.ErrTooLarge) {
 		t.Fatalf("announced oversize upload: %v, want pool.ErrTooLarge", err)
 	}
-	if _, err := p.WriteFile(t.Context(), id, "big", &pattern{n: limit + 1}, -1); !errors.Is(err, pool.ErrTooLarge) || !strings.Contains(err.Error(), "1048576") {
+	if _, err := p.WriteFile(t.Context(), id, "big", testenv.NewPattern(limit+1), -1); !errors.Is(err, pool.ErrTooLarge) || !strings.Contains(err.Error(), "1048576") {
 		t.Fatalf("oversize upload: %v, want pool.ErrTooLarge naming the limit", err)
 	}
-	if n, err := p.WriteFile(t.Context(), id, "exact", &pattern{n: limit}, -1); err != nil || n != limit {
+	if n, err := p.WriteFile(t.Context(), id, "exact", testenv.NewPattern(limit), -1); err != nil || n != limit {
 		t.Fatalf("upload of exactly the limit: %d, %v", n, err)
 	}
 	l, err := p.ListFiles(id, "")
@@ -279,7 +257,7 @@ func TestFilesFullTmpfsIsNoSpace(t *testing.T) {
 	p := filesPool(t, 64<<20)
 	res := run(t, p, pool.Request{Mode: "small", Code: "1"})
 	id := res.Kernel.ID
-	_, err := p.WriteFile(t.Context(), id, "fill", &pattern{n: 8 << 20}, -1)
+	_, err := p.WriteFile(t.Context(), id, "fill", testenv.NewPattern(8<<20), -1)
 	if !errors.Is(err, pool.ErrNoSpace) {
 		t.Fatalf("upload of 8 MiB into a 4 MiB tmpfs: %v, want pool.ErrNoSpace", err)
 	}

@@ -4,8 +4,8 @@ package api_test
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -16,33 +16,10 @@ import (
 	"time"
 
 	"github.com/kernpool/kernpool/internal/memtest"
+	"github.com/kernpool/kernpool/internal/testenv"
 	"github.com/kernpool/kernpool/pool"
 	"github.com/kernpool/kernpool/pool/api"
 )
-
-// seq is n deterministic bytes.
-type seq struct{ n, off int64 }
-
-func (s *seq) Read(b []byte) (int, error) {
-	if s.off >= s.n {
-		return 0, io.EOF
-	}
-	b = b[:min(int64(len(b)), s.n-s.off)]
-	for i := range b {
-		x := s.off + int64(i)
-		b[i] = byte(x*13 + x>>9)
-	}
-	s.off += int64(len(b))
-	return len(b), nil
-}
-
-func seqSum(n int64) [32]byte {
-	h := sha256.New()
-	_, _ = io.Copy(h, &seq{n: n})
-	var out [32]byte
-	copy(out[:], h.Sum(nil))
-	return out
-}
 
 // Through the Go client, by kernel id and by owner: an upload the next
 // cell reads, a cell's file downloaded byte-identical (1 MiB and 100 MiB,
@@ -57,7 +34,7 @@ func TestFilesOverTheAPI(t *testing.T) {
 	for _, n := range []int64{1 << 20, 100 << 20} {
 		var w *api.FileWritten
 		var err error
-		growth := memtest.PeakGrowth(t, func() { w, err = d.client.UploadFile(ctx, byOwner, "in dir/data.bin", &seq{n: n}, n) })
+		growth := memtest.PeakGrowth(t, func() { w, err = d.client.UploadFile(ctx, byOwner, "in dir/data.bin", testenv.NewPattern(n), n) })
 		if err != nil || w.Bytes != n || w.Path != "in dir/data.bin" {
 			t.Fatalf("upload of %d bytes: %+v, %v", n, w, err)
 		}
@@ -67,7 +44,7 @@ func TestFilesOverTheAPI(t *testing.T) {
 		}
 		r := d.exec(t, "alice", "import hashlib, shutil\nshutil.copyfile('in dir/data.bin', 'out.bin')\n"+
 			"h = hashlib.sha256()\nwith open('out.bin', 'rb') as f:\n    for b in iter(lambda: f.read(1 << 20), b''): h.update(b)\nprint(h.hexdigest())")
-		if sum := seqSum(n); strings.TrimSpace(r.Output) != string(hexOf(sum[:])) {
+		if sum := testenv.PatternSum(n); strings.TrimSpace(r.Output) != sum {
 			t.Fatalf("the cell read %q", r.Output)
 		}
 		h := sha256.New()
@@ -78,7 +55,7 @@ func TestFilesOverTheAPI(t *testing.T) {
 			}
 		})
 		t.Logf("download of %d MiB over the socket: peak RSS growth %.1f MiB", n>>20, float64(growth)/(1<<20))
-		if sum := seqSum(n); !bytes.Equal(h.Sum(nil), sum[:]) {
+		if sum := testenv.PatternSum(n); hex.EncodeToString(h.Sum(nil)) != sum {
 			t.Fatalf("download of %d bytes is not the cell's file", n)
 		}
 		if growth > 24<<20 && !memtest.RaceEnabled {
@@ -95,15 +72,6 @@ func TestFilesOverTheAPI(t *testing.T) {
 	if _, err := d.client.DownloadFile(ctx, byID, "in dir/data.bin", io.Discard); !errors.Is(err, pool.ErrNotFound) {
 		t.Fatalf("download after delete: %v, want not_found", err)
 	}
-}
-
-func hexOf(b []byte) []byte {
-	const digits = "0123456789abcdef"
-	out := make([]byte, 0, 2*len(b))
-	for _, c := range b {
-		out = append(out, digits[c>>4], digits[c&15])
-	}
-	return out
 }
 
 // Hostile requests over HTTP each get their status and code, and
@@ -128,7 +96,7 @@ func TestFilesAPIRefusals(t *testing.T) {
 	d.expect(t, http.MethodPut, base+"big", strings.Repeat("x", limit+1), 413, api.CodeTooLarge, []string{"65536", "files_max_bytes"})
 	d.expect(t, http.MethodGet, "/v1/owners/nobody/files", "", 404, api.CodeNotFound, []string{"no live kernel"})
 	// An unannounced (chunked) body over the limit is cut at limit+1.
-	_, err := d.client.UploadFile(ctx, api.FileTarget{Kernel: id}, "big", &seq{n: 10 * limit}, -1)
+	_, err := d.client.UploadFile(ctx, api.FileTarget{Kernel: id}, "big", testenv.NewPattern(10*limit), -1)
 	var ae *api.APIError
 	if !errors.As(err, &ae) || ae.StatusCode != 413 || ae.Code != api.CodeTooLarge {
 		t.Fatalf("chunked oversize upload: %v, want 413 too_large", err)
