@@ -70,3 +70,12 @@ func (c *core) admit(id, mode string, lim Limits) (*specs.LinuxResources, Profil
 	}
 	return res, prof, nil
 }
+
+// NewSandbox is reserve as the pool's seam (pool.SandboxFactory).
+func (i *Isolator) NewSandbox(id, owner, mode string, lim Limits) (kernel.Sandbox, error) {
+	sb, err := i.reserve(id, owner, mode, lim)
+	if err != nil {
+		return nil, err
+	}
+	return sb, nil
+}

@@ -302,15 +302,6 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// NewSandbox is reserve as the pool's seam (pool.SandboxFactory).
-func (i *Isolator) NewSandbox(id, owner, mode string, lim Limits) (kernel.Sandbox, error) {
-	sb, err := i.reserve(id, owner, mode, lim)
-	if err != nil {
-		return nil, err
-	}
-	return sb, nil
-}
-
 // reserve reserves what one kernel needs: its uid and its cgroup with
 // mode's profile and the request's overrides (bounded by the ceiling).
 func (i *Isolator) reserve(id, owner, mode string, lim Limits) (*Sandbox, error) {

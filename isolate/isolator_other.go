@@ -7,7 +7,6 @@ import (
 	"os"
 	"runtime"
 
-	"github.com/kernpool/kernpool/kernel"
 	"github.com/kernpool/kernpool/pool"
 )
 
@@ -50,15 +49,6 @@ func baseReport(cfg Config) Report {
 		NoNewPrivs:   false,
 		Rlimits:      rlimitEnv(cfg.Rlimits),
 	}
-}
-
-// NewSandbox is reserve as the pool's seam (pool.SandboxFactory).
-func (i *Isolator) NewSandbox(id, owner, mode string, lim Limits) (kernel.Sandbox, error) {
-	sb, err := i.reserve(id, owner, mode, lim)
-	if err != nil {
-		return nil, err
-	}
-	return sb, nil
 }
 
 // reserve makes the confinement of one kernel; limits are checked

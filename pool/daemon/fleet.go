@@ -70,15 +70,20 @@ func (d *Daemon) startHeartbeat() {
 
 // fleetDraining publishes the drain at once (routers move the owners).
 func (d *Daemon) fleetDraining() {
-	if d.fleet == nil {
-		return
-	}
-	d.mu.Lock()
-	b := d.fleet.beat
-	d.mu.Unlock()
-	if b != nil {
+	if b := d.fleetBeat(); b != nil {
 		b.Kick()
 	}
+}
+
+// fleetBeat is the node's heartbeat, nil outside a fleet or before it
+// started.
+func (d *Daemon) fleetBeat() *fleet.Heartbeat {
+	if d.fleet == nil {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.fleet.beat
 }
 
 // leaveFleet withdraws the node and closes the registry.
@@ -86,10 +91,7 @@ func (d *Daemon) leaveFleet(ctx context.Context) {
 	if d.fleet == nil {
 		return
 	}
-	d.mu.Lock()
-	b := d.fleet.beat
-	d.mu.Unlock()
-	if b != nil {
+	if b := d.fleetBeat(); b != nil {
 		// A drain past its grace has its ctx ended: the withdrawal
 		// still gets a few seconds (else the key expires on its own).
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
