@@ -58,6 +58,13 @@ func TestLeakCheckerFindsPlantedProcess(t *testing.T) {
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
 	defer func() { _ = cmd.Process.Kill(); <-done }()
+	// Start returns once the child's close-on-exec pipe closes, which is
+	// before the new image's argv and environment are laid out: until then
+	// /proc/PID/environ reads empty (seen under TCG in the VM).
+	waitFor(t, 2*time.Minute, "the planted process's environment", func() bool {
+		env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", cmd.Process.Pid))
+		return strings.Contains(string(env), staging)
+	})
 
 	l := d.scan(false)
 	if len(l.pids) != 1 || l.pids[0] != cmd.Process.Pid {
