@@ -13,6 +13,7 @@
 //	go run ./internal/mutate                 # every mutation
 //	go run ./internal/mutate -sample 12      # a fixed, evenly spread sample
 //	go run ./internal/mutate -only 'rpcsock' # mutations whose name matches
+//	go run ./internal/mutate -j 2            # two mutants tested at once
 //
 // The list's format is described at the top of mutations.txt.
 package main

@@ -23,6 +23,7 @@ func run() int {
 	baseline := flag.Bool("baseline", true, "first check the named tests pass on the unmutated tree")
 	verbose := flag.Bool("v", false, "print the test output of every run")
 	patience := flag.Duration("patience", 20*time.Second, "the tests' event waits in mutant runs (testenv.PatienceEnv; 0: the tests' own)")
+	jobs := flag.Int("j", 1, "mutants tested at once (each its own go test; baselines stay one at a time)")
 	flag.Parse()
 
 	root, err := repoRoot()
@@ -49,8 +50,8 @@ func run() int {
 		}
 	}
 	caught, missed, broken := 0, 0, 0
-	for i, m := range ms {
-		v := r.mutate(m)
+	for i, v := range r.mutateAll(ms, *jobs) {
+		m := ms[i]
 		fmt.Printf("%3d/%d %-7s %-34s %s (%s)\n", i+1, len(ms), v.verdict, m.Name, m.File, v.took.Round(100*time.Millisecond))
 		if v.verdict != verdictCaught {
 			fmt.Printf("        %s\n        why: %s\n", v.detail, m.Why)

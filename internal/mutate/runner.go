@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,6 +37,43 @@ type runner struct {
 	// that never comes would otherwise spend the full wait, minutes per
 	// mutation. Baseline runs keep the full wait.
 	patience time.Duration
+}
+
+// mutateAll tests every mutation, jobs at a time, and yields the results
+// in list order as each becomes available (so a long run shows progress).
+func (r *runner) mutateAll(ms []Mutation, jobs int) iter.Seq2[int, result] {
+	return func(yield func(int, result) bool) {
+		jobs = max(1, min(jobs, len(ms)))
+		done := make([]chan result, len(ms))
+		for i := range done {
+			done[i] = make(chan result, 1)
+		}
+		next := make(chan int)
+		stop := make(chan struct{})
+		defer close(stop)
+		for range jobs {
+			go func() {
+				for i := range next {
+					done[i] <- r.mutate(ms[i])
+				}
+			}()
+		}
+		go func() {
+			defer close(next)
+			for i := range ms {
+				select {
+				case next <- i:
+				case <-stop:
+					return
+				}
+			}
+		}()
+		for i := range ms {
+			if !yield(i, <-done[i]) {
+				return
+			}
+		}
+	}
 }
 
 // mutate applies m through an overlay and runs its tests.
@@ -116,7 +154,8 @@ func (r *runner) goTest(overlay, tags, run string, pkgs []string, timeout, patie
 	}
 	args := []string{"test", "-count=1", "-timeout", timeout.String(), "-run", run}
 	if overlay != "" {
-		args = append(args, "-overlay", overlay)
+		// One failing test is a catch: the rest need not run.
+		args = append(args, "-failfast", "-overlay", overlay)
 	}
 	if tags != "" {
 		args = append(args, "-tags", tags)
