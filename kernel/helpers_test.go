@@ -3,6 +3,7 @@ package kernel
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -113,3 +114,27 @@ func atoi(t testing.TB, s string) int {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// sigintPending says whether a SIGINT waits for delivery to pid or any
+// of its threads (/proc/PID/task/*/status: SigPnd, and the shared ShdPnd).
+func sigintPending(t *testing.T, pid int) bool {
+	t.Helper()
+	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
+	if len(files) == 0 {
+		t.Fatalf("no threads of pid %d in /proc", pid)
+	}
+	const sigint = 1 << (2 - 1)
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		for _, line := range strings.Split(string(b), "\n") {
+			k, v, ok := strings.Cut(line, ":")
+			if !ok || (k != "SigPnd" && k != "ShdPnd") {
+				continue
+			}
+			if n, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64); err == nil && n&sigint != 0 {
+				return true
+			}
+		}
+	}
+	return false
+}

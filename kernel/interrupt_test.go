@@ -135,6 +135,27 @@ func TestInterruptBetweenCells(t *testing.T) {
 	}
 }
 
+// A SIGINT handler a cell installs holds in later cells but never in the
+// runner's own code: SIGINTs between cells (an interrupt's late repeats,
+// which a loaded host can deliver after the cell ended) neither raise the
+// cell's KeyboardInterrupt in the runner, which would kill the kernel, nor
+// reach the next cell.
+func TestCellSIGINTHandlerStaysInCells(t *testing.T) {
+	requireProc(t)
+	k := startKernel(t, baseSpec(t), "")
+	mustExec(t, k, "import signal\nseen = []\ndef mine(signum, frame):\n    seen.append(signum)\n    raise KeyboardInterrupt\n"+
+		"signal.signal(signal.SIGINT, mine)\nx = 3")
+	for range 20 {
+		if err := syscall.Kill(k.Pid(), syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.WaitFor(t, "the SIGINTs to reach the runner", func() bool { return !sigintPending(t, k.Pid()) })
+	if got := mustExec(t, k, "print(x, len(seen), signal.getsignal(signal.SIGINT).__name__)").Stdout; got != "3 0 mine\n" {
+		t.Fatalf("after SIGINTs between cells: %q, want x kept, none seen by the cell, its handler back", got)
+	}
+}
+
 // SIGINT storms during output never corrupt the protocol. Each interrupt
 // gets a generous grace: on a loaded host the default 2 s could run out
 // before the interpreter handles KeyboardInterrupt, killing the kernel,
@@ -183,7 +204,7 @@ func TestInterruptRepeatsLostSIGINT(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	rep, err := k.Exec(context.Background(), Cell{Code: code, Grace: 5 * time.Second, Stream: log.add})
+	rep, err := k.Exec(context.Background(), Cell{Code: code, Grace: testenv.Patience, Stream: log.add})
 	if err != nil || !errors.Is(rep.Interrupted, ErrInterrupted) || !strings.Contains(rep.Traceback, "KeyboardInterrupt") {
 		t.Fatalf("reply %+v, err = %v; want the cell interrupted by the repeated SIGINT", rep, err)
 	}

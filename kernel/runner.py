@@ -54,6 +54,31 @@ def _on_sigint(signum, frame):
     _PENDING[0] = True
 
 
+def _take_back_sigint(cells):
+    """Ends user code's hold on SIGINT: a handler the cell installed is
+    kept for the next cell and the runner's goes back, so a late repeat of
+    the host's interrupt (it repeats SIGINT until it sees the cell end)
+    cannot raise KeyboardInterrupt in the runner's own code and kill the
+    kernel. SIGINT waits while the handlers swap."""
+    mask = getattr(_signal, "pthread_sigmask", None)  # not on Windows
+    while True:
+        try:
+            if mask:
+                mask(_signal.SIG_BLOCK, (_signal.SIGINT,))
+            try:
+                handler = _signal.getsignal(_signal.SIGINT)
+                if handler is not _on_sigint:
+                    cells.sigint = handler
+                    _signal.signal(_signal.SIGINT, _on_sigint)
+                _IN_CELL[0] = False
+            finally:
+                if mask:
+                    mask(_signal.SIG_UNBLOCK, (_signal.SIGINT,))
+            return
+        except KeyboardInterrupt:
+            continue  # the cell's handler ran before the swap: swap again
+
+
 # The runner's other staged files (kernel/runner.go stages them beside
 # this one); loaded by path, since cells may change sys.path.
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -271,6 +296,8 @@ class _Cells:
         # a millisecond of start-up).
         self.sources = {}
         self.next = None
+        # A SIGINT handler a cell installed: back in force in each cell.
+        self.sigint = None
 
     def _run(self, code_obj):
         result = eval(code_obj, self.globals)
@@ -302,6 +329,9 @@ class _Cells:
             # traceback then points at the line that did not run yet.
             self.next = body
             try:
+                if self.sigint is not None:
+                    _signal.signal(_signal.SIGINT, self.sigint)
+                    self.sigint = None
                 _IN_CELL[0] = True
                 if _PENDING[0]:
                     _PENDING[0] = False
@@ -313,7 +343,7 @@ class _Cells:
                 if "matplotlib.pyplot" in sys.modules:
                     _displays().flush_figures()
             finally:
-                _IN_CELL[0] = False
+                _take_back_sigint(self)
         except SystemExit as exc:
             show, errors = _staged("_kernpool_display"), _staged("_kernpool_errors")
             return "exit", errors.cap_text("SystemExit: " + show.safe_repr(exc.code), _TRACEBACK_LIMIT), show.exit_code(exc.code)
@@ -440,7 +470,7 @@ class _Runner:
         except KeyboardInterrupt:  # arrived between the cell's end and its bookkeeping
             status, trace, code = "error", ("KeyboardInterrupt\n", "KeyboardInterrupt", "", ["KeyboardInterrupt\n"]), 1
         finally:
-            _IN_CELL[0] = False
+            _take_back_sigint(self.cells)
             sys.stdout, sys.stderr = saved
         if stream:
             self.flusher.stop()

@@ -39,6 +39,11 @@ func newTestPool(t testing.TB, mods ...func(*Config)) *Pool {
 		DefaultInterpreter: testenv.Python,
 		CellTimeout:        60 * time.Second,
 		Logger:             testenv.Logger(t, hclog.Warn),
+		// A generous interrupt grace: on a loaded host (a VM's vCPU lagged
+		// 7 s) the default 2 s ran out before the interpreter handled
+		// KeyboardInterrupt, killing kernels whose state the tests check.
+		// Tests of the grace itself set their own policy.
+		Policies: map[string]CellPolicy{defaultName: {InterruptGrace: testenv.Patience}},
 	}
 	for _, m := range mods {
 		m(&cfg)
