@@ -67,7 +67,9 @@ type node struct {
 	srv  *http.Server
 	url  string
 	beat *fleet.Heartbeat
-	done chan struct{}
+	// placed is the node's watched view of the owner records.
+	placed *fleet.PlacementCache
+	done   chan struct{}
 }
 
 func (f *fleetEnv) node(name string) *node {
@@ -85,7 +87,8 @@ func (f *fleetEnv) node(name string) *node {
 		t.Fatal(err)
 	}
 	n := &node{name: name, pool: p, url: "http://" + ln.Addr().String(), done: make(chan struct{})}
-	n.api = api.NewServer(p, api.ServerConfig{MaxKernels: 8, Placement: fleet.PlacementReader(f.reg, name)})
+	n.placed = fleet.StartPlacementCache(fleet.PlacementCacheConfig{Registry: f.reg, Node: name})
+	n.api = api.NewServer(p, api.ServerConfig{MaxKernels: 8, Placement: n.placed.Read})
 	n.srv = &http.Server{Handler: n.api.NetworkHandler(creds), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		defer close(n.done)
@@ -123,6 +126,7 @@ func (n *node) stop(bool) {
 	_ = n.srv.Close()
 	<-n.done
 	_ = n.pool.Close(context.Background())
+	n.placed.Stop()
 }
 
 // kernelsOf counts owner's live kernels on the node.

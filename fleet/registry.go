@@ -82,15 +82,24 @@ type Registry interface {
 	Forget(ctx context.Context, owner string, gen uint64) error
 }
 
-// PlacementReader is what a node checks an owner's first request
-// against (api.ServerConfig.Placement): the record's generation and
-// whether it names node (no record: generation 0, not here).
-func PlacementReader(reg Registry, node string) func(context.Context, string) (uint64, bool, error) {
-	return func(ctx context.Context, owner string) (uint64, bool, error) {
-		p, ok, err := reg.Owner(ctx, owner)
-		if err != nil || !ok {
-			return 0, false, err
-		}
-		return p.Generation, p.Node == node, nil
-	}
+// OwnerEvents receives an OwnerWatcher's events.
+type OwnerEvents struct {
+	// Changed: owner's record was written or deleted.
+	Changed func(owner string)
+	// Synced: every record change committed before asOf has been
+	// delivered to Changed.
+	Synced func(asOf time.Time)
+	// Lost: the watch broke, changes may have been missed since the
+	// last Synced; it reconnects by itself.
+	Lost func(err error)
+}
+
+// OwnerWatcher is a Registry that reports changes of the owner records
+// as they are committed (redisreg: Redis pub/sub). A node caches the
+// records it checks fencing against only while its watch is Synced
+// (PlacementCache).
+type OwnerWatcher interface {
+	// WatchOwners delivers events to ev until ctx ends, confirming the
+	// watch current (Synced) about every interval.
+	WatchOwners(ctx context.Context, interval time.Duration, ev OwnerEvents)
 }

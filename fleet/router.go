@@ -58,6 +58,8 @@ type Router struct {
 	log hclog.Logger
 	mux *http.ServeMux
 
+	owners ownerCache
+
 	mu      sync.Mutex
 	nodes   []Node
 	nodesAt time.Time
@@ -204,9 +206,13 @@ func (r *Router) serveOwner(w http.ResponseWriter, req *http.Request, owner stri
 			return
 		}
 		res := r.forward(w, req, node, auth, rec.Generation, body)
+		if res != sent {
+			r.owners.drop(owner) // the next attempt reads the record
+		}
 		switch res {
 		case sent:
 			if req.URL.Path == "/v1/owners/"+owner+"/shutdown" {
+				r.owners.drop(owner)
 				// The owner's kernels and checkpoints are gone: so is its
 				// record (a later placement takes a new generation).
 				if err := r.cfg.Registry.Forget(context.WithoutCancel(ctx), owner, rec.Generation); err != nil {
@@ -226,8 +232,29 @@ func (r *Router) serveOwner(w http.ResponseWriter, req *http.Request, owner stri
 }
 
 // ownerNode is the node owner's record names, placing the owner when
-// it has no record, or its node is not live, draining, or in skip.
+// it has no record, or its node is not live, draining, or in skip. The
+// first attempt (not fresh) takes the record from the router's cache
+// when it names a live node that takes cells; the node fences it if it
+// is stale (ownerCache).
 func (r *Router) ownerNode(ctx context.Context, owner string, skip map[string]bool, fresh bool) (Node, Placement, error) {
+	if rec, ok := r.owners.get(owner); ok && !fresh {
+		ns, err := r.liveNodes(ctx, false)
+		if err != nil {
+			return Node{}, Placement{}, err
+		}
+		if n, live := findNode(ns, rec.Node); live && !n.Draining && !skip[n.Name] {
+			return n, rec, nil
+		}
+	}
+	n, rec, err := r.readOwnerNode(ctx, owner, skip, fresh)
+	if err == nil {
+		r.owners.put(owner, rec)
+	}
+	return n, rec, err
+}
+
+// readOwnerNode is ownerNode from the record in the registry.
+func (r *Router) readOwnerNode(ctx context.Context, owner string, skip map[string]bool, fresh bool) (Node, Placement, error) {
 	rec, ok, err := r.cfg.Registry.Owner(ctx, owner)
 	if err != nil {
 		return Node{}, Placement{}, err

@@ -91,15 +91,3 @@ func (p *Pool) forgetFencesLocked() {
 func (p *Pool) saveGenLocked(lv *live) uint64 {
 	return max(lv.gen+1, p.fences[lv.key.owner]<<fenceShift)
 }
-
-// FenceSeen reports the newest placement generation a request of owner
-// carried here (false: none since the node started, or forgotten).
-func (p *Pool) FenceSeen(owner string) (uint64, bool) {
-	if owner == "" {
-		owner = defaultName
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	g, ok := p.fences[owner]
-	return g, ok
-}

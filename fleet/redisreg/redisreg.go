@@ -174,8 +174,10 @@ func record(vals []any) (fleet.Placement, bool, error) {
 }
 
 // placeScript compares the record's generation with ARGV[1] (0: no
-// record) and, when equal, takes the next fleet-wide generation and
-// writes the record; either way it returns {wrote, node, gen, state}.
+// record) and, when equal, takes the next fleet-wide generation, writes
+// the record and publishes the owner (ARGV[4]) on the watch channel
+// (KEYS[3]) in the same step; either way it returns {wrote, node, gen,
+// state}.
 var placeScript = redis.NewScript(`
 local cur = redis.call('HMGET', KEYS[1], 'node', 'gen', 'state')
 local g = tonumber(cur[2] or '0')
@@ -184,6 +186,7 @@ if g ~= tonumber(ARGV[1]) then
 end
 local n = redis.call('INCR', KEYS[2])
 redis.call('HSET', KEYS[1], 'node', ARGV[2], 'gen', n, 'state', ARGV[3])
+redis.call('PUBLISH', KEYS[3], ARGV[4])
 return {1, ARGV[2], tostring(n), ARGV[3]}
 `)
 
@@ -193,8 +196,8 @@ func (r *Registry) Place(ctx context.Context, owner string, prev uint64, node st
 	if len(owner) > maxOwner {
 		return fleet.Placement{}, false, fmt.Errorf("%w: owner name over %d bytes", fleet.ErrRegistry, maxOwner)
 	}
-	res, err := placeScript.Run(ctx, r.rdb, []string{r.ownerKey(owner), r.prefix + "gen"},
-		strconv.FormatUint(prev, 10), node, string(state)).Slice()
+	res, err := placeScript.Run(ctx, r.rdb, []string{r.ownerKey(owner), r.prefix + "gen", r.watchChannel()},
+		strconv.FormatUint(prev, 10), node, string(state), owner).Slice()
 	if err != nil {
 		return fleet.Placement{}, false, fmt.Errorf("%w: place owner %q: %v", fleet.ErrRegistry, owner, err)
 	}
@@ -212,9 +215,11 @@ func (r *Registry) Place(ctx context.Context, owner string, prev uint64, node st
 	return p, wrote == 1, nil
 }
 
-// forgetScript deletes the record when its generation is ARGV[1].
+// forgetScript deletes the record when its generation is ARGV[1] and
+// publishes the owner (ARGV[2]) on the watch channel (KEYS[2]).
 var forgetScript = redis.NewScript(`
 if redis.call('HGET', KEYS[1], 'gen') == ARGV[1] then
+  redis.call('PUBLISH', KEYS[2], ARGV[2])
   return redis.call('DEL', KEYS[1])
 end
 return 0
@@ -222,7 +227,7 @@ return 0
 
 // Forget deletes owner's record if its generation is gen.
 func (r *Registry) Forget(ctx context.Context, owner string, gen uint64) error {
-	if err := forgetScript.Run(ctx, r.rdb, []string{r.ownerKey(owner)}, strconv.FormatUint(gen, 10)).Err(); err != nil && !errors.Is(err, redis.Nil) {
+	if err := forgetScript.Run(ctx, r.rdb, []string{r.ownerKey(owner), r.watchChannel()}, strconv.FormatUint(gen, 10), owner).Err(); err != nil && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("%w: forget owner %q: %v", fleet.ErrRegistry, owner, err)
 	}
 	return nil

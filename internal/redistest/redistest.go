@@ -80,3 +80,7 @@ func (s *Server) stop() {
 	_ = s.cmd.Process.Kill()
 	_ = s.cmd.Wait()
 }
+
+// Kill stops the server now (a Redis that went away); the test's
+// cleanup then has nothing left to stop.
+func (s *Server) Kill() { s.stop() }

@@ -51,16 +51,14 @@ func (s *Server) fenceOwner(w http.ResponseWriter, r *http.Request, owner string
 // errPlacementUnknown: the node could not read the owner's record.
 var errPlacementUnknown = errors.New("the owner's placement record cannot be read")
 
-// checkPlacement vets the first generation of owner this node sees
-// (since it started: a node that comes back remembers none) against the
-// fleet's record (ServerConfig.Placement): a generation other than the
-// record's, or a record that names another node, is fenced. Later
-// generations are the pool's to fence (Pool.Fence).
+// checkPlacement vets each generation of owner against the fleet's
+// record (ServerConfig.Placement, a cache the node's watch on the
+// records keeps current): a generation other than the record's, or a
+// record that names another node, is fenced. So neither a node that
+// comes back (and remembers no generation) nor one the owner was moved
+// off runs the owner for a router whose view is older than the move.
 func (s *Server) checkPlacement(r *http.Request, owner string, gen uint64) error {
 	if s.cfg.Placement == nil || gen == 0 {
-		return nil
-	}
-	if _, seen := s.pool.FenceSeen(owner); seen {
 		return nil
 	}
 	cur, here, err := s.cfg.Placement(r.Context(), owner)

@@ -66,10 +66,12 @@ type ServerConfig struct {
 	// weighing nodes by free capacity (0: not reported).
 	MaxKernels int
 	// Placement, when set, reads an owner's record in the fleet's
-	// registry: its generation and whether it names this node. The
-	// first request of an owner with a generation header is checked
-	// against it, so a node that restarts (and so remembers no
-	// generation) cannot run an owner placed elsewhere meanwhile.
+	// registry: its generation and whether it names this node. Every
+	// request of an owner with a generation header is checked against
+	// it, so neither a node that restarts (and so remembers no
+	// generation) nor one the owner was moved off runs an owner placed
+	// elsewhere. It is called on the request path: the fleet's
+	// PlacementCache answers warm owners without a read.
 	Placement func(ctx context.Context, owner string) (gen uint64, here bool, err error)
 	// Settings, when set, answers GET /v1/settings with the configuration
 	// the daemon runs with now (404 without it).

@@ -56,6 +56,7 @@ func BenchmarkDrain100(b *testing.B) {
 		b.StopTimer()
 		cfg, ca := persistConfig(b)
 		cfg.MaxKernels = kernels + 8
+		cfg.Checkpoints.Idle = 0 // every kernel still to save when the drain starts, however slow the setup
 		n := startNetNode(b, cfg, ca)
 		ctx := context.Background()
 		for i := range kernels {

@@ -144,8 +144,7 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (d *Daemon, err error
 		return nil, err
 	}
 	if d.fleet != nil {
-		reg := d.fleet.reg
-		undo = append(undo, func() { _ = reg.Close() })
+		undo = append(undo, d.fleet.watch(log))
 	}
 	if d.kit, err = newOpsKit(&c, o.version, o.revision, log); err != nil {
 		return nil, err

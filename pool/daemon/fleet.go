@@ -6,6 +6,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/kernpool/kernpool/fleet"
 	"github.com/kernpool/kernpool/fleet/redisreg"
 	"github.com/kernpool/kernpool/pool/api"
@@ -16,9 +18,10 @@ const fleetPasswordEnv = "KERNPOOL_FLEET_REDIS_PASSWORD"
 
 // nodeFleet is a node's membership in a fleet (fleet_redis set).
 type nodeFleet struct {
-	reg  *redisreg.Registry
-	name string
-	beat *fleet.Heartbeat // nil until ServeNetwork
+	reg    *redisreg.Registry
+	name   string
+	placed *fleet.PlacementCache
+	beat   *fleet.Heartbeat // nil until ServeNetwork
 }
 
 // joinFleet opens the fleet's registry for a node: it needs a network
@@ -46,6 +49,17 @@ func joinFleet(ctx context.Context, c *Config) (*nodeFleet, error) {
 		return nil, err
 	}
 	return &nodeFleet{reg: reg, name: name}, nil
+}
+
+// watch starts the node's watch on the owner records its fence checks
+// (fleet.PlacementCache); the returned func stops it and closes the
+// registry.
+func (f *nodeFleet) watch(log hclog.Logger) func() {
+	f.placed = fleet.StartPlacementCache(fleet.PlacementCacheConfig{Registry: f.reg, Node: f.name, Logger: log.Named("fleet")})
+	return func() {
+		f.placed.Stop()
+		_ = f.reg.Close()
+	}
 }
 
 // fleetNode is the registration the heartbeat publishes.
@@ -98,14 +112,15 @@ func (d *Daemon) leaveFleet(ctx context.Context) {
 		defer cancel()
 		b.Stop(wctx)
 	}
+	d.fleet.placed.Stop()
 	_ = d.fleet.reg.Close()
 }
 
-// placement reads owners' records for the node's first-sight fence
-// (api.ServerConfig.Placement); nil outside a fleet.
+// placement reads owners' records for the node's fence, from the cache
+// its watch keeps (api.ServerConfig.Placement); nil outside a fleet.
 func (f *nodeFleet) placement() func(context.Context, string) (uint64, bool, error) {
 	if f == nil {
 		return nil
 	}
-	return fleet.PlacementReader(f.reg, f.name)
+	return f.placed.Read
 }
