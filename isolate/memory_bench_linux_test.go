@@ -38,9 +38,11 @@ var meminfoKeys = []string{"MemAvailable", "AnonPages", "PageTables", "KernelSta
 // shared page once per process. The meminfo deltas of page tables, kernel
 // stacks and unreclaimable slab and the mean Pss of a kernel's init and
 // interpreter say where the rest goes. The merging runs turn the host's
-// ksmd on, faster than its default, and wait until a full scan merges
-// nothing more; the knobs are restored afterwards. Run it alone with
-// -benchtime=1x: each iteration starts and ends 4N kernels, and a loaded
+// ksmd on, faster than its default, and wait until two full scans merge
+// under 1% more each; the knobs are restored afterwards. The rise of
+// MemAvailable when the kernels end is reported too: its window is
+// seconds, not the minutes of their start. Run it alone with
+// -benchtime=1x: each profile starts and ends 2N kernels, and a loaded
 // host makes the MemAvailable figures noisy (the cgroup ones are not).
 func BenchmarkIdleKernelMemory(b *testing.B) {
 	testenv.RequireRoot(b)
