@@ -102,6 +102,7 @@ profile "default" {
   spares          = 2       # kernels started ahead for new owners (count toward max_kernels)
   preload         = []      # modules every kernel imports before its first cell, e.g. ["pandas"]
   persist         = false   # true: evicted, reaped or drained kernels keep their variables
+  memory_merge    = false   # true: idle kernels share identical pages (KSM); weakens isolation, see docs/design.md
 }
 
 # An example of a tighter mode (not a default).

@@ -124,6 +124,12 @@ type Profile struct {
 	// PrivateTmp asks for private /tmp, /var/tmp and /dev/shm: always the
 	// case under InitStep; refused without it (only the init step can mount).
 	PrivateTmp bool
+	// MemoryMerge opens the kernels' pages to the host's samepage merging
+	// (KSM), started without address-space randomisation and with the
+	// daemon's one hash seed so that their pages match: idle kernels then
+	// share their identical pages, at the cost docs/design.md ("Sharing
+	// idle kernels' pages") states. Needs InitStep; off by default.
+	MemoryMerge bool
 }
 
 // Limits are per-request overrides (0 = the profile's value): the pool's
@@ -325,6 +331,9 @@ func (c *Config) validate() error {
 		}
 		if p.PtyMax < 0 || p.PtyMax > maxPtyMax {
 			return fmt.Errorf("%w: profile %q: pty_max %d: want 0 (default) to %d", ErrBadConfig, name, p.PtyMax, maxPtyMax)
+		}
+		if p.MemoryMerge && !c.InitStep {
+			return fmt.Errorf("%w: profile %q: memory_merge needs the kernel init step (Linux, a root daemon): %w", ErrBadConfig, name, ErrUnsupported)
 		}
 		if p.PrivateTmp && !c.InitStep {
 			return fmt.Errorf("%w: profile %q: private /tmp needs the kernel init step (Linux, a root daemon): %w", ErrBadConfig, name, ErrUnsupported)

@@ -73,6 +73,7 @@ func TestValidateRejects(t *testing.T) {
 		{"uid 0 in range", func(c *Config) { c.RunAsUser, c.UIDRange = true, [2]int{0, 5} }},
 		{"private tmp without the init step", func(c *Config) { c.InitStep, c.Profiles["x"] = false, Profile{PrivateTmp: true} }},
 		{"negative tmp size", func(c *Config) { c.Profiles["x"] = Profile{TmpSize: -1} }},
+		{"memory merge without the init step", func(c *Config) { c.InitStep, c.Profiles["x"] = false, Profile{MemoryMerge: true} }},
 		{"unknown rlimit", func(c *Config) { c.Rlimits = []Rlimit{{Name: "bogus"}} }},
 		{"soft over hard", func(c *Config) { c.Rlimits = []Rlimit{{Name: "nofile", Soft: 2, Hard: 1}} }},
 	}

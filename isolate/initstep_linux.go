@@ -89,7 +89,10 @@ func (s *Sandbox) wrapInit(cmd *exec.Cmd, staging string, placement []string) er
 		Private: s.iso.hostPaths.Private, ReadOnly: s.iso.hostPaths.ReadOnly,
 		Staging: staging, Hide: filepath.Dir(staging),
 		Keep: []string{s.iso.cfg.StateDir, staging, cmd.Dir}, Peer: os.Getpid(), Seccomp: s.iso.seccomp,
-		BaseMounts: s.iso.baseMounts,
+		BaseMounts: s.iso.baseMounts, MemoryMerge: s.profile.MemoryMerge,
+	}
+	if cfg.MemoryMerge {
+		cfg.HashSeed = s.iso.hashSeed
 	}
 	if s.group != nil {
 		cfg.KillFile = s.group.KillFile()
@@ -189,6 +192,14 @@ func (s *Sandbox) Namespaces() []string {
 		return nil
 	}
 	return append([]string(nil), s.init.ready.Namespaces...)
+}
+
+// MemoryMerge says whether the kernel's init reported its pages open to
+// samepage merging.
+func (s *Sandbox) MemoryMerge() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.init != nil && s.init.ready != nil && s.init.ready.MemoryMerge
 }
 
 // Seccomp says whether the kernel's init reported its seccomp filter in

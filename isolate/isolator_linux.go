@@ -1,6 +1,8 @@
 package isolate
 
 import (
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -29,6 +31,9 @@ type Isolator struct {
 	// baseMounts: only the earlier sandbox's mounts (benchmarks set it to
 	// measure the others; kinit.Config.BaseMounts).
 	baseMounts bool
+	// hashSeed is the PYTHONHASHSEED of every kernel of a MemoryMerge
+	// profile: one per daemon start, so that their dicts lay out alike.
+	hashSeed uint32
 }
 
 // New validates cfg, detects the host's cgroup mode, creates (or checks
@@ -44,9 +49,16 @@ func New(cfg Config) (*Isolator, error) {
 		return nil, err
 	}
 	cfg = i.cfg
+	if err := binary.Read(rand.Reader, binary.NativeEndian, &i.hashSeed); err != nil {
+		return nil, fmt.Errorf("hash seed: %w", err)
+	}
+	merge, err := checkMerge(cfg)
+	if err != nil {
+		return nil, err
+	}
 	i.facts = probeInit(cfg)
 	i.report = Report{Isolation: cfg.isolationMode(), DaemonUID: os.Geteuid(), Platform: runtime.GOOS,
-		NoNewPrivs: cfg.NoNewPrivs, Rlimits: rlimitEnv(cfg.Rlimits), Seccomp: i.facts.Seccomp}
+		NoNewPrivs: cfg.NoNewPrivs, Rlimits: rlimitEnv(cfg.Rlimits), Seccomp: i.facts.Seccomp, MemoryMerge: merge}
 	root := os.Geteuid() == 0
 	if err := i.checkNamespaces(root); err != nil {
 		return nil, err

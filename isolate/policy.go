@@ -119,6 +119,7 @@ func profileReports(cfg Config, facts initFacts, uid int) map[string]kernel.Isol
 		out[name] = kernel.Isolation{
 			Mode: cfg.isolationMode(), UID: uid, Namespaces: facts.namespacesFor(p), Seccomp: facts.Seccomp,
 			MemoryMax: l.MemoryMax, PidsMax: l.PidsMax, CPUMax: l.CPUMax, Network: facts.hostNetwork(p),
+			MemoryMerge: p.MemoryMerge && facts.Works,
 		}
 	}
 	return out

@@ -58,6 +58,9 @@ type Report struct {
 	// range, or the daemon's; limits as configured, before per-request
 	// overrides), by mode name.
 	Profiles map[string]kernel.Isolation
+	// MemoryMerge names the profiles whose kernels share pages through
+	// samepage merging and whether the host's ksmd runs ("": none).
+	MemoryMerge string
 	// Swept counts leftover kernel groups of a dead instance removed at start.
 	Swept int
 	// Lost lists the protections kernels do not get here.
@@ -122,6 +125,9 @@ func (r Report) String() string {
 		w("crash recovery", fmt.Sprintf("swept %d leftover kernel group(s)", r.Swept))
 	}
 	w("seccomp", fmt.Sprint(r.Seccomp))
+	if r.MemoryMerge != "" {
+		w("memory merge", r.MemoryMerge)
+	}
 	for _, name := range sortedKeys(r.Profiles) {
 		w("mode "+name, r.Profiles[name].Summary())
 	}

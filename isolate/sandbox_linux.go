@@ -303,7 +303,7 @@ func (s *Sandbox) Isolation() kernel.Isolation {
 	is.Namespaces = append([]string{}, is.Namespaces...)
 	if ns := s.Namespaces(); ns != nil {
 		sort.Strings(ns)
-		is.Namespaces, is.Seccomp = ns, s.Seccomp()
+		is.Namespaces, is.Seccomp, is.MemoryMerge = ns, s.Seccomp(), s.MemoryMerge()
 	}
 	return is
 }

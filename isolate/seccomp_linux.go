@@ -39,8 +39,10 @@ func DeniedSyscalls() []string {
 // filters are the kernel's seccomp policy, as two filters (the kernel
 // applies the stricter verdict of both):
 //
-//   - the deny filter: DeniedSyscalls, and clone/unshare asking for a new user
-//     namespace, get EPERM; clone3 gets ENOSYS, because its flags sit in
+//   - the deny filter: DeniedSyscalls, clone/unshare asking for a new user
+//     namespace, and a kernel opting its pages into samepage merging itself
+//     (prctl PR_SET_MEMORY_MERGE, madvise MADV_MERGEABLE: only the init
+//     does, for a MemoryMerge profile, before this filter) get EPERM; clone3 gets ENOSYS, because its flags sit in
 //     memory a filter cannot read, so libc falls back to clone, whose flags
 //     it can; everything else is allowed;
 //   - the ABI guard: every syscall of the native table is allowed, and
@@ -72,6 +74,8 @@ func filters() ([]seccomp.Filter, error) {
 			{Action: seccomp.ActionErrno, Names: deny},
 			{Action: seccomp.ActionErrno, NamesWithCondtions: []seccomp.NameWithConditions{
 				{Name: "clone", Conditions: newUser}, {Name: "unshare", Conditions: newUser},
+				{Name: "prctl", Conditions: []seccomp.Condition{{Argument: 0, Operation: seccomp.Equal, Value: unix.PR_SET_MEMORY_MERGE}}},
+				{Name: "madvise", Conditions: []seccomp.Condition{{Argument: 2, Operation: seccomp.Equal, Value: unix.MADV_MERGEABLE}}},
 			}},
 			{Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS), Names: []string{"clone3"}},
 		},

@@ -81,6 +81,8 @@ func TestFilterVerdicts(t *testing.T) {
 		{"unshare files", auditArchX8664, unix.SYS_UNSHARE, unix.CLONE_FILES, retAllow},
 		{"clone3", auditArchX8664, unix.SYS_CLONE3, 0, retENOSYS},
 		{"keyctl", auditArchX8664, unix.SYS_KEYCTL, 0, retEPERM},
+		{"prctl memory merge", auditArchX8664, unix.SYS_PRCTL, unix.PR_SET_MEMORY_MERGE, retEPERM},
+		{"prctl set name", auditArchX8664, unix.SYS_PRCTL, unix.PR_SET_NAME, retAllow},
 		{"bpf", auditArchX8664, unix.SYS_BPF, 0, retEPERM},
 		{"io_uring_setup", auditArchX8664, unix.SYS_IO_URING_SETUP, 0, retEPERM},
 		{"mount", auditArchX8664, unix.SYS_MOUNT, 0, retEPERM},

@@ -69,10 +69,16 @@ type Isolation struct {
 	// Network: the kernel reaches the host's network (false: only its own
 	// loopback).
 	Network bool `json:"network"`
+	// MemoryMerge: the kernel's pages are open to the host's samepage
+	// merging with other merging kernels, its address layout and hash seed
+	// are those of every merging kernel (docs/design.md, "Sharing idle
+	// kernels' pages"); false for every profile unless configured.
+	MemoryMerge bool `json:"memory_merge"`
 }
 
 // Summary renders the isolation on one line, for `kernpool ps` and logs:
-// "sandbox uid=60001 mem=512MiB pids=256 cpu=1 ns=net,pid seccomp=off net=on".
+// "sandbox uid=60001 mem=512MiB pids=256 cpu=1 ns=net,pid seccomp=off net=on",
+// and " merge=on" for a kernel open to samepage merging.
 func (i Isolation) Summary() string {
 	ns := strings.Join(i.Namespaces, ",")
 	if ns == "" {
@@ -86,8 +92,12 @@ func (i Isolation) Summary() string {
 	if i.PidsMax > 0 {
 		pids = fmt.Sprint(i.PidsMax)
 	}
-	return fmt.Sprintf("%s uid=%d mem=%s pids=%s cpu=%s ns=%s seccomp=%s net=%s",
+	s := fmt.Sprintf("%s uid=%d mem=%s pids=%s cpu=%s ns=%s seccomp=%s net=%s",
 		i.Mode, i.UID, units.FormatBytes(i.MemoryMax), pids, cpu, ns, onOff(i.Seccomp), onOff(i.Network))
+	if i.MemoryMerge {
+		s += " merge=on"
+	}
+	return s
 }
 
 func onOff(b bool) string {

@@ -89,6 +89,16 @@ type Config struct {
 	Seccomp [][]byte `json:"-"`
 	// Peer is the daemon's pid: the init compares its namespaces with it.
 	Peer int `json:"peer"`
+	// MemoryMerge lets the host's samepage merging (KSM) share the kernel's
+	// identical pages with other merging kernels: the init opts itself and
+	// everything it forks in (prctl PR_SET_MEMORY_MERGE) and starts the
+	// interpreter without address-space randomisation and with HashSeed as
+	// PYTHONHASHSEED, so that kernels of one profile lay out the same
+	// pages. docs/design.md, "Sharing idle kernels' pages", says what
+	// tenants give up for it.
+	MemoryMerge bool `json:"memory_merge,omitempty"`
+	// HashSeed is the interpreter's PYTHONHASHSEED under MemoryMerge.
+	HashSeed uint32 `json:"hash_seed,omitempty"`
 	// Probe: set everything up, check that the seccomp filter refuses a
 	// new user namespace, report and exit 0 without forking anything.
 	Probe bool `json:"probe,omitempty"`

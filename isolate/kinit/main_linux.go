@@ -102,13 +102,20 @@ func setup(cfg *Config) (Ready, error) {
 	if err := setRlimits(cfg.Rlimits); err != nil {
 		return r, err
 	}
+	merge := false
+	if cfg.MemoryMerge {
+		// Before the filter, which refuses this prctl to the kernel.
+		if merge, err = enableMerge(); err != nil {
+			return r, err
+		}
+	}
 	if err := loadSeccomp(cfg.Seccomp); err != nil {
 		return r, err
 	}
 	if err := checkSeccomp(); err != nil {
 		return r, err
 	}
-	return Ready{Namespaces: ns, Seccomp: true}, nil
+	return Ready{Namespaces: ns, Seccomp: true, MemoryMerge: merge}, nil
 }
 
 func joinCgroups(files []string) error {

@@ -27,10 +27,17 @@ func forkInterpreter(cfg Config) (int, error) {
 		if strings.HasPrefix(kv, EnvConfig+"=") || strings.HasPrefix(kv, EnvSeccomp+"=") {
 			continue
 		}
-		if name, value, _ := strings.Cut(kv, "="); cfg.hostKillFile != "" && value == cfg.hostKillFile {
+		name, value, _ := strings.Cut(kv, "=")
+		if cfg.hostKillFile != "" && value == cfg.hostKillFile {
 			kv = name + "=" + cfg.KillFile // the path in the kernel's cgroup namespace
 		}
+		if cfg.MemoryMerge && name == "PYTHONHASHSEED" {
+			continue
+		}
 		env = append(env, kv)
+	}
+	if cfg.MemoryMerge {
+		env = append(env, "PYTHONHASHSEED="+strconv.FormatUint(uint64(cfg.HashSeed), 10))
 	}
 	sys := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if cfg.UID >= 0 {

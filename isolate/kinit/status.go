@@ -8,7 +8,8 @@ import (
 
 // Status lines on the status pipe, one per line:
 //
-//	ready <pid> ns=<mnt,pid,...> seccomp=<0|1>   setup done, interpreter forked
+//	ready <pid> ns=<mnt,pid,...> seccomp=<0|1> [merge=1]
+//	                                            setup done, interpreter forked
 //	fail <message>                              setup failed, nothing forked
 //	exit <code> | signal <number>               the interpreter ended
 //
@@ -23,6 +24,9 @@ type Ready struct {
 	Namespaces []string
 	// Seccomp: the filter is loaded.
 	Seccomp bool
+	// MemoryMerge: the kernel's pages are open to samepage merging
+	// (PR_GET_MEMORY_MERGE said so after the init asked for it).
+	MemoryMerge bool
 }
 
 func (r Ready) line() string {
@@ -30,7 +34,11 @@ func (r Ready) line() string {
 	if r.Seccomp {
 		s = "1"
 	}
-	return fmt.Sprintf("ready %d ns=%s seccomp=%s\n", r.Pid, strings.Join(r.Namespaces, ","), s)
+	merge := ""
+	if r.MemoryMerge {
+		merge = " merge=1"
+	}
+	return fmt.Sprintf("ready %d ns=%s seccomp=%s%s\n", r.Pid, strings.Join(r.Namespaces, ","), s, merge)
 }
 
 // ParseStatus reads the status lines the init wrote. ready is nil unless a
@@ -72,6 +80,8 @@ func parseReady(rest string) *Ready {
 			}
 		case f == "seccomp=1":
 			r.Seccomp = true
+		case f == "merge=1":
+			r.MemoryMerge = true
 		}
 	}
 	return r

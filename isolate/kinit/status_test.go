@@ -20,6 +20,8 @@ func TestParseStatus(t *testing.T) {
 			ready: &Ready{Pid: 7, Namespaces: []string{"mnt", "pid", "ipc", "uts", "net"}, Seccomp: true}, exited: true, code: 3},
 		{name: "killed by a signal", text: "ready 2 ns=mnt seccomp=1\nsignal 9\n",
 			ready: &Ready{Pid: 2, Namespaces: []string{"mnt"}, Seccomp: true}, exited: true, code: -1, signal: 9},
+		{name: "merging kernel", text: "ready 3 ns=mnt seccomp=1 merge=1\n",
+			ready: &Ready{Pid: 3, Namespaces: []string{"mnt"}, Seccomp: true, MemoryMerge: true}},
 		{name: "no seccomp claimed", text: "ready 2 ns= seccomp=0\n", ready: &Ready{Pid: 2}},
 		{name: "setup failed", text: "fail mount tmpfs on /tmp: operation not permitted\n", failure: "mount tmpfs on /tmp: operation not permitted"},
 		{name: "init killed before reporting", text: ""},
@@ -37,10 +39,14 @@ func TestParseStatus(t *testing.T) {
 
 // The ready line the init writes is what the daemon parses.
 func TestReadyLineRoundTrip(t *testing.T) {
-	in := Ready{Pid: 5, Namespaces: []string{"mnt", "pid", "ipc", "uts"}, Seccomp: true}
-	got, _, _, _, _ := ParseStatus(in.line())
-	if !reflect.DeepEqual(got, &in) {
-		t.Fatalf("round trip: %+v, want %+v", got, in)
+	for _, in := range []Ready{
+		{Pid: 5, Namespaces: []string{"mnt", "pid", "ipc", "uts"}, Seccomp: true},
+		{Pid: 6, Namespaces: []string{"mnt"}, Seccomp: true, MemoryMerge: true},
+	} {
+		got, _, _, _, _ := ParseStatus(in.line())
+		if !reflect.DeepEqual(got, &in) {
+			t.Fatalf("round trip: %+v, want %+v", got, in)
+		}
 	}
 }
 

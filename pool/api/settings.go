@@ -55,6 +55,7 @@ type ProfileSettings struct {
 	CPUWeight     uint64   `json:"cpu_weight"`
 	Network       bool     `json:"network"`
 	TmpSize       int64    `json:"tmp_size"`
+	MemoryMerge   bool     `json:"memory_merge"`
 	Spares        int      `json:"spares"`
 	Preload       []string `json:"preload"`
 	FilesMaxBytes int64    `json:"files_max_bytes"`

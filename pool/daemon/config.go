@@ -225,6 +225,10 @@ type Profile struct {
 	TmpSize int64
 	// PtyMax is how many ptys the kernel's own devpts holds (0: 16).
 	PtyMax int
+	// MemoryMerge lets idle kernels of the profile share their identical
+	// pages through the host's samepage merging (isolate.Profile.MemoryMerge;
+	// off by default: docs/design.md, "Sharing idle kernels' pages").
+	MemoryMerge bool
 	// TimeoutAction is what a cell timeout does: "interrupt" (default:
 	// KeyboardInterrupt, the kernel keeps its state if the cell stops
 	// within InterruptGrace) or "kill" (the reference's behaviour).

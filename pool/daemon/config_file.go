@@ -127,6 +127,7 @@ type fileProfile struct {
 	PrivateTmp     *bool          `hcl:"private_tmp,optional"`
 	TmpSize        hcl.Expression `hcl:"tmp_size,optional"`
 	PtyMax         *int           `hcl:"pty_max,optional"`
+	MemoryMerge    *bool          `hcl:"memory_merge,optional"`
 	TimeoutAction  *string        `hcl:"timeout_action,optional"`
 	InterruptGrace hcl.Expression `hcl:"interrupt_grace,optional"`
 	Spares         *int           `hcl:"spares,optional"`
@@ -269,6 +270,7 @@ func (f *fileConfig) applyProfiles(cfg *Config) hcl.Diagnostics {
 		setBool(&p.PrivateTmp, fp.PrivateTmp)
 		diags = append(diags, sizeAttr(fp.TmpSize, "tmp_size", &p.TmpSize)...)
 		setInt(&p.PtyMax, fp.PtyMax)
+		setBool(&p.MemoryMerge, fp.MemoryMerge)
 		setStr(&p.TimeoutAction, fp.TimeoutAction)
 		diags = append(diags, durationAttr(fp.InterruptGrace, "interrupt_grace", &p.InterruptGrace)...)
 		setInt(&p.Spares, fp.Spares)

@@ -118,6 +118,18 @@ ceiling { memory_max = "8GiB" }
 				t.Errorf("policies = %+v, want persist only for keep", pol)
 			}
 		}},
+		{name: "memory merge per profile, off by default", src: "profile \"shared\" {\n  memory_merge = true\n}\n", check: func(t *testing.T, c *Config) {
+			if !c.Profiles["shared"].MemoryMerge || c.Profiles[DefaultProfile].MemoryMerge {
+				t.Errorf("memory_merge: shared %t, default %t", c.Profiles["shared"].MemoryMerge, c.Profiles[DefaultProfile].MemoryMerge)
+			}
+			ic := isolateConfig(c, hclog.NewNullLogger())
+			if !ic.Profiles["shared"].MemoryMerge || ic.Profiles[DefaultProfile].MemoryMerge {
+				t.Errorf("isolate profiles: shared %t, default %t", ic.Profiles["shared"].MemoryMerge, ic.Profiles[DefaultProfile].MemoryMerge)
+			}
+			if s := SettingsOf(c, "/usr/bin/python3"); !s.Profiles["shared"].MemoryMerge {
+				t.Error("/v1/settings does not say the profile merges")
+			}
+		}},
 		{name: "checkpoint defaults", src: "", check: func(t *testing.T, c *Config) {
 			if c.Checkpoints.MaxBytesPerOwner != 256<<20 || c.Checkpoints.Retention != 24*time.Hour || c.Profiles[DefaultProfile].Persist {
 				t.Errorf("checkpoints = %+v, default persist %v", c.Checkpoints, c.Profiles[DefaultProfile].Persist)

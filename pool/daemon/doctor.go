@@ -74,9 +74,9 @@ func writeSettings(b *strings.Builder, s *api.Settings) {
 		s.Users.Enabled, s.Users.UIDFirst, s.Users.UIDLast, s.Users.PerOwner)
 	for _, name := range slices.Sorted(maps.Keys(s.Profiles)) {
 		p := s.Profiles[name]
-		fmt.Fprintf(b, "profile %-6q memory %s, swap %s, pids %d, cpu %g, weight %d, network %t, tmp %s, spares %d, preload %s\n",
+		fmt.Fprintf(b, "profile %-6q memory %s, swap %s, pids %d, cpu %g, weight %d, network %t, tmp %s, spares %d, preload %s, memory merge %t\n",
 			name, formatLimit(p.MemoryMax), formatSwap(p.MemorySwapMax), p.PidsMax, p.CPUMax, p.CPUWeight, p.Network, formatLimit(p.TmpSize),
-			p.Spares, preloadText(p.Preload))
+			p.Spares, preloadText(p.Preload), p.MemoryMerge)
 	}
 }
 
@@ -96,7 +96,7 @@ func SettingsOf(cfg *Config, interp string) *api.Settings {
 	for name, p := range cfg.Profiles {
 		s.Profiles[name] = api.ProfileSettings{
 			MemoryMax: p.MemoryMax, MemorySwapMax: p.MemorySwapMax, PidsMax: p.PidsMax, CPUMax: p.CPUMax,
-			CPUWeight: p.CPUWeight, Network: p.Network, TmpSize: p.TmpSize, Spares: warm[name].Spares,
+			CPUWeight: p.CPUWeight, Network: p.Network, TmpSize: p.TmpSize, MemoryMerge: p.MemoryMerge, Spares: warm[name].Spares,
 			Preload: append([]string{}, p.Preload...), FilesMaxBytes: p.FilesMaxBytes,
 		}
 	}

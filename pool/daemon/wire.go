@@ -112,6 +112,7 @@ func isolateConfig(cfg *Config, log hclog.Logger) isolate.Config {
 			NoNetwork:    !p.Network,
 			PIDNamespace: p.PIDNamespace,
 			PrivateTmp:   p.PrivateTmp,
+			MemoryMerge:  p.MemoryMerge,
 		}
 	}
 	ic.Logger = log
