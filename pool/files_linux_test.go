@@ -184,7 +184,10 @@ func TestFilesAsTheKernelsUID(t *testing.T) {
 func TestFilesHostileInputs(t *testing.T) {
 	const limit = 1 << 20
 	p := filesPool(t, limit)
-	res := run(t, p, pool.Request{Code: "import os\nos.mkdir('many')\nfor i in range(100000): open('many/f%06d' % i, 'w').close()"})
+	// 100,000 creates took over the default 60 s cell timeout in a
+	// cgroup-v2 guest under TCG on a loaded host: the timeout only stops
+	// a hung cell here.
+	res := run(t, p, pool.Request{Code: "import os\nos.mkdir('many')\nfor i in range(100000): open('many/f%06d' % i, 'w').close()", Timeout: 15 * time.Minute})
 	wantStatus(t, res, pool.StatusSuccess)
 	id := res.Kernel.ID
 	for _, c := range []struct{ name, path, want string }{
