@@ -26,7 +26,7 @@ import (
 // the process's peak RSS bounded), a listing and a delete.
 func TestFilesOverTheAPI(t *testing.T) {
 	d := startDaemon(t, daemonOpts{pool: func(c *pool.Config) {
-		c.Policies = map[string]pool.CellPolicy{"default": {FilesMaxBytes: 200 << 20}}
+		c.Policies = map[string]pool.CellPolicy{"default": {FilesMaxBytes: 200 << 20, InterruptGrace: testenv.Patience}}
 	}})
 	ctx := testCtx(t)
 	res := d.exec(t, "alice", "1")
@@ -81,7 +81,7 @@ func TestFilesOverTheAPI(t *testing.T) {
 func TestFilesAPIRefusals(t *testing.T) {
 	const limit = 64 << 10
 	d := startDaemon(t, daemonOpts{pool: func(c *pool.Config) {
-		c.Policies = map[string]pool.CellPolicy{"default": {FilesMaxBytes: limit}}
+		c.Policies = map[string]pool.CellPolicy{"default": {FilesMaxBytes: limit, InterruptGrace: testenv.Patience}}
 	}})
 	ctx := testCtx(t)
 	res := d.exec(t, "bob", "import os\nos.mkdir('sub')")
