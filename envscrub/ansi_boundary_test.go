@@ -1,6 +1,9 @@
 package envscrub
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestStripANSIRangeEnds: each end of every byte range stripANSI matches
 // on (the comment's grammar): a character just inside is part of the
@@ -12,11 +15,25 @@ func TestStripANSIRangeEnds(t *testing.T) {
 		// nF: ESC, intermediates 0x20..0x2f, a final 0x30..0x7e.
 		{"a\x1b Fb", "ab"}, {"a\x1b/Fb", "ab"}, {"a\x1b!  /Fb", "ab"},
 		{"a\x1b(0b", "ab"}, {"a\x1b(~b", "ab"}, {"a\x1b(\x7fb", "a(\x7fb"},
+		// CSI: ESC [, parameters 0x30..0x3f, intermediates 0x20..0x2f, a
+		// final 0x40..0x7e.
+		{"a\x1b[?25hb", "ab"}, {"a\x1b[0 /mb", "ab"}, {"a\x1b[@b", "ab"}, {"a\x1b[~b", "ab"}, {"a\x1b[\x7fb", "a\x7fb"},
 		// Two-character ESC X, X in 0x30..0x7e.
 		{"a\x1b0b", "ab"}, {"a\x1b~b", "ab"},
 	} {
 		if got := stripANSI(nil, tc.in); got != tc.want {
 			t.Errorf("stripANSI(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestAssignmentAfterEqualsRun: a run of '=' (a comparison, then a stray
+// '='), or an '=' that opens the text, does not end the scan: a secret
+// assignment after it is masked.
+func TestAssignmentAfterEqualsRun(t *testing.T) {
+	for _, in := range []string{"x=== PASSWORD=hunter2hunter2", "a==b ==PASSWORD=hunter2hunter2", "=x PASSWORD=hunter2hunter2"} {
+		if got := redactAssignments(in); strings.Contains(got, "hunter2") {
+			t.Errorf("redactAssignments(%q) = %q: the value is not masked", in, got)
 		}
 	}
 }
