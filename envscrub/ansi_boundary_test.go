@@ -37,3 +37,14 @@ func TestAssignmentAfterEqualsRun(t *testing.T) {
 		}
 	}
 }
+
+// TestColonPatternsAfterColonRun: an opening ':' or a run of them does not
+// end the ':'-anchored scan: an Authorization header after it is masked.
+func TestColonPatternsAfterColonRun(t *testing.T) {
+	const token = "abcdefghijklmnopqrstuvwxyz123456"
+	for _, in := range []string{":x Authorization: Bearer " + token, "a:: Authorization: Bearer " + token} {
+		if got := redactColon(in); strings.Contains(got, token) {
+			t.Errorf("redactColon(%q) = %q: the token is not masked", in, got)
+		}
+	}
+}
