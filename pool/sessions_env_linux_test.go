@@ -276,3 +276,15 @@ func TestEnvValueSpelling(t *testing.T) {
 		t.Fatalf("output = %q", res.Output)
 	}
 }
+
+// TestDeathStderrRedacted: the stderr tail a dying kernel leaves, which
+// the result's error quotes, is masked like the cell's output.
+func TestDeathStderrRedacted(t *testing.T) {
+	p := envPool(t)
+	const planted = "death-planted-0123456789"
+	s := pool.MustSession(t, p, pool.SessionSpec{Owner: "d", Env: map[string]string{"PLANTED": planted}})
+	res := run(t, p, pool.Request{Session: s.ID, Code: "import os\nos.write(2, ('dying with ' + os.environ['PLANTED'] + '\\n').encode())\nos._exit(3)"})
+	if strings.Contains(res.Error, planted) || !strings.Contains(res.Error, "died while running the cell: dying with ***") {
+		t.Fatalf("a dying kernel's stderr in the error: %q", res.Error)
+	}
+}

@@ -232,9 +232,9 @@ func (s *streamer) send(i int, text string) {
 }
 
 // cleanDisplay redacts the text mime types of d (binary ones are base64
-// and not text).
+// and not text), and its metadata, which the cell writes as freely.
 func cleanDisplay(f cleaner, d Display) Display {
-	out := Display{Data: make(map[string]json.RawMessage, len(d.Data)), Metadata: d.Metadata}
+	out := Display{Data: make(map[string]json.RawMessage, len(d.Data)), Metadata: cleanMetadata(f, d.Metadata)}
 	for mime, raw := range d.Data {
 		var text string
 		if isTextMime(mime) && json.Unmarshal(raw, &text) == nil {
@@ -254,6 +254,49 @@ func cleanDisplay(f cleaner, d Display) Display {
 		out.Data[mime] = raw
 	}
 	return out
+}
+
+// cleanMetadata redacts every string (keys too) of a display's metadata,
+// decoded, so that a value JSON escapes is still seen whole; a value that
+// does not decode is redacted as text and kept as a JSON string.
+func cleanMetadata(f cleaner, meta map[string]json.RawMessage) map[string]json.RawMessage {
+	if meta == nil {
+		return nil
+	}
+	out := make(map[string]json.RawMessage, len(meta))
+	for k, raw := range meta {
+		var v any
+		d := json.NewDecoder(bytes.NewReader(raw))
+		d.UseNumber()
+		b, err := []byte(nil), d.Decode(&v)
+		if err == nil {
+			b, err = json.Marshal(cleanJSONValue(f, v))
+		}
+		if err != nil {
+			b, _ = json.Marshal(f.Clean(string(raw)))
+		}
+		out[f.Clean(k)] = b
+	}
+	return out
+}
+
+// cleanJSONValue redacts the strings of a decoded JSON value.
+func cleanJSONValue(f cleaner, v any) any {
+	switch v := v.(type) {
+	case string:
+		return f.Clean(v)
+	case []any:
+		for i := range v {
+			v[i] = cleanJSONValue(f, v[i])
+		}
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[f.Clean(k)] = cleanJSONValue(f, e)
+		}
+		return out
+	}
+	return v
 }
 
 func isBinaryMime(m string) bool {

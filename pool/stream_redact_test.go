@@ -108,3 +108,37 @@ func TestStreamerKeepsMultilineSecretWhole(t *testing.T) {
 		t.Fatalf("streamed %q", out)
 	}
 }
+
+// TestDisplayMetadataRedacted: a display's metadata is the cell's too,
+// and is masked as its data is, in the result and in the streamed event.
+func TestDisplayMetadataRedacted(t *testing.T) {
+	const secret = "s3cr3t-value-0123456789"
+	parent := []string{"PATH=/usr/bin:/bin", "SERVICE_PASSWORD=" + secret}
+	scrub, err := envscrub.New(envscrub.Config{Parent: func() []string { return parent }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newTestPool(t, func(c *pool.Config) {
+		c.Env, c.Output = scrub, envscrub.NewPipeline(envscrub.OutputConfig{})
+	})
+	var streamed []pool.Display
+	res, err := p.Execute(t.Context(), pool.Request{
+		Code: "display(1, metadata={'note': '" + secret + "', 'text/plain': {'alt': '" + secret + "'}})",
+		Stream: func(e pool.Event) {
+			if e.Kind == pool.EventDisplay {
+				streamed = append(streamed, *e.Display)
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Displays) != 1 || len(streamed) != 1 {
+		t.Fatalf("displays %+v, streamed %+v", res.Displays, streamed)
+	}
+	for where, d := range map[string]pool.Display{"result": res.Displays[0], "stream": streamed[0]} {
+		meta, _ := json.Marshal(d.Metadata)
+		if strings.Contains(string(meta), secret) || !strings.Contains(string(meta), `"note":"***"`) || !strings.Contains(string(meta), `{"alt":"***"}`) {
+			t.Errorf("%s: display metadata %s", where, meta)
+		}
+	}
+}

@@ -15,6 +15,11 @@ func TestParseSize(t *testing.T) {
 		{"1GB", 1_000_000_000, true}, {"1048576", 1 << 20, true}, {" 2 KiB ", 2048, true},
 		{"max", 0, true}, {"", 0, true}, {"0", 0, true}, {"1.5KiB", 1536, true},
 		{"-1", 0, false}, {"lots", 0, false}, {"64XB", 0, false}, {"9999999TiB", 0, false}, {"NaN", 0, false},
+		// Zero with a unit is unlimited too, as a bare 0 is.
+		{"0MiB", 0, true}, {"0.0", 0, true},
+		// The cap (2^62 bytes: room to double without overflow) and one
+		// float step past it.
+		{"4611686018427387904", 1 << 62, true}, {"4611686018427389952", 0, false},
 	}
 	for _, c := range cases {
 		got, err := ParseSize(c.in)

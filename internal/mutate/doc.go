@@ -16,4 +16,11 @@
 //	go run ./internal/mutate -j 2            # two mutants tested at once
 //
 // The list's format is described at the top of mutations.txt.
+//
+// The list holds the mutations someone thought of. .ci/gremlins runs
+// gremlins, which generates its mutants (every covered comparison,
+// arithmetic operator, increment, negation) over whole packages and
+// reports per package what the tests killed; a survivor gets a test that
+// kills it (and, when it protects something that matters, a record here),
+// or a record in equivalent.txt saying why no test can tell it apart.
 package main

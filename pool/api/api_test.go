@@ -156,7 +156,7 @@ func TestCapacityIs503WithRetryAfter(t *testing.T) {
 		return len(ks) == 1 && ks[0].Busy
 	})
 	status, hdr, body := d.raw(t, http.MethodPost, "/v1/execute", `{"owner":"other","code":"1"}`)
-	if status != http.StatusServiceUnavailable || body.Code != api.CodeCapacity || hdr.Get("Retry-After") == "" {
+	if status != http.StatusServiceUnavailable || body.Code != api.CodeCapacity || hdr.Get("Retry-After") != "1" {
 		t.Fatalf("over capacity: status %d, body %+v, Retry-After %q", status, body, hdr.Get("Retry-After"))
 	}
 }
