@@ -148,7 +148,7 @@ func renderedConfig(t *testing.T, name, extra string) *daemon.Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := strings.NewReplacer("@PORT@", "8443", "@NODE_NAME@", "node-a",
+	src := strings.NewReplacer("@LISTEN_HOST@", "0.0.0.0", "@PORT@", "8443", "@NODE_NAME@", "node-a",
 		"@ADVERTISE_URL@", "https://kernpool-node-x.kernpool-node.kernpool.svc.cluster.local:8443",
 		"@FLEET_REDIS@", "redis://kernpool-redis:6379/0", "@CHECKPOINT_STORE@", "s3://kernpool-checkpoints/prod").Replace(string(b))
 	if left := regexp.MustCompile(`@[A-Z_]+@`).FindString(src); left != "" {

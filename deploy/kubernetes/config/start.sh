@@ -1,6 +1,7 @@
 #!/bin/sh
 # start.sh node|router: the entry of kernpool's containers. It renders
-# the config from its template (ROLE.hcl.in: @PORT@, @NODE_NAME@,
+# the config from its template (ROLE.hcl.in: @LISTEN_HOST@ from
+# $KERNPOOL_LISTEN_HOST (default all addresses), @PORT@, @NODE_NAME@,
 # @ADVERTISE_URL@, @FLEET_REDIS@, @CHECKPOINT_STORE@), the token blocks
 # (Secret kernpool-tokens) and $KERNPOOL_EXTRA_CONFIG, then execs the
 # daemon, so that SIGTERM from the kubelet reaches it (drain_on_term).
@@ -12,13 +13,14 @@ port=${KERNPOOL_PORT:-8443}
 for kv in ${KERNPOOL_NODE_PORTS:-}; do
 	if [ "${kv%%=*}" = "${NODE_NAME:-}" ]; then port=${kv#*=}; fi
 done
+host=${KERNPOOL_LISTEN_HOST:-0.0.0.0}
 advertise="https://${KERNPOOL_ADVERTISE_HOST:-}:$port"
-for v in "$port" "${NODE_NAME:-}" "$advertise" "${KERNPOOL_FLEET_REDIS:-}" "${KERNPOOL_CHECKPOINT_STORE:-}"; do
+for v in "$host" "$port" "${NODE_NAME:-}" "$advertise" "${KERNPOOL_FLEET_REDIS:-}" "${KERNPOOL_CHECKPOINT_STORE:-}"; do
 	case $v in *[\"\|\\]*) echo "start.sh: refusing a setting with a quote, | or backslash: $v" >&2; exit 2 ;; esac
 done
 mkdir -p /run/kernpool
 conf=/run/kernpool/$role.hcl
-sed -e "s|@PORT@|$port|g" -e "s|@NODE_NAME@|${NODE_NAME:-}|g" -e "s|@ADVERTISE_URL@|$advertise|g" \
+sed -e "s|@LISTEN_HOST@|$host|g" -e "s|@PORT@|$port|g" -e "s|@NODE_NAME@|${NODE_NAME:-}|g" -e "s|@ADVERTISE_URL@|$advertise|g" \
 	-e "s|@FLEET_REDIS@|${KERNPOOL_FLEET_REDIS:-}|g" -e "s|@CHECKPOINT_STORE@|${KERNPOOL_CHECKPOINT_STORE:-}|g" \
 	"/etc/kernpool/$role.hcl.in" >"$conf"
 cat /etc/kernpool/tokens/tokens.hcl >>"$conf"
