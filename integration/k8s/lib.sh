@@ -188,6 +188,7 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "localhost/kernpool-pause:dev"
   restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
   [plugins."io.containerd.grpc.v1.cri".containerd]
@@ -293,7 +294,10 @@ show_placement() {
 	echo
 }
 agent_port() { case $1 in kp-node1) echo 18441 ;; kp-node2) echo 18442 ;; esac; }
-agent_not_ready() { [ "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$WORK/pki/kp-ca.crt" "https://127.0.0.1:$(agent_port "$1")/v1/ready")" != 200 ]; }
+# agent_stopped NODE: the agent's listener refuses connections: its drain
+# finished (every persist kernel saved) and it exited; its restarted
+# container waits for the uncordon before it listens again.
+agent_stopped() { [ "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$WORK/pki/kp-ca.crt" "https://127.0.0.1:$(agent_port "$1")/v1/ready")" = 000 ]; }
 agent_log_tail() {
 	local pod
 	pod=$($KUBECTL -n kernpool get pods -l app.kubernetes.io/name=kernpool-node --field-selector "spec.nodeName=$1" -o name)

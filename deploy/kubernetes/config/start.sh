@@ -19,6 +19,13 @@ for v in "$host" "$port" "${NODE_NAME:-}" "$advertise" "${KERNPOOL_FLEET_REDIS:-
 	case $v in *[\"\|\\]*) echo "start.sh: refusing a setting with a quote, | or backslash: $v" >&2; exit 2 ;; esac
 done
 mkdir -p /run/kernpool
+if [ "$role" = node ]; then
+	# The emptyDir is world-writable: a kernel uid could swap the socket
+	# the probes and the cordon watcher use. The state dir's parent (a
+	# hostPath subdirectory the kubelet makes 0750) must let kernel uids
+	# reach their staging dirs.
+	chmod 0711 /run/kernpool /var/lib/kernpool
+fi
 conf=/run/kernpool/$role.hcl
 sed -e "s|@LISTEN_HOST@|$host|g" -e "s|@PORT@|$port|g" -e "s|@NODE_NAME@|${NODE_NAME:-}|g" -e "s|@ADVERTISE_URL@|$advertise|g" \
 	-e "s|@FLEET_REDIS@|${KERNPOOL_FLEET_REDIS:-}|g" -e "s|@CHECKPOINT_STORE@|${KERNPOOL_CHECKPOINT_STORE:-}|g" \
