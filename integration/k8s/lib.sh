@@ -110,7 +110,9 @@ make_pki() {
 		echo "$TOK_node1,system:node:kp-node1,kp-node1,system:nodes"
 		echo "$TOK_node2,system:node:kp-node2,kp-node2,system:nodes"
 		echo "$TOK_scheduler,system:kube-scheduler,system:kube-scheduler"
-		echo "$TOK_cm,system:kube-controller-manager,system:kube-controller-manager"
+		# One identity for every controller (no per-controller service
+		# account credentials): it needs every controller's rights.
+		echo "$TOK_cm,system:kube-controller-manager,system:kube-controller-manager,system:masters"
 	} >"$d/tokens.csv"
 	kubeconfig "$TOK_admin" >"$WORK/admin.kubeconfig"
 	kubeconfig "$TOK_scheduler" >"$WORK/scheduler.kubeconfig"
