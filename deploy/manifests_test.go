@@ -277,21 +277,24 @@ func TestKustomizeBuilds(t *testing.T) {
 		"../integration/k8s/overlay": {"ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet", "Deployment", "Service", "ServiceAccount"},
 	}
 	for _, dir := range kustomizations {
-		out, err := exec.Command(kubectl, "kustomize", dir).CombinedOutput()
-		if err != nil {
-			t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, out)
-		}
-		kinds := map[string]bool{}
-		for _, m := range regexp.MustCompile(`(?m)^kind: (\w+)$`).FindAllSubmatch(out, -1) {
-			kinds[string(m[1])] = true
-		}
-		var got []string
-		for k := range kinds {
-			got = append(got, k)
-		}
-		sort.Strings(got)
-		if strings.Join(got, " ") != strings.Join(want[dir], " ") {
-			t.Errorf("kubectl kustomize %s: kinds %v, want %v", dir, got, want[dir])
-		}
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			t.Parallel()
+			out, err := exec.Command(kubectl, "kustomize", dir).CombinedOutput()
+			if err != nil {
+				t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, out)
+			}
+			kinds := map[string]bool{}
+			for _, m := range regexp.MustCompile(`(?m)^kind: (\w+)$`).FindAllSubmatch(out, -1) {
+				kinds[string(m[1])] = true
+			}
+			var got []string
+			for k := range kinds {
+				got = append(got, k)
+			}
+			sort.Strings(got)
+			if strings.Join(got, " ") != strings.Join(want[dir], " ") {
+				t.Errorf("kubectl kustomize %s: kinds %v, want %v", dir, got, want[dir])
+			}
+		})
 	}
 }
