@@ -335,7 +335,7 @@ compare_start_paths() {
 
 # --- cleanup -----------------------------------------------------------
 
-is_alive() { [ -r "/proc/$1/status" ] && ! grep -q '^State:.*Z' "/proc/$1/status"; }
+is_alive() { [ -r "/proc/$1/status" ] && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
 
 stop_pid() { # PID: SIGTERM, then SIGKILL after 10 s
 	local p=$1 i
