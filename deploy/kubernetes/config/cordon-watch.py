@@ -68,13 +68,17 @@ def main():
         return wait_schedulable(ctx, url, name, poll)
     client = Client(socket=sock)
     print("cordon-watch: watching node %s" % name, flush=True)
+    last = ""
     while True:
         try:
             if node_unschedulable(ctx, url, read_token()) and client.ready() == "ready":
                 print("cordon-watch: node %s cordoned: draining the agent" % name, flush=True)
                 subprocess.run(["kernpool", "drain", "--no-wait", "--socket", sock], check=False)
+            last = ""
         except Exception as e:  # the agent restarting, the API server away
-            print("cordon-watch: %s" % e, file=sys.stderr, flush=True)
+            if str(e) != last:  # once per new error, not every poll
+                print("cordon-watch: %s" % e, file=sys.stderr, flush=True)
+                last = str(e)
         time.sleep(poll)
 
 

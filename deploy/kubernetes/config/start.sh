@@ -37,6 +37,6 @@ if [ "$role" = router ]; then exec kernpool router --config "$conf"; fi
 # On a cordoned node (an agent restarted after its drain) wait for the
 # uncordon: the router must not place owners here meanwhile.
 if [ -r /var/run/secrets/kubernetes.io/serviceaccount/token ]; then
-	python3 /etc/kernpool/cordon-watch.py --wait-schedulable
+	python3 /etc/kernpool/cordon-watch.py --wait-schedulable || echo "start.sh: cannot tell whether the node is cordoned: starting" >&2
 fi
 exec kernpool serve --config "$conf"
