@@ -398,6 +398,11 @@ cleanup() {
 		for n in 1 2; do cp "$WORK/node$n/containerd.log" "$WORK.logs/node$n-containerd.log" 2>/dev/null; cp "$WORK/node$n/kubelet.log" "$WORK.logs/node$n-kubelet.log" 2>/dev/null; cp -r "$WORK/node$n/pods-log" "$WORK.logs/node$n-pods" 2>/dev/null; done
 	fi
 	rm -rf "$WORK"
-	log "cleanup done: no process, mount or cgroup of this run is left"
+	# What is left, counted rather than assumed.
+	local procs mounts groups
+	procs=$(grep -l -a -F "$WORK" /proc/[0-9]*/cmdline 2>/dev/null | wc -l)
+	mounts=$(grep -c -F "$WORK" /proc/mounts)
+	groups=$(for m in $(cgroup_mounts); do ls -d "$m"/kernpool-k8s-node* 2>/dev/null; done | wc -l)
+	log "cleanup done: left of this run: $procs processes, $mounts mounts, $groups cgroups, $(ls -d "$WORK" 2>/dev/null | wc -l) work dirs"
 	exit "$rc"
 }
