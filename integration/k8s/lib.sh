@@ -400,7 +400,12 @@ cleanup() {
 	rm -rf "$WORK"
 	# What is left, counted rather than assumed.
 	local procs mounts groups
-	procs=$(grep -l -a -F "$WORK" /proc/[0-9]*/cmdline 2>/dev/null | wc -l)
+	# (the pattern from a file: grep's own command line must not match)
+	local pat
+	pat=$(mktemp /tmp/kp-k8s-pattern.XXXXXX)
+	echo "$WORK" >"$pat"
+	procs=$(grep -l -a -F -f "$pat" /proc/[0-9]*/cmdline 2>/dev/null | wc -l)
+	rm -f "$pat"
 	mounts=$(grep -c -F "$WORK" /proc/mounts)
 	groups=$(for m in $(cgroup_mounts); do ls -d "$m"/kernpool-k8s-node* 2>/dev/null; done | wc -l)
 	log "cleanup done: left of this run: $procs processes, $mounts mounts, $groups cgroups, $(ls -d "$WORK" 2>/dev/null | wc -l) work dirs"
