@@ -304,8 +304,8 @@ agent_log_tail() {
 	local pod
 	pod=$($KUBECTL -n kernpool get pods -l app.kubernetes.io/name=kernpool-node --field-selector "spec.nodeName=$1" -o name)
 	log "the drained agent's log ($pod, previous container):"
-	$KUBECTL -n kernpool logs "$pod" -c kernpool --previous 2>/dev/null | grep -iE 'drain|saved|exit' | tail -8 | cut -c1-220 | sed 's/^/  /'
-	$KUBECTL -n kernpool logs "$pod" -c cordon-watch 2>/dev/null | tail -3 | sed 's/^/  /'
+	{ $KUBECTL -n kernpool logs "$pod" -c kernpool --previous 2>/dev/null || true; } | grep -iE 'drain|saved|exit' | tail -8 | cut -c1-220 | sed 's/^/  /' || true
+	{ $KUBECTL -n kernpool logs "$pod" -c cordon-watch 2>/dev/null || true; } | tail -3 | sed 's/^/  /'
 }
 
 # compare_start_paths: a new owner's first cell through the router on a
