@@ -300,12 +300,24 @@ agent_port() { case $1 in kp-node1) echo 18441 ;; kp-node2) echo 18442 ;; esac; 
 # finished (every persist kernel saved) and it exited; its restarted
 # container waits for the uncordon before it listens again.
 agent_stopped() { [ "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$WORK/pki/kp-ca.crt" "https://127.0.0.1:$(agent_port "$1")/v1/ready")" = 000 ]; }
+# pod_log NODE NS POD CONTAINER N: a container's log file as the node's
+# containerd writes it (the API server cannot reach kubelets that listen
+# on loopback only), the messages without the CRI prefix.
+pod_log() {
+	local f
+	for f in "$WORK/node${1#kp-node}/pods-log/$2_$3_"*/"$4/$5.log"; do
+		[ -f "$f" ] && cut -d' ' -f4- "$f"
+	done
+	true
+}
 agent_log_tail() {
 	local pod
-	pod=$($KUBECTL -n kernpool get pods -l app.kubernetes.io/name=kernpool-node --field-selector "spec.nodeName=$1" -o name)
-	log "the drained agent's log ($pod, previous container):"
-	{ $KUBECTL -n kernpool logs "$pod" -c kernpool --previous 2>/dev/null || true; } | grep -iE 'drain|saved|exit' | tail -8 | cut -c1-220 | sed 's/^/  /' || true
-	{ $KUBECTL -n kernpool logs "$pod" -c cordon-watch 2>/dev/null || true; } | tail -3 | sed 's/^/  /'
+	pod=$($KUBECTL -n kernpool get pods -l app.kubernetes.io/name=kernpool-node --field-selector "spec.nodeName=$1" -o jsonpath='{.items[0].metadata.name}')
+	log "the drained agent's log ($pod, its first container):"
+	pod_log "$1" kernpool "$pod" kernpool 0 | grep -iE 'drain|saved|exit' | tail -8 | cut -c1-200 | sed 's/^/  /' || true
+	log "its cordon watcher and the restarted agent:"
+	pod_log "$1" kernpool "$pod" cordon-watch 0 | tail -3 | sed 's/^/  /' || true
+	pod_log "$1" kernpool "$pod" kernpool 1 | tail -2 | sed 's/^/  /' || true
 }
 
 # compare_start_paths: a new owner's first cell through the router on a
@@ -327,8 +339,10 @@ compare_start_paths() {
 			--command -- /usr/bin/python3 -c 'print("hello from a pod")' >/dev/null
 		$KUBECTL wait --for=jsonpath='{.status.phase}'=Succeeded "pod/sandbox-$i" --timeout=120s >/dev/null ||
 			die "the sandbox pod did not finish"
-		out=$($KUBECTL logs "sandbox-$i")
-		log "  pod sandbox-$i: $(since "$t0") s to \"$out\" (node $($KUBECTL get pod "sandbox-$i" -o jsonpath='{.spec.nodeName}'))"
+		local node
+		node=$($KUBECTL get pod "sandbox-$i" -o jsonpath='{.spec.nodeName}')
+		out=$(pod_log "$node" default "sandbox-$i" "sandbox-$i" 0)
+		log "  pod sandbox-$i: $(since "$t0") s to \"$out\" (node $node)"
 		$KUBECTL delete pod "sandbox-$i" --wait=false >/dev/null
 	done
 }
