@@ -59,7 +59,7 @@ build_k8s() {
 	printf ')\n' >>"$src/tools.go"
 	local pkgs=()
 	for b in $want; do pkgs+=("k8s.io/kubernetes/cmd/$b"); done
-	(cd "$src" && go mod tidy && mkdir -p "$BIN" && CGO_ENABLED=0 go build -o "$BIN/" "${pkgs[@]}") ||
+	(cd "$src" && go mod tidy && mkdir -p "$BIN" && CGO_ENABLED=0 go build -ldflags "-X k8s.io/component-base/version.gitVersion=v$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${K8S_VERSION#1.}" -o "$BIN/" "${pkgs[@]}") ||
 		die "building kubernetes failed"
 }
 
