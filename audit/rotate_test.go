@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -115,6 +116,11 @@ func TestOpenKeepsOnFailure(t *testing.T) {
 // TestRotationFailureLoggedOncePerEpisode: a rotation that keeps failing
 // is logged once, and again only after one succeeded in between.
 func TestRotationFailureLoggedOncePerEpisode(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		// The failure is made by a non-empty directory where the rename
+		// goes; Wine's RemoveAll of it fails ("Invalid function").
+		t.Skip("blocks the rotation with a directory, which Windows (Wine) cannot remove here")
+	}
 	r := newRotator(t, int64(len(line)))
 	r.keep = 1 // PATH.1 is renamed onto, not moved on
 	logs := &strings.Builder{}
