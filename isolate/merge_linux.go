@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // ksmDir holds the host's samepage-merging (KSM) knobs and counters.
@@ -34,6 +36,9 @@ func checkMerge(c Config) (string, error) {
 		return "", nil
 	}
 	run, err := os.ReadFile(filepath.Join(ksmDir, "run"))
+	if err == nil {
+		err = probeMergePrctl()
+	}
 	if err != nil {
 		return "", fmt.Errorf("%w: profile %s: memory_merge needs samepage merging (CONFIG_KSM, Linux 6.4 or later): %w",
 			ErrUnsupported, strings.Join(names, ", "), err)
@@ -47,4 +52,15 @@ func checkMerge(c Config) (string, error) {
 		return line + "ksmd is OFF (" + filepath.Join(ksmDir, "run") + " is " + strings.TrimSpace(string(run)) +
 			"): nothing merges until the operator writes 1 there", nil
 	}
+}
+
+// probeMergePrctl asks the kernel whether it knows the per-process merge
+// switch the init step sets: it came with Linux 6.4, after KSM itself, and
+// an older kernel answers EINVAL (a 6.1 guest has /sys/kernel/mm/ksm but
+// would fail every merging kernel's start).
+func probeMergePrctl() error {
+	if _, err := unix.PrctlRetInt(unix.PR_GET_MEMORY_MERGE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl(PR_GET_MEMORY_MERGE): %w", err)
+	}
+	return nil
 }

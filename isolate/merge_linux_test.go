@@ -34,6 +34,9 @@ func TestMemoryMergeProfile(t *testing.T) {
 	testenv.RequireRoot(t)
 	testenv.RequireCgroupMode(t, cgroup.DetectMode(""), cgroup.ModeLegacy, cgroup.ModeHybrid, cgroup.ModeUnified)
 	testenv.RequirePython(t)
+	if err := probeMergePrctl(); err != nil {
+		t.Skipf("this kernel has no per-process samepage merging (Linux 6.4+): %v", err)
+	}
 	iso := newIso(t, func(c *Config) {
 		c.Profiles["merge"] = Profile{Resources: c.Profiles[DefaultProfile].Resources, MemoryMerge: true}
 	})
