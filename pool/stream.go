@@ -268,7 +268,8 @@ func cleanMetadata(f cleaner, meta map[string]json.RawMessage) map[string]json.R
 		var v any
 		d := json.NewDecoder(bytes.NewReader(raw))
 		d.UseNumber()
-		b, err := []byte(nil), d.Decode(&v)
+		var b []byte
+		err := d.Decode(&v)
 		if err == nil {
 			b, err = json.Marshal(cleanJSONValue(f, v))
 		}

@@ -68,16 +68,23 @@ func TestStreamerSendsQuietPartialLine(t *testing.T) {
 	}
 }
 
-func TestStreamedResultDisplaysRedacted(t *testing.T) {
-	const secret = "s3cr3t-value-0123456789"
-	parent := []string{"PATH=/usr/bin:/bin", "SERVICE_PASSWORD=" + secret}
+// scrubbedPool is a pool whose kernels get the daemon's secret from
+// secretEnv (NAME=value) and whose output is redacted as the daemon's is.
+func scrubbedPool(t *testing.T, secretEnv string) *pool.Pool {
+	t.Helper()
+	parent := []string{"PATH=/usr/bin:/bin", secretEnv}
 	scrub, err := envscrub.New(envscrub.Config{Parent: func() []string { return parent }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := newTestPool(t, func(c *pool.Config) {
+	return newTestPool(t, func(c *pool.Config) {
 		c.Env, c.Output = scrub, envscrub.NewPipeline(envscrub.OutputConfig{})
 	})
+}
+
+func TestStreamedResultDisplaysRedacted(t *testing.T) {
+	const secret = "s3cr3t-value-0123456789"
+	p := scrubbedPool(t, "SERVICE_PASSWORD="+secret)
 	var events []pool.Event
 	res, err := p.Execute(t.Context(), pool.Request{Code: "class H:\n    def _repr_html_(self): return '<i>" + secret + "</i>'\n" +
 		"print('a')\ndisplay(H())", Stream: func(e pool.Event) { events = append(events, e) }})
@@ -113,14 +120,7 @@ func TestStreamerKeepsMultilineSecretWhole(t *testing.T) {
 // and is masked as its data is, in the result and in the streamed event.
 func TestDisplayMetadataRedacted(t *testing.T) {
 	const secret = "s3cr3t-value-0123456789"
-	parent := []string{"PATH=/usr/bin:/bin", "SERVICE_PASSWORD=" + secret}
-	scrub, err := envscrub.New(envscrub.Config{Parent: func() []string { return parent }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := newTestPool(t, func(c *pool.Config) {
-		c.Env, c.Output = scrub, envscrub.NewPipeline(envscrub.OutputConfig{})
-	})
+	p := scrubbedPool(t, "SERVICE_PASSWORD="+secret)
 	var streamed []pool.Display
 	res, err := p.Execute(t.Context(), pool.Request{
 		Code: "display(1, metadata={'note': '" + secret + "', 'text/plain': {'alt': '" + secret + "'}})",

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -135,15 +133,7 @@ func TestReloadAndHandler(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = d.Shutdown(ctx) }()
-	ln, err := net.Listen("unix", filepath.Join(filepath.Dir(cfg.StateDir), "own.sock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
-	c := api.NewClient(ln.Addr().String())
-	defer c.CloseIdleConnections()
+	c := serveHandler(t, d, cfg)
 
 	next := *cfg
 	next.Profiles = map[string]daemon.Profile{daemon.DefaultProfile: cfg.Profiles[daemon.DefaultProfile]}
