@@ -128,6 +128,8 @@ export interface Isolation {
   cpu_max: number;
   /** The kernel reaches the host's network (false: only its own loopback). */
   network: boolean;
+  /** The kernel's pages are open to the host's samepage merging with other merging kernels, whose address layout and hash seed it shares (profile memory_merge; docs/design.md, "Sharing idle kernels' pages"). */
+  memory_merge: boolean;
 }
 
 /** One rich display (IPython's display_data). */
@@ -415,6 +417,7 @@ export interface ProfileSettings {
   cpu_weight: number;
   network: boolean;
   tmp_size: number;
+  memory_merge: boolean;
   spares: number;
   preload: Array<string> | null;
   /** The largest file one upload may write into a kernel of the profile. */

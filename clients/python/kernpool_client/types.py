@@ -122,6 +122,8 @@ class Isolation(_FromJSON):
     pids_max: int = 0
     cpu_max: float = 0.0
     network: bool = False
+    # Pages open to the host's samepage merging (profile memory_merge).
+    memory_merge: bool = False
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
 
