@@ -240,8 +240,9 @@ func TestDaemonServesProbePath(t *testing.T) {
 // TestRouterConfigLoads: the router's rendered config loads.
 func TestRouterConfigLoads(t *testing.T) {
 	cfg := renderedConfig(t, "router.hcl.in", "")
-	if cfg.Fleet.Redis == "" || cfg.Fleet.NodeCA == "" {
-		t.Fatalf("router config: fleet_redis %q, fleet_node_ca %q", cfg.Fleet.Redis, cfg.Fleet.NodeCA)
+	if cfg.Fleet.Redis == "" || cfg.Fleet.NodeCA == "" || cfg.Fleet.KubernetesService != "kernpool-node" {
+		t.Fatalf("router config: fleet_redis %q, fleet_node_ca %q, fleet_kubernetes_service %q (want the node Service, kernpool-node)",
+			cfg.Fleet.Redis, cfg.Fleet.NodeCA, cfg.Fleet.KubernetesService)
 	}
 }
 
@@ -273,8 +274,8 @@ func TestKustomizeBuilds(t *testing.T) {
 		t.Skip("kubectl not on PATH: the kustomizations are checked by file above only")
 	}
 	want := map[string][]string{
-		"kubernetes":                 {"ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet", "Deployment", "Namespace", "Service", "ServiceAccount", "StatefulSet"},
-		"../integration/k8s/overlay": {"ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet", "Deployment", "Service", "ServiceAccount"},
+		"kubernetes":                 {"ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet", "Deployment", "Namespace", "Role", "RoleBinding", "Service", "ServiceAccount", "StatefulSet"},
+		"../integration/k8s/overlay": {"ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet", "Deployment", "Role", "RoleBinding", "Service", "ServiceAccount"},
 	}
 	for _, dir := range kustomizations {
 		t.Run(filepath.Base(dir), func(t *testing.T) {

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,8 +16,10 @@ import (
 // registry it cannot reach is an error exit.
 func TestRouterUsage(t *testing.T) {
 	dir := t.TempDir()
-	conf := func(src string) string {
-		p := filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_")+".hcl")
+	n := 0
+	conf := func(src string) string { // one file per case: they are all written first
+		n++
+		p := filepath.Join(dir, fmt.Sprintf("router%d.hcl", n))
 		if err := os.WriteFile(p, []byte(src), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -34,6 +37,7 @@ func TestRouterUsage(t *testing.T) {
 		{"plain beyond loopback", []string{"router", "--config", conf(token), "--listen", "0.0.0.0:9443", "--fleet-redis", "redis://127.0.0.1:1"}, exitUsage, "tls_cert"},
 		{"registry unreachable", []string{"router", "--config", conf(token), "--listen", "127.0.0.1:0", "--fleet-redis", "unix://" + filepath.Join(dir, "none.sock")}, exitCellErr, "fleet registry"},
 		{"extra argument", []string{"router", "x"}, exitUsage, "unexpected argument"},
+		{"kubernetes discovery outside a pod", []string{"router", "--config", conf("fleet_kubernetes_service = \"kernpool-node\"\n" + token), "--listen", "127.0.0.1:0", "--fleet-redis", "redis://127.0.0.1:1"}, exitCellErr, "fleet_kubernetes_service: kubernetes node discovery config: not in a pod"},
 	}
 	for _, tc := range cases {
 		r := cli(t, "", tc.args...)

@@ -125,6 +125,14 @@ type FleetConfig struct {
 	// NodeCA is fleet_node_ca (router): the PEM bundle the nodes'
 	// certificates are verified against (default: the system's).
 	NodeCA string
+	// KubernetesService is fleet_kubernetes_service (router): the
+	// Service of the node agents whose EndpointSlices say which
+	// registered nodes are live (fleet/k8snodes); "" trusts the
+	// heartbeats alone.
+	KubernetesService string
+	// KubernetesNamespace is fleet_kubernetes_namespace (router): that
+	// Service's namespace (default: the router pod's own).
+	KubernetesNamespace string
 }
 
 // StoreConfig names a shared checkpoint store. Credentials never come

@@ -63,6 +63,8 @@ type fileConfig struct {
 	FleetHeartbeat  hcl.Expression `hcl:"fleet_heartbeat,optional"`
 	NodeTokenFile   *string        `hcl:"fleet_node_token_file,optional"`
 	NodeCA          *string        `hcl:"fleet_node_ca,optional"`
+	K8sService      *string        `hcl:"fleet_kubernetes_service,optional"`
+	K8sNamespace    *string        `hcl:"fleet_kubernetes_namespace,optional"`
 	Tokens          []fileToken    `hcl:"token,block"`
 	ClientCerts     []fileCert     `hcl:"client_cert,block"`
 	Env             *fileEnv       `hcl:"env,block"`
@@ -185,6 +187,8 @@ func (f *fileConfig) apply(cfg *Config) hcl.Diagnostics {
 	diags = append(diags, durationAttr(f.FleetHeartbeat, "fleet_heartbeat", &cfg.Fleet.Heartbeat)...)
 	setStr(&cfg.Fleet.NodeTokenFile, f.NodeTokenFile)
 	setStr(&cfg.Fleet.NodeCA, f.NodeCA)
+	setStr(&cfg.Fleet.KubernetesService, f.K8sService)
+	setStr(&cfg.Fleet.KubernetesNamespace, f.K8sNamespace)
 	if f.Env != nil {
 		cfg.Env.Passthrough = nonEmpty(f.Env.Passthrough)
 		if f.Env.Refuse != nil {

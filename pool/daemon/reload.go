@@ -179,6 +179,8 @@ var configKeys = map[string]string{
 	"Fleet.Heartbeat":              "fleet_heartbeat",
 	"Fleet.NodeTokenFile":          "fleet_node_token_file",
 	"Fleet.NodeCA":                 "fleet_node_ca",
+	"Fleet.KubernetesService":      "fleet_kubernetes_service",
+	"Fleet.KubernetesNamespace":    "fleet_kubernetes_namespace",
 }
 
 // configKey is the config file's name of the Config field at path

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/kernpool/kernpool/fleet"
+	"github.com/kernpool/kernpool/fleet/k8snodes"
 	"github.com/kernpool/kernpool/fleet/redisreg"
 	"github.com/kernpool/kernpool/pool/api"
 )
@@ -27,6 +28,7 @@ type Router struct {
 	log hclog.Logger
 	net *netAuth
 	reg *redisreg.Registry
+	k8s *k8snodes.Members // nil: the heartbeats alone say which nodes are live
 	h   *fleet.Router
 
 	mu  sync.Mutex
@@ -61,13 +63,59 @@ func NewRouter(ctx context.Context, cfg *Config, version string, log hclog.Logge
 			return nil, fmt.Errorf("%w: fleet_node_token_file %s is empty", ErrConfig, c.Fleet.NodeTokenFile)
 		}
 	}
+	var kc *k8snodes.Config
+	if c.Fleet.KubernetesService != "" {
+		in, err := k8snodes.InCluster(c.Fleet.KubernetesService, c.Fleet.KubernetesNamespace)
+		if err != nil {
+			return nil, fmt.Errorf("%w: fleet_kubernetes_service: %v", ErrConfig, err)
+		}
+		in.Logger = log
+		kc = &in
+	}
 	reg, err := redisreg.Open(ctx, c.Fleet.Redis, os.Getenv(fleetPasswordEnv))
 	if err != nil {
 		return nil, err
 	}
-	h := fleet.NewRouter(fleet.RouterConfig{Registry: reg, Transport: rt, NodeToken: token, Version: version,
+	var nodes fleet.Registry = reg
+	var members *k8snodes.Members
+	if kc != nil {
+		if members, err = startMembers(ctx, *kc); err != nil {
+			_ = reg.Close()
+			return nil, err
+		}
+		nodes = endpointNodes{reg, members}
+	}
+	h := fleet.NewRouter(fleet.RouterConfig{Registry: nodes, Transport: rt, NodeToken: token, Version: version,
 		NodesTTL: min(fleet.DefaultNodesTTL, c.Fleet.Heartbeat), Logger: log})
-	return &Router{cfg: &c, log: log, net: a, reg: reg, h: h}, nil
+	return &Router{cfg: &c, log: log, net: a, reg: reg, k8s: members, h: h}, nil
+}
+
+// membersStart bounds the first listing of the node Service's endpoints.
+const membersStart = 30 * time.Second
+
+// startMembers watches the node Service's EndpointSlices from inside the
+// router's pod (fleet_kubernetes_service): a router that cannot list
+// them does not start.
+func startMembers(ctx context.Context, kc k8snodes.Config) (*k8snodes.Members, error) {
+	ctx, cancel := context.WithTimeout(ctx, membersStart)
+	defer cancel()
+	return k8snodes.Start(ctx, kc)
+}
+
+// endpointNodes is the fleet's registry whose live nodes are those the
+// node Service's endpoints back (fleet/k8snodes); owner records and the
+// owner watch are Redis's as they are.
+type endpointNodes struct {
+	*redisreg.Registry
+	m *k8snodes.Members
+}
+
+func (e endpointNodes) Nodes(ctx context.Context) ([]fleet.Node, error) {
+	ns, err := e.Registry.Nodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return e.m.Filter(ns), nil
 }
 
 // nodeTransport reaches the nodes: TLS verified against fleet_node_ca
@@ -119,6 +167,9 @@ func (r *Router) Reload(next *Config) error {
 	if err := next.Validate(); err != nil {
 		return err
 	}
+	if next.Fleet != r.cfg.Fleet {
+		return fmt.Errorf("%w: a reload cannot change the router's fleet_* keys (restart it)", ErrConfig)
+	}
 	return r.net.load(&next.Network)
 }
 
@@ -133,6 +184,9 @@ func (r *Router) Shutdown(ctx context.Context) error {
 		if err = srv.Shutdown(ctx); err != nil {
 			_ = srv.Close()
 		}
+	}
+	if r.k8s != nil {
+		r.k8s.Stop()
 	}
 	_ = r.reg.Close()
 	return err
