@@ -98,7 +98,7 @@ make_pki() {
 		openssl req -x509 -newkey rsa:2048 -nodes -keyout "$d/$ca.key" -out "$d/$ca.crt" -days 2 -subj "/CN=$ca" 2>/dev/null
 	done
 	sign ca apiserver kube-apiserver "IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc"
-	sign kp-ca kp kernpool "IP:127.0.0.1,DNS:localhost"
+	sign kp-ca kp kernpool "IP:127.0.0.1,IP:$HOST_IP,DNS:localhost"
 	openssl genrsa -out "$d/sa.key" 2048 2>/dev/null
 	openssl rsa -in "$d/sa.key" -pubout -out "$d/sa.pub" 2>/dev/null
 	for u in admin node1 node2 scheduler cm; do
@@ -250,7 +250,7 @@ containerd --config "$d/containerd.toml" >"$d/containerd.log" 2>&1 &
 echo \$! >"$d/containerd.pid"
 for i in \$(seq 60); do [ -S "$d/containerd.sock" ] && break; sleep 1; done
 "$BIN/kubelet" --config="$d/kubelet.yaml" --kubeconfig="$WORK/node$n.kubeconfig" --hostname-override=kp-node$n \
-	--root-dir="$d/kubelet" --cert-dir="$d/kubelet/pki" >"$d/kubelet.log" 2>&1 &
+	--node-ip="$HOST_IP" --root-dir="$d/kubelet" --cert-dir="$d/kubelet/pki" >"$d/kubelet.log" 2>&1 &
 echo \$! >"$d/kubelet.pid"
 wait
 EOF
@@ -299,7 +299,7 @@ agent_port() { case $1 in kp-node1) echo 18441 ;; kp-node2) echo 18442 ;; esac; 
 # agent_stopped NODE: the agent's listener refuses connections: its drain
 # finished (every persist kernel saved) and it exited; its restarted
 # container waits for the uncordon before it listens again.
-agent_stopped() { [ "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$WORK/pki/kp-ca.crt" "https://127.0.0.1:$(agent_port "$1")/v1/ready")" = 000 ]; }
+agent_stopped() { [ "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$WORK/pki/kp-ca.crt" "https://$HOST_IP:$(agent_port "$1")/v1/ready")" = 000 ]; }
 # pod_log NODE NS POD CONTAINER N: a container's log file as the node's
 # containerd writes it (the API server cannot reach kubelets that listen
 # on loopback only), the messages without the CRI prefix.
