@@ -224,7 +224,7 @@ func TestInterruptStructuredException(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	rep, err := k.Exec(context.Background(), Cell{Code: "import time\nprint('started', flush=True); time.sleep(60)", Stream: log.add})
+	rep, err := k.Exec(context.Background(), Cell{Code: "import time\nprint('started', flush=True); time.sleep(60)", Grace: testenv.Patience, Stream: log.add})
 	if err != nil || !errors.Is(rep.Interrupted, ErrInterrupted) {
 		t.Fatalf("reply %+v, err %v", rep, err)
 	}
@@ -251,7 +251,7 @@ func TestInterruptShellLine(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	rep, err := k.Exec(context.Background(), Cell{Code: "!echo started; exec sleep 60", Stream: log.add})
+	rep, err := k.Exec(context.Background(), Cell{Code: "!echo started; exec sleep 60", Grace: testenv.Patience, Stream: log.add})
 	if err != nil || !errors.Is(rep.Interrupted, ErrInterrupted) || rep.Exception == nil || rep.Exception.EName != "KeyboardInterrupt" {
 		t.Fatalf("reply %+v, err %v", rep, err)
 	}
