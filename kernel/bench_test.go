@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -39,9 +40,9 @@ func benchExec(b *testing.B, code string, setup string, check func(*Reply) error
 	spec := baseSpec(b)
 	spec.StdoutCap = 2 << 20 // as the pool's kernels keep spill_cap (5 MB by default)
 	k := startKernel(b, spec, "")
-	if setup != "" {
-		mustExec(b, k, setup)
-	}
+	// The first cell waits for the runner's start-up (tens of ms): timed,
+	// it would be spread over every cell of a short run.
+	mustExec(b, k, cmp.Or(setup, "pass"))
 	ctx := context.Background()
 	cell := Cell{Code: code}
 	report := testenv.MeasureCPU(b, k.Pid())

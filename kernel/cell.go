@@ -129,8 +129,11 @@ type cellState struct {
 	outBegun  bool // the runner's begin marker for this cell arrived on stdout
 	errBegun  bool // ... and on stderr
 
-	frames chan *wireReply // the active cell's reply (capacity 1)
-	marks  chan struct{}   // the active cell's stderr is complete (capacity 1)
+	// rep is the active cell's reply frame; settled carries it (capacity
+	// 1, sent once) when the cell has both it and its stderr end mark: the
+	// waiting Exec wakes once per cell, whichever reader completes the pair.
+	rep     *wireReply
+	settled chan *wireReply
 
 	sink       func(Event) // the active cell's live events (nil: not streamed)
 	displays   []Display   // the active cell's displays
@@ -144,8 +147,7 @@ type cellState struct {
 func newCellState(stdoutCap, stderrCap, tailCap int, limit int64) *cellState {
 	c := &cellState{
 		stderrLog: ring{buf: make([]byte, stderrRingSize)},
-		frames:    make(chan *wireReply, 1),
-		marks:     make(chan struct{}, 1),
+		settled:   make(chan *wireReply, 1),
 	}
 	c.acct.limit = limit
 	c.stdout = capBuf{cap: stdoutCap, tailCap: tailCap, acct: &c.acct}
@@ -162,7 +164,7 @@ func (c *cellState) begin(n int, id string, sink func(Event)) {
 	c.sink, c.displays = sink, nil
 	c.intr, c.intrSent = make(chan struct{}), false
 	c.errBegunCh = make(chan struct{})
-	c.gotFrame, c.gotMark = false, false
+	c.gotFrame, c.gotMark, c.rep = false, false, nil
 	c.outBegun, c.errBegun = false, false
 	c.stdout.reset()
 	c.stderr.reset()
@@ -182,13 +184,10 @@ func (c *cellState) end() (stdout, stderr segment, displays []Display) {
 	c.stdout.reset()
 	c.stderr.reset()
 	select { // a frame that raced a failed cell must not settle the next one
-	case <-c.frames:
+	case <-c.settled:
 	default:
 	}
-	select {
-	case <-c.marks:
-	default:
-	}
+	c.rep = nil
 	return stdout, stderr, displays
 }
 
@@ -281,9 +280,19 @@ func (c *cellState) frame(r *wireReply) error {
 	if r.ID != c.id {
 		return protocolErr("reply frame for request " + quote(r.ID) + " while " + quote(c.id) + " runs")
 	}
-	c.gotFrame = true
-	c.frames <- r
+	c.gotFrame, c.rep = true, r
+	if c.gotMark || r.StderrClosed {
+		c.settled <- r
+	}
 	return nil
+}
+
+// frameUnsettled is the active cell's reply frame when it came without
+// its end mark (the kernel died between the two), nil otherwise.
+func (c *cellState) frameUnsettled() *wireReply {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rep
 }
 
 // mark records the stderr end marker of cell n; stale or forged marks for
@@ -293,7 +302,9 @@ func (c *cellState) mark(n int64) {
 	defer c.mu.Unlock()
 	if c.epoch.Load()%2 == 1 && int64(c.n) == n && !c.gotMark {
 		c.gotMark = true
-		c.marks <- struct{}{}
+		if c.gotFrame && !c.rep.StderrClosed { // else frame settled the cell
+			c.settled <- c.rep
+		}
 	}
 }
 

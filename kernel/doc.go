@@ -43,7 +43,9 @@
 // streams, each member capped, every byte charged to the kernel's Budget;
 // a frame that is not a JSON object reply is a protocol error.
 // Exec settles when both the frame and the stderr marker arrived, so a
-// subprocess's stderr is attributed to its cell; it never polls.
+// subprocess's stderr is attributed to its cell; it never polls, and it
+// wakes once per cell: whichever reader completes the pair hands it the
+// reply.
 //
 // # Lifecycle
 //

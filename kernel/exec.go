@@ -145,14 +145,10 @@ func (k *Kernel) run(ctx context.Context, req []byte, cell Cell) (_ *wireReply, 
 		grace = time.After(closedStdoutGrace)
 	}
 	var rep *wireReply
-	marked := false
 	eof, ctxDone, intr := k.stdoutEOF, ctx.Done(), k.cell.interruptRequested()
-	for rep == nil || !marked {
+	for rep == nil {
 		select {
-		case rep = <-k.cell.frames:
-			marked = marked || rep.StderrClosed
-		case <-k.cell.marks:
-			marked = true
+		case rep = <-k.cell.settled:
 		case <-eof:
 			eof = nil
 			grace = time.After(closedStdoutGrace)
@@ -160,7 +156,7 @@ func (k *Kernel) run(ctx context.Context, req []byte, cell Cell) (_ *wireReply, 
 			grace = nil
 			k.terminate(fmt.Errorf("kernel exec: %w", protocolErr("the kernel closed its stdout or stdin")))
 		case <-k.exited:
-			rep, err := k.settleDead(rep)
+			rep, err := k.settleDead()
 			return rep, nil, err
 		case <-ctxDone:
 			ctxDone = nil
@@ -194,16 +190,11 @@ func (k *Kernel) run(ctx context.Context, req []byte, cell Cell) (_ *wireReply, 
 }
 
 // settleDead waits for the teardown of a kernel that exited during a cell
-// and returns the cell's reply if the runner sent it before exiting.
-func (k *Kernel) settleDead(rep *wireReply) (*wireReply, error) {
+// and returns the cell's reply if the runner sent it before exiting (with
+// or without its stderr end mark).
+func (k *Kernel) settleDead() (*wireReply, error) {
 	<-k.done // the readers drained the pipes
-	if rep == nil {
-		select {
-		case rep = <-k.cell.frames:
-		default:
-		}
-	}
-	if rep != nil {
+	if rep := k.cell.frameUnsettled(); rep != nil {
 		return rep, nil
 	}
 	return nil, k.Err()
