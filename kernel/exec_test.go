@@ -218,9 +218,16 @@ func TestFdLevelOutputReachesReply(t *testing.T) {
 
 func TestOutputBetweenCellsDropped(t *testing.T) {
 	k := startKernel(t, baseSpec(t), "")
-	mustExec(t, k, "import os, threading, time\n"+
-		"def noise():\n    time.sleep(0.05)\n    os.write(1, b'BETWEEN\\n')\n    os.write(2, b'BETWEEN-ERR\\n')\n"+
-		"threading.Thread(target=noise).start()")
+	// The thread writes once the cell has ended (a file the test makes
+	// after Exec returns), never while the cell may still be settling.
+	flag := filepath.Join(t.TempDir(), "ended")
+	mustExec(t, k, fmt.Sprintf("import os, threading, time\n"+
+		"def noise():\n    while not os.path.exists(%q):\n        time.sleep(0.005)\n"+
+		"    os.write(1, b'BETWEEN\\n')\n    os.write(2, b'BETWEEN-ERR\\n')\n"+
+		"threading.Thread(target=noise, daemon=True).start()", flag))
+	if err := os.WriteFile(flag, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	// Wait until the readers saw the noise (polling is fine in a test). The
 	// final "\n" may be held back as a possible marker start; it keeps the
 	// epoch it was read in, so it is dropped too.
