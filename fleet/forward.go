@@ -86,10 +86,19 @@ func (r *Router) send(req *http.Request, node Node, auth string, gen uint64, bod
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
+	return r.sendBody(req, node, auth, gen, rd, int64(len(body)))
+}
+
+// sendBody is send with a body read as it is sent (size n, -1 when
+// unknown): a streamed upload, which cannot be sent twice.
+func (r *Router) sendBody(req *http.Request, node Node, auth string, gen uint64, rd io.Reader, n int64) (resp *http.Response, reused bool, err error) {
 	ctx := httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }})
 	out, err := http.NewRequestWithContext(ctx, req.Method, node.URL+req.URL.RequestURI(), rd)
 	if err != nil {
 		return nil, false, err
+	}
+	if rd != http.NoBody {
+		out.ContentLength = n
 	}
 	for k, vs := range req.Header {
 		out.Header[k] = vs

@@ -69,7 +69,9 @@ type node struct {
 	beat *fleet.Heartbeat
 	// placed is the node's watched view of the owner records.
 	placed *fleet.PlacementCache
-	done   chan struct{}
+	// marks marks the records of the owners its drain still saves.
+	marks *fleet.SaveMarks
+	done  chan struct{}
 }
 
 func (f *fleetEnv) node(name string) *node {
@@ -88,7 +90,8 @@ func (f *fleetEnv) node(name string) *node {
 	}
 	n := &node{name: name, pool: p, url: "http://" + ln.Addr().String(), done: make(chan struct{})}
 	n.placed = fleet.StartPlacementCache(fleet.PlacementCacheConfig{Registry: f.reg, Node: name})
-	n.api = api.NewServer(p, api.ServerConfig{MaxKernels: 8, Placement: n.placed.Read})
+	n.marks = fleet.NewSaveMarks(f.reg, name, p.WaitOwnerSaved, nil)
+	n.api = api.NewServer(p, api.ServerConfig{MaxKernels: 8, Placement: n.placed.Read, OwnerSaving: n.marks.Saving})
 	n.srv = &http.Server{Handler: n.api.NetworkHandler(creds), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		defer close(n.done)
@@ -108,7 +111,14 @@ func (f *fleetEnv) node(name string) *node {
 func (n *node) drain() {
 	n.api.BeginDrain()
 	n.beat.Kick()
+	n.finishDrain()
+}
+
+// finishDrain is the rest of drain after BeginDrain: it closes the pool,
+// which waits for the running cells and saves the persist kernels.
+func (n *node) finishDrain() {
 	_ = n.pool.Close(context.Background())
+	n.marks.Wait()
 	n.api.EndDrain()
 }
 

@@ -44,6 +44,9 @@ type RouterConfig struct {
 	BodyReadTimeout time.Duration
 	// NodesTTL is how long the live node list is reused (DefaultNodesTTL).
 	NodesTTL time.Duration
+	// SaveWait bounds how long a request waits for a draining node to
+	// save its owner before it is answered 503 (DefaultSaveWait).
+	SaveWait time.Duration
 	// Version is reported by /v1/health.
 	Version string
 	// Logger receives the router's logs; nil discards them.
@@ -70,6 +73,7 @@ func NewRouter(cfg RouterConfig) *Router {
 	cfg.MaxBodyBytes = cmp.Or(max(cfg.MaxBodyBytes, 0), api.DefaultMaxBodyBytes)
 	cfg.BodyReadTimeout = cmp.Or(max(cfg.BodyReadTimeout, 0), api.DefaultBodyReadTimeout)
 	cfg.NodesTTL = cmp.Or(max(cfg.NodesTTL, 0), DefaultNodesTTL)
+	cfg.SaveWait = cmp.Or(max(cfg.SaveWait, 0), DefaultSaveWait)
 	if cfg.Transport == nil {
 		cfg.Transport = http.DefaultTransport
 	}
@@ -220,9 +224,16 @@ func (r *Router) serveOwner(w http.ResponseWriter, req *http.Request, owner stri
 				}
 			}
 			return
-		case nodeGone, nodeDraining:
+		case nodeGone:
 			r.log.Info("owner's node unavailable: placing it again", "owner", owner, "node", node.Name, "why", res, "generation", rec.Generation)
 			skip[node.Name] = true
+		case nodeDraining:
+			skip[node.Name] = true
+			if err := r.awaitSave(ctx, owner, node); err != nil {
+				r.saveWaitError(w, owner, err)
+				return
+			}
+			r.log.Info("owner's node drains: placing it again", "owner", owner, "node", node.Name, "generation", rec.Generation)
 		case fenced:
 			// Another router moved the owner: reread its record.
 		}
@@ -242,7 +253,7 @@ func (r *Router) ownerNode(ctx context.Context, owner string, skip map[string]bo
 		if err != nil {
 			return Node{}, Placement{}, err
 		}
-		if n, live := findNode(ns, rec.Node); live && !n.Draining && !skip[n.Name] {
+		if n, live := findNode(ns, rec.Node); live && !skip[n.Name] {
 			return n, rec, nil
 		}
 	}
@@ -264,8 +275,11 @@ func (r *Router) readOwnerNode(ctx context.Context, owner string, skip map[strin
 		return Node{}, Placement{}, err
 	}
 	for range maxAttempts {
+		// A draining node is asked all the same: it answers draining
+		// at once, after marking the record when it still has to save
+		// the owner (awaitSave).
 		if ok {
-			if n, live := findNode(ns, rec.Node); live && !n.Draining && !skip[n.Name] {
+			if n, live := findNode(ns, rec.Node); live && !skip[n.Name] {
 				return n, rec, nil
 			}
 		}

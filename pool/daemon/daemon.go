@@ -167,7 +167,7 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (d *Daemon, err error
 		CheckAccess: requestChecker(d.seams, interp), Metrics: d.kit.metrics.Handler(),
 		OnDrain: d.requestDrain, MaxKernels: c.MaxKernels,
 		Settings:  func() *api.Settings { return SettingsOf(d.rl.current(), interp) },
-		Placement: d.fleet.placement(),
+		Placement: d.fleet.placement(), OwnerSaving: d.fleet.ownerSaving(d.pool, log),
 	})
 	d.rl = &reloader{cur: &c, pool: d.pool, seams: d.seams, net: d.net, log: log}
 	return d, nil
