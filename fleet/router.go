@@ -103,23 +103,11 @@ func (r *Router) routes() *http.ServeMux {
 				fmt.Sprintf("%s is a node's own endpoint: ask the node at its URL (kernpool drain --url)", req.URL.Path))
 		})
 	}
-	// Sessions and files are not routed yet: a session id and a kernel's
-	// files are a node's own, and a files body can be far larger than the
-	// bounded body the router keeps to resend. Said plainly, not a 404.
-	for _, p := range []string{"/v1/sessions", "/v1/sessions/", "/v1/owners/{owner}/files", "/v1/owners/{owner}/files/",
-		"/v1/kernels/{id}/files", "/v1/kernels/{id}/files/"} {
-		mux.HandleFunc(p, notRouted)
-	}
+	r.routeSessionsAndFiles(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, req *http.Request) {
 		api.WriteError(w, http.StatusNotFound, api.CodeNotFound, fmt.Sprintf("no such endpoint: %s %s", req.Method, req.URL.Path))
 	})
 	return mux
-}
-
-// notRouted answers a request the router does not forward.
-func notRouted(w http.ResponseWriter, req *http.Request) {
-	api.WriteError(w, http.StatusNotImplemented, api.CodeNotSupported,
-		fmt.Sprintf("%s %s is not routed: sessions and files are served by the owner's node; send them to the node's URL", req.Method, req.URL.Path))
 }
 
 // ServeHTTP dispatches an authenticated request.
@@ -170,7 +158,10 @@ func (r *Router) handleExecute(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	if head.Session != "" {
-		notRouted(w, req)
+		// The session's node runs it: ids are a node's own.
+		if auth, ok := r.byIDAuth(w, req); ok {
+			r.tryEach(w, req, auth, body)
+		}
 		return
 	}
 	r.serveOwner(w, req, head.Owner, body)
