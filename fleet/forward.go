@@ -12,6 +12,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/kernpool/kernpool/pool/api"
@@ -183,6 +184,10 @@ func peekCode(resp *http.Response) (string, []byte) {
 	return eb.Code, b
 }
 
+// relayBufs are relay's copy buffers: one per answer in flight, not one
+// allocated (and zeroed, and collected) per request.
+var relayBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
 // relay copies the node's answer to the client, flushing each chunk as
 // it arrives: a streamed cell's events reach the client as the node
 // sends them.
@@ -196,7 +201,9 @@ func relay(w http.ResponseWriter, resp *http.Response) {
 	}
 	w.WriteHeader(resp.StatusCode)
 	rc := http.NewResponseController(w)
-	buf := make([]byte, 32<<10)
+	bp := relayBufs.Get().(*[]byte)
+	defer relayBufs.Put(bp)
+	buf := *bp
 	for {
 		n, err := resp.Body.Read(buf)
 		if n > 0 {

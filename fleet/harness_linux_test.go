@@ -151,12 +151,15 @@ func (n *node) kernelsOf(owner string) int {
 }
 
 // router starts a router on loopback with the test's credentials.
-func (f *fleetEnv) router() string {
+func (f *fleetEnv) router() string { return f.routerWith(f.reg) }
+
+// routerWith starts a router on reg (a wrapper of the fleet's).
+func (f *fleetEnv) routerWith(reg fleet.Registry) string {
 	t := f.t
 	t.Helper()
 	rt := &http.Transport{MaxIdleConnsPerHost: 64}
 	t.Cleanup(rt.CloseIdleConnections)
-	r := fleet.NewRouter(fleet.RouterConfig{Registry: f.reg, Transport: rt, NodesTTL: 50 * time.Millisecond})
+	r := fleet.NewRouter(fleet.RouterConfig{Registry: reg, Transport: rt, NodesTTL: 50 * time.Millisecond})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -22,6 +22,9 @@ const (
 	// DefaultNodesTTL is how long a router reuses its list of live nodes
 	// before it reads the registry again (a dial error rereads at once).
 	DefaultNodesTTL = 250 * time.Millisecond
+	// staleNodesTTLs is, in NodesTTL, how old a node list may be and
+	// still be served while it is reread in the background.
+	staleNodesTTLs = 4
 	// maxAttempts bounds how often one request is placed and resent
 	// (a node gone, draining, or a fenced generation).
 	maxAttempts = 4
@@ -63,9 +66,10 @@ type Router struct {
 
 	owners ownerCache
 
-	mu      sync.Mutex
-	nodes   []Node
-	nodesAt time.Time
+	mu         sync.Mutex
+	nodes      []Node
+	nodesAt    time.Time
+	refreshing bool // a background reread of the node list runs
 }
 
 // NewRouter returns the router's handler.
@@ -113,16 +117,45 @@ func (r *Router) routes() *http.ServeMux {
 // ServeHTTP dispatches an authenticated request.
 func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) { r.mux.ServeHTTP(w, req) }
 
-// liveNodes is the registry's node list, reread when older than
-// NodesTTL or when fresh asks for it.
+// liveNodes is the registry's node list. A list older than NodesTTL
+// is still served while one request rereads it in the background (a
+// warm request reads no Redis); one older than staleNodesTTLs times
+// NodesTTL (the registry slow or failing), or fresh, is reread first.
 func (r *Router) liveNodes(ctx context.Context, fresh bool) ([]Node, error) {
 	r.mu.Lock()
-	if !fresh && r.nodes != nil && time.Since(r.nodesAt) < r.cfg.NodesTTL {
+	age := time.Since(r.nodesAt)
+	if !fresh && r.nodes != nil && age < r.cfg.NodesTTL {
 		ns := r.nodes
 		r.mu.Unlock()
 		return ns, nil
 	}
+	if !fresh && r.nodes != nil && age < staleNodesTTLs*r.cfg.NodesTTL {
+		ns := r.nodes
+		if !r.refreshing {
+			r.refreshing = true
+			go r.refreshNodes()
+		}
+		r.mu.Unlock()
+		return ns, nil
+	}
 	r.mu.Unlock()
+	return r.readNodes(ctx)
+}
+
+// refreshNodes rereads the node list for liveNodes, in the background.
+func (r *Router) refreshNodes() {
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.NodesTTL*staleNodesTTLs)
+	defer cancel()
+	if _, err := r.readNodes(ctx); err != nil {
+		r.log.Warn("fleet registry: node list not reread", "error", err)
+	}
+	r.mu.Lock()
+	r.refreshing = false
+	r.mu.Unlock()
+}
+
+// readNodes reads the node list from the registry and keeps it.
+func (r *Router) readNodes(ctx context.Context) ([]Node, error) {
 	ns, err := r.cfg.Registry.Nodes(ctx)
 	if err != nil {
 		return nil, err
