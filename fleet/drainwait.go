@@ -14,9 +14,11 @@ const (
 	// DefaultSaveWait bounds a request's wait for a draining node to
 	// save its owner: past a drain's grace, interrupt grace and save.
 	DefaultSaveWait = 5 * time.Minute
-	// savePoll is how often a waiting request reads the owner's record
-	// and the live nodes.
-	savePoll = 20 * time.Millisecond
+	// savePoll is how often a waiting request reads the owner's record;
+	// every refusePolls polls it also dials the node, which answers no
+	// more once it died (its heartbeat takes three beats to expire).
+	savePoll    = 20 * time.Millisecond
+	refusePolls = 10
 )
 
 // errSaveWait: the draining node did not save the owner in SaveWait.
@@ -27,14 +29,14 @@ var errSaveWait = errors.New("the owner's node is still saving its state")
 // "Drain in a fleet"): its record does not say saving (the node marks
 // it so before it refuses the owner's cell, and saved once the save is
 // stored), or no longer names node, or node is gone: its heartbeat
-// expired or it refuses connections (it died mid-drain: the owner then
-// restores its last save, as after a kill). Placing the owner elsewhere
-// before that would restore an older save and lose what the drain
-// saves.
+// expired or it withdrew, or it refuses connections (it died
+// mid-drain: the owner then restores its last save, as after a kill).
+// Placing the owner elsewhere before that would restore an older save
+// and lose what the drain saves.
 func (r *Router) awaitSave(ctx context.Context, owner string, node Node) error {
 	deadline := time.Now().Add(r.cfg.SaveWait)
 	logged := false
-	for {
+	for poll := 0; ; poll++ {
 		rec, ok, err := r.cfg.Registry.Owner(ctx, owner)
 		if err != nil {
 			return err
@@ -42,11 +44,11 @@ func (r *Router) awaitSave(ctx context.Context, owner string, node Node) error {
 		if !ok || rec.Node != node.Name || rec.State != OwnerSaving {
 			return nil
 		}
-		ns, err := r.liveNodes(ctx, true)
+		ns, err := r.liveNodes(ctx, false)
 		if err != nil {
 			return err
 		}
-		if _, live := findNode(ns, node.Name); !live || r.refuses(ctx, node) {
+		if _, live := findNode(ns, node.Name); !live || poll%refusePolls == refusePolls-1 && r.refuses(ctx, node) {
 			r.log.Warn("owner's draining node went away before it saved the owner: its last save is restored", "owner", owner, "node", node.Name)
 			return nil
 		}
