@@ -83,6 +83,13 @@ func (m *SaveMarks) Saving(ctx context.Context, owner string) error {
 	return nil
 }
 
+// Saved marks owner's record saved (if it names this node): the pool
+// holds nothing unsaved of the owner. api.ServerConfig.OwnerSaved.
+func (m *SaveMarks) Saved(ctx context.Context, owner string) error {
+	_, err := m.reg.Mark(ctx, owner, m.node, OwnerSaved)
+	return err
+}
+
 // Wait waits for the background marks (after the pool closed, before
 // the registry does).
 func (m *SaveMarks) Wait() {

@@ -150,7 +150,7 @@ func TestRouterDrainingNodeGoneMidSave(t *testing.T) {
 		name string
 		gone func(n *node)
 	}{
-		{"connections refused", (*node).unreachable},
+		{"connections refused", (*node).refuseNew},
 		{"heartbeat gone", func(n *node) { n.beat.Stop(context.Background()) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -166,5 +166,31 @@ func TestRouterDrainingNodeGoneMidSave(t *testing.T) {
 				t.Fatalf("the owner's cell did not run on %s", d.other.name)
 			}
 		})
+	}
+}
+
+// TestRouterStaleSavingMarkCleared: a record left saving (an earlier
+// drain of the node died before its save) does not hold the owner's
+// cells for the whole of the node's next drain: the node, holding
+// nothing unsaved of the owner, marks it saved as it refuses the cell.
+func TestRouterStaleSavingMarkCleared(t *testing.T) {
+	d := startDrainRace(t)
+	for _, k := range d.on.pool.List() {
+		if k.Owner == d.owner {
+			if err := d.on.pool.Kill(k.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if ok, err := d.f.reg.Mark(context.Background(), d.owner, d.on.name, fleet.OwnerSaving); err != nil || !ok {
+		t.Fatalf("mark: %v %v", ok, err)
+	}
+	select {
+	case res := <-d.send("'x' in globals()"):
+		if res.Status != pool.StatusSuccess || res.Output != "False\n" || d.other.kernelsOf(d.owner) != 1 {
+			t.Fatalf("the owner's cell: %+v", res)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the owner's cell waited on a saving mark its node had nothing to save for")
 	}
 }

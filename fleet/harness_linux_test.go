@@ -65,6 +65,7 @@ type node struct {
 	pool *pool.Pool
 	api  *api.Server
 	srv  *http.Server
+	ln   net.Listener
 	url  string
 	beat *fleet.Heartbeat
 	// placed is the node's watched view of the owner records.
@@ -88,10 +89,11 @@ func (f *fleetEnv) node(name string) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &node{name: name, pool: p, url: "http://" + ln.Addr().String(), done: make(chan struct{})}
+	n := &node{name: name, pool: p, url: "http://" + ln.Addr().String(), ln: ln, done: make(chan struct{})}
 	n.placed = fleet.StartPlacementCache(fleet.PlacementCacheConfig{Registry: f.reg, Node: name})
 	n.marks = fleet.NewSaveMarks(f.reg, name, p.WaitOwnerSaved, nil)
-	n.api = api.NewServer(p, api.ServerConfig{MaxKernels: 8, Placement: n.placed.Read, OwnerSaving: n.marks.Saving})
+	n.api = api.NewServer(p, api.ServerConfig{MaxKernels: 8, Placement: n.placed.Read, OwnerSaving: n.marks.Saving,
+		OwnerSaved: n.marks.Saved})
 	n.srv = &http.Server{Handler: n.api.NetworkHandler(creds), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		defer close(n.done)
@@ -127,6 +129,13 @@ func (n *node) finishDrain() {
 // the case fencing exists for.
 func (n *node) unreachable() {
 	_ = n.srv.Close()
+	<-n.done
+}
+
+// refuseNew closes the node's listener only: new connections are
+// refused while the open ones (a running cell's) carry on.
+func (n *node) refuseNew() {
+	_ = n.ln.Close()
 	<-n.done
 }
 

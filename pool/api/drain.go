@@ -172,13 +172,19 @@ func (s *Server) refuseRoutedCell(w http.ResponseWriter, r *http.Request) bool {
 	if forbidOwner(w, r, owner) {
 		return true
 	}
-	if s.pool.OwnerUnsaved(owner) {
-		if err := s.cfg.OwnerSaving(r.Context(), owner); err != nil {
-			s.log.Error("owner's record not marked saving: its cell is refused without leave to move it", "owner", owner, "error", err)
-			w.Header().Set("Retry-After", retryAfterSeconds)
-			writeError(w, http.StatusServiceUnavailable, CodeNoNode, "this node is draining and could not record that it still saves owner "+owner+": "+err.Error())
-			return true
+	if !s.pool.OwnerUnsaved(owner) {
+		if s.cfg.OwnerSaved != nil {
+			if err := s.cfg.OwnerSaved(r.Context(), owner); err != nil {
+				s.log.Warn("owner's record not marked saved", "owner", owner, "error", err)
+			}
 		}
+		return s.refuseCell(w)
+	}
+	if err := s.cfg.OwnerSaving(r.Context(), owner); err != nil {
+		s.log.Error("owner's record not marked saving: its cell is refused without leave to move it", "owner", owner, "error", err)
+		w.Header().Set("Retry-After", retryAfterSeconds)
+		writeError(w, http.StatusServiceUnavailable, CodeNoNode, "this node is draining and could not record that it still saves owner "+owner+": "+err.Error())
+		return true
 	}
 	return s.refuseCell(w)
 }

@@ -130,12 +130,13 @@ func (f *nodeFleet) placement() func(context.Context, string) (uint64, bool, err
 	return f.placed.Read
 }
 
-// ownerSaving marks the records of the owners a drain still saves
-// (api.ServerConfig.OwnerSaving, fleet.SaveMarks); nil outside a fleet.
-func (f *nodeFleet) ownerSaving(p *pool.Pool, log hclog.Logger) func(context.Context, string) error {
+// saveMarks marks the records of the owners a drain still saves, and
+// saved (api.ServerConfig.OwnerSaving and OwnerSaved, fleet.SaveMarks);
+// nil outside a fleet.
+func (f *nodeFleet) saveMarks(p *pool.Pool, log hclog.Logger) (saving, saved func(context.Context, string) error) {
 	if f == nil {
-		return nil
+		return nil, nil
 	}
 	f.marks = fleet.NewSaveMarks(f.reg, f.name, p.WaitOwnerSaved, log.Named("fleet"))
-	return f.marks.Saving
+	return f.marks.Saving, f.marks.Saved
 }
