@@ -2,9 +2,12 @@ package fleet_test
 
 import (
 	"context"
+	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/kernpool/kernpool/fleet"
 	"github.com/kernpool/kernpool/pool"
 	"github.com/kernpool/kernpool/pool/api"
 )
@@ -19,7 +22,8 @@ func BenchmarkRouterWarmCell(b *testing.B) {
 	f := newFleet(b)
 	n := f.node("a")
 	f.waitNodes(1)
-	viaRouter := client(b, f.router(), adminToken)
+	reads := &countingRegistry{Registry: f.reg}
+	viaRouter := client(b, f.routerWith(reads), adminToken)
 	direct := client(b, n.url, adminToken)
 	ctx := context.Background()
 	req := pool.Request{Owner: "bench", Code: "x=1"}
@@ -37,6 +41,7 @@ func BenchmarkRouterWarmCell(b *testing.B) {
 	}
 	var routed, straight time.Duration
 	iters := 0
+	reads.onPath.Store(0)
 	for b.Loop() {
 		routed += run(viaRouter)
 		straight += run(direct)
@@ -45,4 +50,29 @@ func BenchmarkRouterWarmCell(b *testing.B) {
 	b.ReportMetric(float64(routed.Nanoseconds())/float64(iters), "router_ns/cell")
 	b.ReportMetric(float64(straight.Nanoseconds())/float64(iters), "direct_ns/cell")
 	b.ReportMetric(float64((routed-straight).Nanoseconds())/float64(iters), "overhead_ns/cell")
+	// On the request path: the node list is reread in the background.
+	b.ReportMetric(float64(reads.onPath.Load())/float64(iters), "redis_reads/cell")
+}
+
+// countingRegistry counts the router's registry reads, and those made
+// on a request's path (under a request's context).
+type countingRegistry struct {
+	fleet.Registry
+	onPath atomic.Int64
+}
+
+func (c *countingRegistry) count(ctx context.Context) {
+	if ctx.Value(http.ServerContextKey) != nil {
+		c.onPath.Add(1)
+	}
+}
+
+func (c *countingRegistry) Nodes(ctx context.Context) ([]fleet.Node, error) {
+	c.count(ctx)
+	return c.Registry.Nodes(ctx)
+}
+
+func (c *countingRegistry) Owner(ctx context.Context, owner string) (fleet.Placement, bool, error) {
+	c.count(ctx)
+	return c.Registry.Owner(ctx, owner)
 }

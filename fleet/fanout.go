@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -12,52 +11,23 @@ import (
 	"github.com/kernpool/kernpool/pool/api"
 )
 
-// handleByID serves the endpoints that name a kernel or a tool call by
-// id: ids are the node's own, so the request goes to each live node in
-// turn and the first that knows the id answers (404 when none does).
-// The client's token goes with it, so each node applies its scope.
+// handleByID serves the endpoints that name a kernel, a session or a
+// tool call by id: ids are the node's own, so the request goes to each
+// live node in turn and the first that knows the id answers (404 when
+// none does). The client's token goes with it, so each node applies
+// its scope.
 func (r *Router) handleByID(w http.ResponseWriter, req *http.Request) {
-	auth := req.Header.Get("Authorization")
-	if auth == "" {
-		// The router's own node credential would act for owners the
-		// client's certificate may not: the nodes could not scope it.
-		if !api.PrincipalOf(req).Admin {
-			api.WriteError(w, http.StatusForbidden, api.CodeForbidden,
-				"kernel and tool-call endpoints through a router need a bearer token (or an admin certificate)")
-			return
-		}
-		var ok bool
-		if auth, ok = r.nodeAuth(w, req); !ok {
-			return
-		}
+	auth, ok := r.byIDAuth(w, req)
+	if !ok {
+		return
 	}
 	var body []byte
 	if req.Method == http.MethodPost {
-		var ok bool
 		if body, ok = r.readBody(w, req); !ok {
 			return
 		}
 	}
-	ns, err := r.liveNodes(req.Context(), false)
-	if err != nil {
-		r.registryError(w, "", err)
-		return
-	}
-	for _, n := range ns {
-		resp, _, err := r.send(req, n, auth, 0, body)
-		if err != nil {
-			continue // gone: it holds no kernel any more
-		}
-		if resp.StatusCode == http.StatusNotFound {
-			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxPeek))
-			resp.Body.Close()
-			continue
-		}
-		relay(w, resp)
-		resp.Body.Close()
-		return
-	}
-	api.WriteError(w, http.StatusNotFound, api.CodeNotFound, fmt.Sprintf("%s: %v on any node", req.PathValue("id"), pool.ErrNotFound))
+	r.tryEach(w, req, auth, body)
 }
 
 // handleList merges GET /v1/kernels of every live node: their kernels,

@@ -12,6 +12,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/kernpool/kernpool/pool/api"
@@ -86,10 +87,19 @@ func (r *Router) send(req *http.Request, node Node, auth string, gen uint64, bod
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
+	return r.sendBody(req, node, auth, gen, rd, int64(len(body)))
+}
+
+// sendBody is send with a body read as it is sent (size n, -1 when
+// unknown): a streamed upload, which cannot be sent twice.
+func (r *Router) sendBody(req *http.Request, node Node, auth string, gen uint64, rd io.Reader, n int64) (resp *http.Response, reused bool, err error) {
 	ctx := httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }})
 	out, err := http.NewRequestWithContext(ctx, req.Method, node.URL+req.URL.RequestURI(), rd)
 	if err != nil {
 		return nil, false, err
+	}
+	if rd != http.NoBody {
+		out.ContentLength = n
 	}
 	for k, vs := range req.Header {
 		out.Header[k] = vs
@@ -174,6 +184,10 @@ func peekCode(resp *http.Response) (string, []byte) {
 	return eb.Code, b
 }
 
+// relayBufs are relay's copy buffers: one per answer in flight, not one
+// allocated (and zeroed, and collected) per request.
+var relayBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
 // relay copies the node's answer to the client, flushing each chunk as
 // it arrives: a streamed cell's events reach the client as the node
 // sends them.
@@ -187,7 +201,9 @@ func relay(w http.ResponseWriter, resp *http.Response) {
 	}
 	w.WriteHeader(resp.StatusCode)
 	rc := http.NewResponseController(w)
-	buf := make([]byte, 32<<10)
+	bp := relayBufs.Get().(*[]byte)
+	defer relayBufs.Put(bp)
+	buf := *bp
 	for {
 		n, err := resp.Body.Read(buf)
 		if n > 0 {

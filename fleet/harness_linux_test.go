@@ -65,11 +65,14 @@ type node struct {
 	pool *pool.Pool
 	api  *api.Server
 	srv  *http.Server
+	ln   net.Listener
 	url  string
 	beat *fleet.Heartbeat
 	// placed is the node's watched view of the owner records.
 	placed *fleet.PlacementCache
-	done   chan struct{}
+	// marks marks the records of the owners its drain still saves.
+	marks *fleet.SaveMarks
+	done  chan struct{}
 }
 
 func (f *fleetEnv) node(name string) *node {
@@ -86,9 +89,11 @@ func (f *fleetEnv) node(name string) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &node{name: name, pool: p, url: "http://" + ln.Addr().String(), done: make(chan struct{})}
+	n := &node{name: name, pool: p, url: "http://" + ln.Addr().String(), ln: ln, done: make(chan struct{})}
 	n.placed = fleet.StartPlacementCache(fleet.PlacementCacheConfig{Registry: f.reg, Node: name})
-	n.api = api.NewServer(p, api.ServerConfig{MaxKernels: 8, Placement: n.placed.Read})
+	n.marks = fleet.NewSaveMarks(f.reg, name, p.WaitOwnerSaved, nil)
+	n.api = api.NewServer(p, api.ServerConfig{MaxKernels: 8, Placement: n.placed.Read, OwnerSaving: n.marks.Saving,
+		OwnerSaved: n.marks.Saved})
 	n.srv = &http.Server{Handler: n.api.NetworkHandler(creds), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		defer close(n.done)
@@ -108,7 +113,14 @@ func (f *fleetEnv) node(name string) *node {
 func (n *node) drain() {
 	n.api.BeginDrain()
 	n.beat.Kick()
+	n.finishDrain()
+}
+
+// finishDrain is the rest of drain after BeginDrain: it closes the pool,
+// which waits for the running cells and saves the persist kernels.
+func (n *node) finishDrain() {
 	_ = n.pool.Close(context.Background())
+	n.marks.Wait()
 	n.api.EndDrain()
 }
 
@@ -117,6 +129,13 @@ func (n *node) drain() {
 // the case fencing exists for.
 func (n *node) unreachable() {
 	_ = n.srv.Close()
+	<-n.done
+}
+
+// refuseNew closes the node's listener only: new connections are
+// refused while the open ones (a running cell's) carry on.
+func (n *node) refuseNew() {
+	_ = n.ln.Close()
 	<-n.done
 }
 
@@ -141,12 +160,15 @@ func (n *node) kernelsOf(owner string) int {
 }
 
 // router starts a router on loopback with the test's credentials.
-func (f *fleetEnv) router() string {
+func (f *fleetEnv) router() string { return f.routerWith(f.reg) }
+
+// routerWith starts a router on reg (a wrapper of the fleet's).
+func (f *fleetEnv) routerWith(reg fleet.Registry) string {
 	t := f.t
 	t.Helper()
 	rt := &http.Transport{MaxIdleConnsPerHost: 64}
 	t.Cleanup(rt.CloseIdleConnections)
-	r := fleet.NewRouter(fleet.RouterConfig{Registry: f.reg, Transport: rt, NodesTTL: 50 * time.Millisecond})
+	r := fleet.NewRouter(fleet.RouterConfig{Registry: reg, Transport: rt, NodesTTL: 50 * time.Millisecond})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -50,6 +50,14 @@ const (
 	// OwnerMoved: its node went away or drained; the owner was placed
 	// again and its next cell restores from the checkpoint store.
 	OwnerMoved OwnerState = "moved"
+	// OwnerSaving: the owner's node drains (or shuts down) and still
+	// holds state of the owner that it will save: routers wait for
+	// OwnerSaved, or for the node to be gone, before they place the
+	// owner elsewhere (whose restore would otherwise load an older save).
+	OwnerSaving OwnerState = "saving"
+	// OwnerSaved: the draining node saved the owner's state (or failed
+	// to, and said why in its log): the owner may be placed elsewhere.
+	OwnerSaved OwnerState = "saved"
 )
 
 // Placement is an owner's record: the node that runs it, under which
@@ -80,6 +88,10 @@ type Registry interface {
 	Place(ctx context.Context, owner string, prev uint64, node string, state OwnerState) (Placement, bool, error)
 	// Forget deletes owner's record if its generation is gen.
 	Forget(ctx context.Context, owner string, gen uint64) error
+	// Mark sets the state of owner's record, keeping its node and
+	// generation, only if the record names node (a draining node marks
+	// the owners it saves); it reports whether it did.
+	Mark(ctx context.Context, owner, node string, state OwnerState) (bool, error)
 }
 
 // OwnerEvents receives an OwnerWatcher's events.

@@ -22,6 +22,9 @@ const (
 	// DefaultNodesTTL is how long a router reuses its list of live nodes
 	// before it reads the registry again (a dial error rereads at once).
 	DefaultNodesTTL = 250 * time.Millisecond
+	// staleNodesTTLs is, in NodesTTL, how old a node list may be and
+	// still be served while it is reread in the background.
+	staleNodesTTLs = 4
 	// maxAttempts bounds how often one request is placed and resent
 	// (a node gone, draining, or a fenced generation).
 	maxAttempts = 4
@@ -44,6 +47,9 @@ type RouterConfig struct {
 	BodyReadTimeout time.Duration
 	// NodesTTL is how long the live node list is reused (DefaultNodesTTL).
 	NodesTTL time.Duration
+	// SaveWait bounds how long a request waits for a draining node to
+	// save its owner before it is answered 503 (DefaultSaveWait).
+	SaveWait time.Duration
 	// Version is reported by /v1/health.
 	Version string
 	// Logger receives the router's logs; nil discards them.
@@ -60,9 +66,10 @@ type Router struct {
 
 	owners ownerCache
 
-	mu      sync.Mutex
-	nodes   []Node
-	nodesAt time.Time
+	mu         sync.Mutex
+	nodes      []Node
+	nodesAt    time.Time
+	refreshing bool // a background reread of the node list runs
 }
 
 // NewRouter returns the router's handler.
@@ -70,6 +77,7 @@ func NewRouter(cfg RouterConfig) *Router {
 	cfg.MaxBodyBytes = cmp.Or(max(cfg.MaxBodyBytes, 0), api.DefaultMaxBodyBytes)
 	cfg.BodyReadTimeout = cmp.Or(max(cfg.BodyReadTimeout, 0), api.DefaultBodyReadTimeout)
 	cfg.NodesTTL = cmp.Or(max(cfg.NodesTTL, 0), DefaultNodesTTL)
+	cfg.SaveWait = cmp.Or(max(cfg.SaveWait, 0), DefaultSaveWait)
 	if cfg.Transport == nil {
 		cfg.Transport = http.DefaultTransport
 	}
@@ -99,38 +107,55 @@ func (r *Router) routes() *http.ServeMux {
 				fmt.Sprintf("%s is a node's own endpoint: ask the node at its URL (kernpool drain --url)", req.URL.Path))
 		})
 	}
-	// Sessions and files are not routed yet: a session id and a kernel's
-	// files are a node's own, and a files body can be far larger than the
-	// bounded body the router keeps to resend. Said plainly, not a 404.
-	for _, p := range []string{"/v1/sessions", "/v1/sessions/", "/v1/owners/{owner}/files", "/v1/owners/{owner}/files/",
-		"/v1/kernels/{id}/files", "/v1/kernels/{id}/files/"} {
-		mux.HandleFunc(p, notRouted)
-	}
+	r.routeSessionsAndFiles(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, req *http.Request) {
 		api.WriteError(w, http.StatusNotFound, api.CodeNotFound, fmt.Sprintf("no such endpoint: %s %s", req.Method, req.URL.Path))
 	})
 	return mux
 }
 
-// notRouted answers a request the router does not forward.
-func notRouted(w http.ResponseWriter, req *http.Request) {
-	api.WriteError(w, http.StatusNotImplemented, api.CodeNotSupported,
-		fmt.Sprintf("%s %s is not routed: sessions and files are served by the owner's node; send them to the node's URL", req.Method, req.URL.Path))
-}
-
 // ServeHTTP dispatches an authenticated request.
 func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) { r.mux.ServeHTTP(w, req) }
 
-// liveNodes is the registry's node list, reread when older than
-// NodesTTL or when fresh asks for it.
+// liveNodes is the registry's node list. A list older than NodesTTL
+// is still served while one request rereads it in the background (a
+// warm request reads no Redis); one older than staleNodesTTLs times
+// NodesTTL (the registry slow or failing), or fresh, is reread first.
 func (r *Router) liveNodes(ctx context.Context, fresh bool) ([]Node, error) {
 	r.mu.Lock()
-	if !fresh && r.nodes != nil && time.Since(r.nodesAt) < r.cfg.NodesTTL {
+	age := time.Since(r.nodesAt)
+	if !fresh && r.nodes != nil && age < r.cfg.NodesTTL {
 		ns := r.nodes
 		r.mu.Unlock()
 		return ns, nil
 	}
+	if !fresh && r.nodes != nil && age < staleNodesTTLs*r.cfg.NodesTTL {
+		ns := r.nodes
+		if !r.refreshing {
+			r.refreshing = true
+			go r.refreshNodes()
+		}
+		r.mu.Unlock()
+		return ns, nil
+	}
 	r.mu.Unlock()
+	return r.readNodes(ctx)
+}
+
+// refreshNodes rereads the node list for liveNodes, in the background.
+func (r *Router) refreshNodes() {
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.NodesTTL*staleNodesTTLs)
+	defer cancel()
+	if _, err := r.readNodes(ctx); err != nil {
+		r.log.Warn("fleet registry: node list not reread", "error", err)
+	}
+	r.mu.Lock()
+	r.refreshing = false
+	r.mu.Unlock()
+}
+
+// readNodes reads the node list from the registry and keeps it.
+func (r *Router) readNodes(ctx context.Context) ([]Node, error) {
 	ns, err := r.cfg.Registry.Nodes(ctx)
 	if err != nil {
 		return nil, err
@@ -166,7 +191,10 @@ func (r *Router) handleExecute(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	if head.Session != "" {
-		notRouted(w, req)
+		// The session's node runs it: ids are a node's own.
+		if auth, ok := r.byIDAuth(w, req); ok {
+			r.tryEach(w, req, auth, body)
+		}
 		return
 	}
 	r.serveOwner(w, req, head.Owner, body)
@@ -220,9 +248,16 @@ func (r *Router) serveOwner(w http.ResponseWriter, req *http.Request, owner stri
 				}
 			}
 			return
-		case nodeGone, nodeDraining:
+		case nodeGone:
 			r.log.Info("owner's node unavailable: placing it again", "owner", owner, "node", node.Name, "why", res, "generation", rec.Generation)
 			skip[node.Name] = true
+		case nodeDraining:
+			skip[node.Name] = true
+			if err := r.awaitSave(ctx, owner, node); err != nil {
+				r.saveWaitError(w, owner, err)
+				return
+			}
+			r.log.Info("owner's node drains: placing it again", "owner", owner, "node", node.Name, "generation", rec.Generation)
 		case fenced:
 			// Another router moved the owner: reread its record.
 		}
@@ -242,7 +277,7 @@ func (r *Router) ownerNode(ctx context.Context, owner string, skip map[string]bo
 		if err != nil {
 			return Node{}, Placement{}, err
 		}
-		if n, live := findNode(ns, rec.Node); live && !n.Draining && !skip[n.Name] {
+		if n, live := findNode(ns, rec.Node); live && !skip[n.Name] {
 			return n, rec, nil
 		}
 	}
@@ -264,8 +299,11 @@ func (r *Router) readOwnerNode(ctx context.Context, owner string, skip map[strin
 		return Node{}, Placement{}, err
 	}
 	for range maxAttempts {
+		// A draining node is asked all the same: it answers draining
+		// at once, after marking the record when it still has to save
+		// the owner (awaitSave).
 		if ok {
-			if n, live := findNode(ns, rec.Node); live && !n.Draining && !skip[n.Name] {
+			if n, live := findNode(ns, rec.Node); live && !skip[n.Name] {
 				return n, rec, nil
 			}
 		}

@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -35,6 +36,9 @@ type fleetRig struct {
 	s3    string
 	reg   *redisreg.Registry
 	nodes map[string]*fleetNode
+	// idle and grace are the nodes' checkpoint_idle and drain_grace
+	// ("300ms" and the default when empty).
+	idle, grace string
 }
 
 type fleetNode struct {
@@ -67,14 +71,15 @@ fleet_heartbeat = "200ms"
 checkpoint_store = "s3://ckpt/it"
 checkpoint_store_endpoint = %q
 checkpoint_store_allow_http = true
-checkpoint_idle = "300ms"
+checkpoint_idle = %q
+drain_grace = %q
 users {
   uid_range = "%d-%d"
 }
 profile "default" {
   persist = true
 }
-`, addr, f.redis, name, addr, f.s3, uidBase, uidBase+99) + tokenBlock()
+`, addr, f.redis, name, addr, f.s3, cmp.Or(f.idle, "300ms"), cmp.Or(f.grace, "10s"), uidBase, uidBase+99) + tokenBlock()
 	o := Opts{Config: cfg, Env: []string{"AWS_ACCESS_KEY_ID=it", "AWS_SECRET_ACCESS_KEY=it-secret", "AWS_REGION=us-east-1"}}
 	n := &fleetNode{d: StartDaemon(f.t, o), url: "http://" + addr, opts: o}
 	f.nodes[name] = n

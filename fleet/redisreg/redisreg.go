@@ -232,3 +232,26 @@ func (r *Registry) Forget(ctx context.Context, owner string, gen uint64) error {
 	}
 	return nil
 }
+
+// markScript sets the record's state (ARGV[2]) when it names node
+// ARGV[1]. Node and generation stay, so nodes' watched views of the
+// records (which hold those only) need no notice.
+var markScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'node') == ARGV[1] then
+  redis.call('HSET', KEYS[1], 'state', ARGV[2])
+  return 1
+end
+return 0
+`)
+
+// Mark sets owner's record's state if the record names node.
+func (r *Registry) Mark(ctx context.Context, owner, node string, state fleet.OwnerState) (bool, error) {
+	if len(owner) > maxOwner {
+		return false, fmt.Errorf("%w: owner name over %d bytes", fleet.ErrRegistry, maxOwner)
+	}
+	n, err := markScript.Run(ctx, r.rdb, []string{r.ownerKey(owner)}, node, string(state)).Int()
+	if err != nil {
+		return false, fmt.Errorf("%w: mark owner %q %s: %v", fleet.ErrRegistry, owner, state, err)
+	}
+	return n == 1, nil
+}

@@ -143,3 +143,33 @@ func TestHeartbeatExpires(t *testing.T) {
 		}
 	}
 }
+
+// TestMarkOnlyItsNode: a node marks the state of a record that names it,
+// keeping node and generation; a record naming another node, or none,
+// is left as it is.
+func TestMarkOnlyItsNode(t *testing.T) {
+	r := open(t)
+	ctx := context.Background()
+	p, _, err := r.Place(ctx, "o", 0, "n1", fleet.OwnerPlaced)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := r.Mark(ctx, "o", "n2", fleet.OwnerSaving); err != nil || ok {
+		t.Fatalf("another node's mark: %v %v", ok, err)
+	}
+	if ok, err := r.Mark(ctx, "nobody", "n1", fleet.OwnerSaving); err != nil || ok {
+		t.Fatalf("mark without a record: %v %v", ok, err)
+	}
+	if _, ok, _ := r.Owner(ctx, "nobody"); ok {
+		t.Fatal("a mark created a record")
+	}
+	for _, st := range []fleet.OwnerState{fleet.OwnerSaving, fleet.OwnerSaved} {
+		if ok, err := r.Mark(ctx, "o", "n1", st); err != nil || !ok {
+			t.Fatalf("mark %s: %v %v", st, ok, err)
+		}
+		got, _, _ := r.Owner(ctx, "o")
+		if got != (fleet.Placement{Node: "n1", Generation: p.Generation, State: st}) {
+			t.Fatalf("after mark %s: %+v (placed %+v)", st, got, p)
+		}
+	}
+}

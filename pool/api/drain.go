@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"sync"
@@ -146,6 +147,46 @@ func (s *Server) refuseCell(w http.ResponseWriter) bool {
 	}
 	writeError(w, http.StatusServiceUnavailable, CodeClosed, "kernpool is shutting down and takes no new cells")
 	return true
+}
+
+// refuseRoutedCell refuses a cell a fleet's router sent (it carries the
+// owner's generation) to a node that takes none, marking the owner's
+// record first when the pool still holds the owner's unsaved state
+// (ServerConfig.OwnerSaving): the router then waits for the save
+// before it places the owner elsewhere, so the owner's next kernel
+// restores the state this node is about to save rather than an older
+// one. False when the node takes cells or the cell is not routed.
+func (s *Server) refuseRoutedCell(w http.ResponseWriter, r *http.Request) bool {
+	if !s.draining.Load() || s.cfg.OwnerSaving == nil || r.Header.Get(HeaderOwnerGeneration) == "" {
+		return false
+	}
+	var req ExecuteRequest
+	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, s.cfg.BodyReadTimeout, &req); err != nil {
+		writeBodyError(w, err)
+		return true
+	}
+	owner := cmp.Or(req.Owner, pool.DefaultOwner)
+	if req.Session != "" {
+		return s.refuseCell(w) // a session is the node's own: it does not move
+	}
+	if forbidOwner(w, r, owner) {
+		return true
+	}
+	if !s.pool.OwnerUnsaved(owner) {
+		if s.cfg.OwnerSaved != nil {
+			if err := s.cfg.OwnerSaved(r.Context(), owner); err != nil {
+				s.log.Warn("owner's record not marked saved", "owner", owner, "error", err)
+			}
+		}
+		return s.refuseCell(w)
+	}
+	if err := s.cfg.OwnerSaving(r.Context(), owner); err != nil {
+		s.log.Error("owner's record not marked saving: its cell is refused without leave to move it", "owner", owner, "error", err)
+		w.Header().Set("Retry-After", retryAfterSeconds)
+		writeError(w, http.StatusServiceUnavailable, CodeNoNode, "this node is draining and could not record that it still saves owner "+owner+": "+err.Error())
+		return true
+	}
+	return s.refuseCell(w)
 }
 
 // ReadyResponse is the body of GET /v1/ready: the state, and for a node

@@ -18,7 +18,7 @@ import (
 var errNeedStream = errors.New("tool calls need a streaming execute request")
 
 func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
-	if s.refuseCell(w) {
+	if s.refuseRoutedCell(w, r) || s.refuseCell(w) {
 		return
 	}
 	var req ExecuteRequest

@@ -73,6 +73,19 @@ type ServerConfig struct {
 	// elsewhere. It is called on the request path: the fleet's
 	// PlacementCache answers warm owners without a read.
 	Placement func(ctx context.Context, owner string) (gen uint64, here bool, err error)
+	// OwnerSaving, in a fleet, is told of a routed cell this node
+	// refuses (draining or shutting down) while its pool still holds
+	// state of the owner that the close will save: it marks the owner's
+	// record so that routers wait for that save before they place the
+	// owner elsewhere, and marks it saved once it is (docs/fleet.md,
+	// "Drain in a fleet"). An error refuses the cell with 503 no_node,
+	// which a router does not take as leave to move the owner.
+	OwnerSaving func(ctx context.Context, owner string) error
+	// OwnerSaved, in a fleet, is told of a routed cell refused while the
+	// pool holds nothing unsaved of the owner: it marks the record
+	// saved, ending the routers' wait on a mark left by an earlier
+	// drain of this node that died before its save. Errors are logged.
+	OwnerSaved func(ctx context.Context, owner string) error
 	// Settings, when set, answers GET /v1/settings with the configuration
 	// the daemon runs with now (404 without it).
 	Settings func() *Settings

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kernpool/kernpool/fleet"
 	"github.com/kernpool/kernpool/fleet/redisreg"
+	"github.com/kernpool/kernpool/pool"
 	"github.com/kernpool/kernpool/pool/api"
 )
 
@@ -22,6 +23,7 @@ type nodeFleet struct {
 	name   string
 	placed *fleet.PlacementCache
 	beat   *fleet.Heartbeat // nil until ServeNetwork
+	marks  *fleet.SaveMarks // nil until ownerSaving
 }
 
 // joinFleet opens the fleet's registry for a node: it needs a network
@@ -105,6 +107,9 @@ func (d *Daemon) leaveFleet(ctx context.Context) {
 	if d.fleet == nil {
 		return
 	}
+	if d.fleet.marks != nil {
+		d.fleet.marks.Wait() // the pool closed: every owner is saved and marked
+	}
 	if b := d.fleetBeat(); b != nil {
 		// A drain past its grace has its ctx ended: the withdrawal
 		// still gets a few seconds (else the key expires on its own).
@@ -123,4 +128,15 @@ func (f *nodeFleet) placement() func(context.Context, string) (uint64, bool, err
 		return nil
 	}
 	return f.placed.Read
+}
+
+// saveMarks marks the records of the owners a drain still saves, and
+// saved (api.ServerConfig.OwnerSaving and OwnerSaved, fleet.SaveMarks);
+// nil outside a fleet.
+func (f *nodeFleet) saveMarks(p *pool.Pool, log hclog.Logger) (saving, saved func(context.Context, string) error) {
+	if f == nil {
+		return nil, nil
+	}
+	f.marks = fleet.NewSaveMarks(f.reg, f.name, p.WaitOwnerSaved, log.Named("fleet"))
+	return f.marks.Saving, f.marks.Saved
 }
