@@ -76,7 +76,7 @@ func (k *Kernel) SaveCheckpoint(ctx context.Context, limit int64, w io.Writer) (
 	var saved *CheckpointSaved
 	err := k.checkpointOps(ctx, func(call opFunc) error {
 		k.ckptIn.arm(w, limit)
-		out, err := call("checkpoint.save", `{"limit":`+strconv.FormatInt(limit, 10)+`}`)
+		out, err := call("checkpoint.save", strconv.FormatInt(limit, 10))
 		got, werr := k.ckptIn.disarm()
 		if err != nil {
 			return err

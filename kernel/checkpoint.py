@@ -26,12 +26,23 @@ in cells are saved as the source of their top-level def/class statement
 (pickle stores them by reference to __main__, which a new kernel lacks);
 modules by name, so `import numpy as np` comes back as np.
 """
-import json
-import pickle
 import sys
 import types
 
+# The C modules alone: "pickle" and "json" would import re, struct and
+# more, most of the cost of a kernel's first save (a drain saves many).
+try:
+    import _pickle as pickle
+except ImportError:
+    import pickle
+try:
+    from _json import encode_basestring_ascii as _jstr
+except ImportError:
+    from json.encoder import encode_basestring_ascii as _jstr
+
 VERSION = 2
+# Protocol 5 keeps buffers out of band (PickleBuffer: Python 3.8 on).
+PROTOCOL = 5 if hasattr(pickle, "PickleBuffer") else 4
 MAGIC = b"KPCK2\n"
 # The most names listed in a reply (the daemon enforces the same figure).
 MAX_NAMES = 1000
@@ -44,8 +55,7 @@ def handle(op, arg, cells, blob):
     """Run one checkpoint request; returns the reply's stdout text. blob
     is what came on the request pipe just before it (None: nothing)."""
     if op == "checkpoint.save":
-        req = json.loads(arg)
-        return save(cells.globals, _cell_sources(cells), int(req["limit"]))
+        return save(cells.globals, _cell_sources(cells), int(arg))
     if op == "checkpoint.load":
         if blob is None or len(blob) != int(arg):
             raise ValueError("checkpoint load: %s bytes came, %s announced" % (None if blob is None else len(blob), arg[:32]))
@@ -61,7 +71,8 @@ def outgoing():
 
 
 def _listing(names):
-    return [n[:MAX_NAME_CHARS] for n in names[:MAX_NAMES]]
+    """A JSON list of at most MAX_NAMES names, each clipped."""
+    return "[" + ",".join(_jstr(n[:MAX_NAME_CHARS]) for n in names[:MAX_NAMES]) + "]"
 
 
 def _cell_sources(cells):
@@ -129,13 +140,13 @@ def save(namespace, sources, limit):
         pieces += parts
         saved.append(name)
     header = pickle.dumps({"v": VERSION, "modules": modules, "defs": defs, "values": values},
-                          protocol=pickle.HIGHEST_PROTOCOL)
+                          protocol=PROTOCOL)
     pieces[:0] = (MAGIC + len(header).to_bytes(8, "big"), header)
     size = sum(len(p) for p in pieces)
     _blob[0] = pieces if size <= limit else []
     pieces = None
-    return json.dumps({"size": size, "saved": _listing(saved), "lost": _listing(lost),
-                       "saved_total": len(saved), "lost_total": len(lost)})
+    return '{"size":%d,"saved":%s,"lost":%s,"saved_total":%d,"lost_total":%d}' % (
+        size, _listing(saved), _listing(lost), len(saved), len(lost))
 
 
 def _dump(value):
@@ -146,8 +157,9 @@ def _dump(value):
     if type(value) in (bytes, bytearray):
         return type(value).__name__, [memoryview(value).cast("B")]
     buffers = []
-    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL,
-                        buffer_callback=lambda b: _out_of_band(b, buffers))
+    if PROTOCOL < 5:
+        return "pickle", [pickle.dumps(value, protocol=PROTOCOL)]
+    data = pickle.dumps(value, protocol=PROTOCOL, buffer_callback=lambda b: _out_of_band(b, buffers))
     return "pickle", [data] + buffers
 
 
@@ -194,8 +206,8 @@ def load(namespace, blob):
             lost.append(name)
     restored.sort()
     lost.sort()
-    return json.dumps({"restored": _listing(restored), "lost": _listing(lost),
-                       "restored_total": len(restored), "lost_total": len(lost)})
+    return '{"restored":%s,"lost":%s,"restored_total":%d,"lost_total":%d}' % (
+        _listing(restored), _listing(lost), len(restored), len(lost))
 
 
 def _parse(blob):
@@ -230,4 +242,6 @@ def _builder(kind, parts):
         return lambda: bytes(parts[0])
     if kind == "bytearray":
         return lambda: bytearray(parts[0])
+    if len(parts) == 1:
+        return lambda: pickle.loads(parts[0])
     return lambda: pickle.loads(parts[0], buffers=parts[1:])
