@@ -23,6 +23,13 @@ import (
 // goes to the runner on the request pipe ("C <n>\n" and n bytes) before
 // the load request. Everything the kernel says about the blob is checked
 // again here.
+// EnvCheckpointWarm "1" in Spec.Env makes the runner import the
+// checkpoint module after the first cell's reply, while the kernel waits
+// for its next request: a persist kernel's first save then costs no
+// import (a drain saves every such kernel at once). The runner deletes
+// it before the first cell.
+const EnvCheckpointWarm = "KERNPOOL_CHECKPOINT_WARM"
+
 const (
 	// MaxCheckpointNames bounds each name list a checkpoint reply gives;
 	// maxCheckpointName bounds one name (checkpoint.py keeps to both).

@@ -291,3 +291,21 @@ func TestCheckpointRestoreShortReader(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckpointWarm: with EnvCheckpointWarm the runner imports the
+// checkpoint module after the first cell (the second cell sees it, and
+// not the variable); without it, only a checkpoint request would.
+func TestCheckpointWarm(t *testing.T) {
+	for _, warm := range []bool{false, true} {
+		spec := baseSpec(t)
+		if warm {
+			spec.Env = append(slices.Clip(spec.Env), EnvCheckpointWarm+"=1")
+		}
+		k := startKernel(t, spec, "")
+		mustExec(t, k, "x = 1")
+		rep := mustExec(t, k, "import sys, os\nprint('_kernpool_checkpoint' in sys.modules, '"+EnvCheckpointWarm+"' in os.environ)")
+		if want := map[bool]string{false: "False", true: "True"}[warm] + " False\n"; rep.Stdout != want {
+			t.Fatalf("warm %v: stdout = %q, want %q", warm, rep.Stdout, want)
+		}
+	}
+}

@@ -23,7 +23,7 @@ _CO_COROUTINE = 0x80
 _RUNNER_ONLY = (
     "KERNPOOL_SENTINEL", "KERNPOOL_CGROUP_PROCS", "KERNPOOL_CGROUP_KILL",
     "KERNPOOL_RLIMITS", "KERNPOOL_NO_NEW_PRIVS", "KERNPOOL_RPC_ENDPOINT",
-    "KERNPOOL_RPC_TOKEN", "KERNPOOL_OUTPUT_CAPS",
+    "KERNPOOL_RPC_TOKEN", "KERNPOOL_OUTPUT_CAPS", "KERNPOOL_CHECKPOINT_WARM",
 )
 # Set by _start from KERNPOOL_OUTPUT_CAPS (kernel/caps.go defines them), in
 # UTF-8 bytes: Python-level stdout and stderr kept from a cell's start, the
@@ -46,6 +46,11 @@ _IN_CELL = [False]
 _PENDING = [False]
 # How soon a streamed cell's partial line goes out (_kernpool_boot.LiveFlusher).
 _LIVE_FLUSH_SECONDS = 0.05
+# Set by _start from KERNPOOL_CHECKPOINT_WARM (a persist kernel, whose
+# state the pool will save): the checkpoint module is imported after the
+# first cell's reply, while the kernel waits for its next request, so no
+# save (a drain saves many at once) pays for it.
+_WARM_CHECKPOINT = [False]
 
 
 def _on_sigint(signum, frame):
@@ -117,6 +122,7 @@ def _start():
     import builtins
     builtins.display = display
     builtins.input = _no_input
+    _WARM_CHECKPOINT[0] = env.get("KERNPOOL_CHECKPOINT_WARM", "") == "1"
     for name in _RUNNER_ONLY:
         env.pop(name, None)
     return sentinel.encode("utf-8"), kill_path, protocol_fds, pending
@@ -615,6 +621,15 @@ def _bind(runner, rid, payload):
         runner.reply(rid, "error", "", "", _error_text(exc, {}), 1)
 
 
+def _warm_checkpoint():
+    """Import the checkpoint module ahead of the first save; a failure
+    is left for that save to report."""
+    try:
+        import _kernpool_checkpoint  # noqa: F401
+    except BaseException:
+        pass
+
+
 def _checkpoint(runner, rid, op, arg, blob):
     """A checkpoint request: _kernpool_checkpoint.py (kernel/checkpoint.py,
     staged beside this file) does the work, interruptible like a cell; a
@@ -680,6 +695,9 @@ def main():
         status, code = runner.cell(rid, source, stream, env)
         if status == "exit":
             os._exit(code & 0xFF)
+        if _WARM_CHECKPOINT[0]:
+            _WARM_CHECKPOINT[0] = False
+            _warm_checkpoint()
 
 
 if __name__ == "__main__":
