@@ -30,6 +30,10 @@ import (
 // it before the first cell.
 const EnvCheckpointWarm = "KERNPOOL_CHECKPOINT_WARM"
 
+// CheckpointModule is the checkpoint module's name in the kernel, for a
+// Preload that imports it ahead of a restore.
+const CheckpointModule = "_kernpool_checkpoint"
+
 const (
 	// MaxCheckpointNames bounds each name list a checkpoint reply gives;
 	// maxCheckpointName bounds one name (checkpoint.py keeps to both).
