@@ -2,31 +2,46 @@ package kernel
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/kernpool/kernpool/units"
 )
 
 // Checkpoints (docs/design.md, "Lossless eviction"): the runner pickles
 // and unpickles the namespace inside the kernel (checkpoint.py); this file
-// only moves the opaque blob, in chunks of CheckpointChunkBytes, base64 in
-// the "code" member of a request and the stdout member of a reply. Each
-// reply is a frame under the usual caps, and everything the kernel says
-// about the blob is checked again here.
+// only moves the opaque blob, raw, in one exchange each way. A save's blob
+// comes in C frames on stdout ("\n<sentinel> C <n>\n" and n bytes) before
+// the save's reply, streamed to the caller's writer as it arrives and
+// refused past the save's limit from the frame's header; a restore's blob
+// goes to the runner on the request pipe ("C <n>\n" and n bytes) before
+// the load request. Everything the kernel says about the blob is checked
+// again here.
+// EnvCheckpointWarm "1" in Spec.Env makes the runner import the
+// checkpoint module after the first cell's reply, while the kernel waits
+// for its next request: a persist kernel's first save then costs no
+// import (a drain saves every such kernel at once). The runner deletes
+// it before the first cell.
+const EnvCheckpointWarm = "KERNPOOL_CHECKPOINT_WARM"
+
+// CheckpointModule is the checkpoint module's name in the kernel, for a
+// Preload that imports it ahead of a restore.
+const CheckpointModule = "_kernpool_checkpoint"
+
 const (
-	// CheckpointChunkBytes is the most blob bytes one request or reply
-	// carries (base64: 699,052 characters, under CaptureChars).
-	CheckpointChunkBytes = 512 << 10
 	// MaxCheckpointNames bounds each name list a checkpoint reply gives;
 	// maxCheckpointName bounds one name (checkpoint.py keeps to both).
 	MaxCheckpointNames = 1000
 	maxCheckpointName  = 256
+	// ckptCopyBytes is the buffer that moves a blob between the pipes
+	// and the caller (a quarter of a grown pipe: few wake-ups each way).
+	ckptCopyBytes = 256 << 10
 )
 
 // CheckpointSaved is what the kernel said about a saved namespace.
@@ -63,39 +78,30 @@ func (e *CheckpointTooBigError) Error() string {
 // SaveCheckpoint pickles the kernel's user namespace inside the kernel and
 // streams the blob to w, refusing (with a *CheckpointTooBigError, nothing
 // written) a blob over limit bytes. Like a cell, it needs the kernel idle
-// (ErrBusy otherwise) and ctx's end interrupts it. A reply that breaks the
-// protocol (more bytes than announced, bad base64, over-long lists) is
-// ErrProtocol: w may then hold a prefix, which the caller discards.
+// (ErrBusy otherwise) and ctx's end interrupts it. A kernel that sends
+// more than limit bytes is killed (ErrProtocol); one that sends other
+// than the size it announces, or a reply that breaks the protocol
+// (malformed, over-long lists), is ErrProtocol too: w may then hold a
+// prefix, which the caller discards.
 func (k *Kernel) SaveCheckpoint(ctx context.Context, limit int64, w io.Writer) (*CheckpointSaved, error) {
 	var saved *CheckpointSaved
 	err := k.checkpointOps(ctx, func(call opFunc) error {
-		out, err := call("checkpoint.save", `{"limit":`+strconv.FormatInt(limit, 10)+`}`)
+		k.ckptIn.arm(w, limit)
+		out, err := call("checkpoint.save", strconv.FormatInt(limit, 10))
+		got, werr := k.ckptIn.disarm()
 		if err != nil {
 			return err
 		}
 		if saved, err = parseSaved(out); err != nil {
 			return err
 		}
-		if saved.Size > limit {
+		switch {
+		case saved.Size > limit && got == 0:
 			return &CheckpointTooBigError{Size: saved.Size, Limit: limit, Saved: saved}
-		}
-		for off := int64(0); off < saved.Size; {
-			want := min(saved.Size-off, CheckpointChunkBytes)
-			out, err := call("checkpoint.read", strconv.FormatInt(off, 10)+","+strconv.FormatInt(want, 10))
-			if err != nil {
-				return err
-			}
-			if int64(base64.StdEncoding.DecodedLen(len(out))) > want+2 {
-				return protocolErr("checkpoint chunk over its size")
-			}
-			chunk, err := base64.StdEncoding.DecodeString(out)
-			if err != nil || int64(len(chunk)) != want {
-				return protocolErr("malformed checkpoint chunk")
-			}
-			if _, err := w.Write(chunk); err != nil {
-				return fmt.Errorf("write: %w", err)
-			}
-			off += want
+		case got != saved.Size:
+			return protocolErr(fmt.Sprintf("checkpoint data of %d bytes for a blob of %d", got, saved.Size))
+		case werr != nil:
+			return werr
 		}
 		return nil
 	})
@@ -105,27 +111,21 @@ func (k *Kernel) SaveCheckpoint(ctx context.Context, limit int64, w io.Writer) (
 	return saved, nil
 }
 
-// RestoreCheckpoint streams a blob SaveCheckpoint wrote (r, read to its
-// end) into the kernel and unpickles it there into the user namespace.
-func (k *Kernel) RestoreCheckpoint(ctx context.Context, r io.Reader) (*CheckpointLoaded, error) {
+// RestoreCheckpoint streams a blob of size bytes SaveCheckpoint wrote
+// (read from r) into the kernel and unpickles it there into the user
+// namespace. A reader that fails or ends early is an error and nothing
+// is loaded; a write to the kernel that ctx's end cuts short kills the
+// kernel (its request pipe would be left mid-blob).
+func (k *Kernel) RestoreCheckpoint(ctx context.Context, r io.Reader, size int64) (*CheckpointLoaded, error) {
 	var loaded *CheckpointLoaded
 	err := k.checkpointOps(ctx, func(call opFunc) error {
-		buf := make([]byte, CheckpointChunkBytes)
-		for {
-			n, rerr := io.ReadFull(r, buf)
-			if n > 0 {
-				if _, err := call("checkpoint.put", base64.StdEncoding.EncodeToString(buf[:n])); err != nil {
-					return err
-				}
-			}
-			if errors.Is(rerr, io.EOF) || errors.Is(rerr, io.ErrUnexpectedEOF) {
-				break
-			}
-			if rerr != nil {
-				return fmt.Errorf("read: %w", rerr)
-			}
+		if size < 0 {
+			return fmt.Errorf("read: negative size %d", size)
 		}
-		out, err := call("checkpoint.load", "")
+		if err := k.sendBlob(ctx, r, size); err != nil {
+			return err
+		}
+		out, err := call("checkpoint.load", strconv.FormatInt(size, 10))
 		if err != nil {
 			return err
 		}
@@ -139,6 +139,148 @@ func (k *Kernel) RestoreCheckpoint(ctx context.Context, r io.Reader) (*Checkpoin
 		return nil, fmt.Errorf("kernel checkpoint restore: %w", err)
 	}
 	return loaded, nil
+}
+
+// sendBlob writes "C <size>\n" and size bytes of r to the request pipe.
+// When r fails or ends early the rest is zeros, so the runner stays in
+// step (the next request, never a load then, drops the blob).
+func (k *Kernel) sendBlob(ctx context.Context, r io.Reader, size int64) error {
+	if ctx.Err() != nil {
+		return ctxCause(ctx)
+	}
+	// As in run: ctx's end unblocks a write to a kernel that stopped
+	// reading.
+	growPipe(k.stdin) // as stdout's: fewer, bigger writes and reads
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		_ = k.stdin.SetWriteDeadline(time.Unix(1, 0))
+		close(fired)
+	})
+	n, rerr, werr := copyBlob(k.stdin, r, size)
+	if !stop() {
+		<-fired
+		_ = k.stdin.SetWriteDeadline(time.Time{})
+	}
+	switch {
+	case werr != nil && ctx.Err() != nil:
+		return k.abort(ctxCause(ctx))
+	case werr != nil:
+		return k.abort(fmt.Errorf("%w: %v", ErrClosed, werr))
+	case rerr != nil:
+		return fmt.Errorf("read: %w", rerr)
+	case n != size:
+		return fmt.Errorf("read: %d bytes of a %d-byte checkpoint: %w", n, size, io.ErrUnexpectedEOF)
+	}
+	return nil
+}
+
+// copyBlob writes the header and size bytes of r to w (zeros after r's
+// end or error). n is what r gave.
+func copyBlob(w io.Writer, r io.Reader, size int64) (n int64, rerr, werr error) {
+	if _, werr = io.WriteString(w, "C "+strconv.FormatInt(size, 10)+"\n"); werr != nil {
+		return 0, nil, werr
+	}
+	n, err := io.CopyBuffer(&failWriter{w: w}, io.LimitReader(r, size), make([]byte, ckptCopyBytes))
+	if fw := (*failWriter)(nil); errors.As(err, &fw) {
+		return n, nil, fw.err
+	}
+	rerr = err
+	if n < size {
+		if _, werr = io.CopyN(w, zeros{}, size-n); werr != nil {
+			return n, rerr, werr
+		}
+	}
+	return n, rerr, nil
+}
+
+// failWriter tells a write error apart from a read error in io.Copy.
+type failWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (f *failWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if err != nil {
+		f.err = err
+		return n, f
+	}
+	return n, nil
+}
+
+func (f *failWriter) Error() string { return f.err.Error() }
+
+// zeros reads as endless zero bytes.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+// ckptSink takes a save's C frames (the stdout reader calls data) while
+// the save runs: at most limit bytes, written to w.
+type ckptSink struct {
+	mu    sync.Mutex
+	w     io.Writer // nil: no save runs
+	limit int64
+	got   int64
+	err   error // w's first error: the rest of the frame is read and dropped
+}
+
+func (s *ckptSink) arm(w io.Writer, limit int64) {
+	s.mu.Lock()
+	s.w, s.limit, s.got, s.err = w, limit, 0, nil
+	s.mu.Unlock()
+}
+
+// disarm ends the save: what came and w's error. No C frame reaches w
+// after it.
+func (s *ckptSink) disarm() (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.w = nil
+	if s.err != nil {
+		return s.got, fmt.Errorf("write: %w", s.err)
+	}
+	return s.got, nil
+}
+
+// data copies one C frame's n-byte body to the running save's writer,
+// refusing a frame while no save runs or past the save's limit before
+// reading any of it.
+func (s *ckptSink) data(body io.Reader, n int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.w == nil:
+		return protocolErr("checkpoint data while no save runs")
+	case n > s.limit-s.got:
+		return protocolErr(fmt.Sprintf("checkpoint data past the %d-byte limit of its save", s.limit))
+	case n == 0:
+		return nil
+	}
+	w := &dropWriter{w: s.w}
+	got, err := io.CopyBuffer(w, io.LimitReader(body, n), make([]byte, min(n, ckptCopyBytes)))
+	s.got += got
+	if s.err == nil {
+		s.err = w.err
+	}
+	return err
+}
+
+// dropWriter keeps the first write error and drops what follows it, so
+// the frame is still read to its end.
+type dropWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (d *dropWriter) Write(p []byte) (int, error) {
+	if d.err == nil {
+		_, d.err = d.w.Write(p)
+	}
+	return len(p), nil
 }
 
 // opFunc sends one runner request and returns its reply's stdout.

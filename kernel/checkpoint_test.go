@@ -3,10 +3,14 @@ package kernel
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
+	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 const ckptStateCell = `import os.path as osp, collections
@@ -48,7 +52,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 		t.Fatalf("saved = %+v (blob %d bytes)", saved, blob.Len())
 	}
 	b := startKernel(t, baseSpec(t), "")
-	loaded, err := b.RestoreCheckpoint(context.Background(), &blob)
+	loaded, err := b.RestoreCheckpoint(context.Background(), &blob, int64(blob.Len()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +85,7 @@ func TestCheckpointTooBig(t *testing.T) {
 // an error reply (its last traceback line in the error); the kernel stays.
 func TestCheckpointOpFailureKeepsKernel(t *testing.T) {
 	k := startKernel(t, baseSpec(t), "")
-	mustExec(t, k, "import _kernpool_checkpoint as m\ndef broken(op, arg, cells):\n    raise ValueError('no save today')\nm.handle = broken\nx = 3")
+	mustExec(t, k, "import _kernpool_checkpoint as m\ndef broken(op, arg, cells, blob):\n    raise ValueError('no save today')\nm.handle = broken\nx = 3")
 	var blob bytes.Buffer
 	_, err := k.SaveCheckpoint(context.Background(), 1<<20, &blob)
 	if err == nil || !strings.Contains(err.Error(), "ValueError: no save today") {
@@ -97,8 +101,8 @@ func TestCheckpointOpFailureKeepsKernel(t *testing.T) {
 func TestCheckpointHostileLoadReply(t *testing.T) {
 	for _, reply := range []string{`json.dumps({"restored": ["n%d" % i for i in range(1001)], "lost": []})`, `"]]"`} {
 		k := startKernel(t, baseSpec(t), "")
-		mustExec(t, k, "import _kernpool_checkpoint as m, json\nm.handle = lambda op, arg, cells: "+reply)
-		_, err := k.RestoreCheckpoint(context.Background(), strings.NewReader("blob"))
+		mustExec(t, k, "import _kernpool_checkpoint as m, json\nm.handle = lambda op, arg, cells, blob: "+reply)
+		_, err := k.RestoreCheckpoint(context.Background(), strings.NewReader("blob"), 4)
 		if !errors.Is(err, ErrProtocol) {
 			t.Fatalf("reply %s: err = %v, want ErrProtocol", reply, err)
 		}
@@ -131,12 +135,177 @@ func BenchmarkCheckpoint(b *testing.B) {
 			})
 			b.Run("restore", func(b *testing.B) {
 				for i := 0; i < b.N; i++ {
-					if _, err := r.RestoreCheckpoint(context.Background(), bytes.NewReader(blob.Bytes())); err != nil {
+					if _, err := r.RestoreCheckpoint(context.Background(), bytes.NewReader(blob.Bytes()), size); err != nil {
 						b.Fatal(err)
 					}
 				}
 				b.SetBytes(size)
 			})
 		})
+	}
+}
+
+// TestCheckpointRawValues: bytes and bytearray values travel raw, and a
+// value whose pickle keeps its buffer out of band (pickle protocol 5, as
+// numpy arrays do) comes back on the received blob, restored after the
+// class it needs.
+func TestCheckpointRawValues(t *testing.T) {
+	a := startKernel(t, baseSpec(t), "")
+	mustExec(t, a, `import pickle
+class Buf:
+    def __init__(self, b):
+        self.b = b
+    def __reduce_ex__(self, proto):
+        return Buf, (pickle.PickleBuffer(self.b),)
+raw = bytes(range(256)) * 4096
+ba = bytearray(b"xyz" * 100000)
+ob = Buf(bytearray(b"w" * 200000))
+`)
+	var blob bytes.Buffer
+	saved, err := a.SaveCheckpoint(context.Background(), 1<<30, &blob)
+	if err != nil || saved.Size != int64(blob.Len()) || saved.LostTotal != 0 {
+		t.Fatalf("saved = %+v, %v (blob %d bytes)", saved, err, blob.Len())
+	}
+	b := startKernel(t, baseSpec(t), "")
+	loaded, err := b.RestoreCheckpoint(context.Background(), &blob, saved.Size)
+	if want := []string{"Buf", "ba", "ob", "pickle", "raw"}; err != nil || !slices.Equal(loaded.Restored, want) {
+		t.Fatalf("loaded = %+v, %v; want %v", loaded, err, want)
+	}
+	rep := mustExec(t, b, "print(raw == bytes(range(256)) * 4096, type(raw).__name__, ba == b'xyz' * 100000, type(ba).__name__, bytes(ob.b) == b'w' * 200000)")
+	if want := "True bytes True bytearray True\n"; rep.Stdout != want {
+		t.Fatalf("stdout = %q, want %q", rep.Stdout, want)
+	}
+}
+
+// TestCheckpointLoadsVersion1: a blob in the format before raw values
+// (one pickle) still restores.
+func TestCheckpointLoadsVersion1(t *testing.T) {
+	a := startKernel(t, baseSpec(t), "")
+	rep := mustExec(t, a, `import pickle
+print(pickle.dumps({"v": 1, "modules": [("osp", "os.path")], "defs": [((1, 1), "f", "def f():\n    return 7\n")],
+    "values": [("x", pickle.dumps(42))]}).hex(), end="")`)
+	v1, err := hex.DecodeString(rep.Stdout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := a.RestoreCheckpoint(context.Background(), bytes.NewReader(v1), int64(len(v1)))
+	if err != nil || !slices.Equal(loaded.Restored, []string{"f", "osp", "x"}) {
+		t.Fatalf("loaded = %+v, %v", loaded, err)
+	}
+	if rep := mustExec(t, a, "print(x, f(), osp.join('a', 'b'))"); rep.Stdout != "42 7 a/b\n" {
+		t.Fatalf("stdout = %q", rep.Stdout)
+	}
+}
+
+// hostileSave makes the kernel's save answer reply and then run send
+// (Python statements with the runner in r) in place of sending its blob.
+func hostileSave(reply, send string) string {
+	return `import _kernpool_checkpoint as m, json, os, sys
+def handle(op, arg, cells, blob):
+    return ` + reply + `
+def outgoing():
+    r = sys._getframe(1).f_locals["runner"]
+    ` + send + `
+    return []
+m.handle, m.outgoing = handle, outgoing
+x = 3
+`
+}
+
+// TestCheckpointHostileData: what a kernel sends as a save's blob is
+// bounded by the save's limit, read before any byte of it, and must be
+// the size announced; a stream cut short (the kernel died) fails the
+// save. w never gets more than the limit; a kernel whose stream can no
+// longer be trusted is killed, one that kept the framing serves on.
+func TestCheckpointHostileData(t *testing.T) {
+	const limit = 1000
+	frame := func(n int, data string) string {
+		return `os.write(r.frame_fd, b"\n" + r.sentinel + b" C ` + strconv.Itoa(n) + `\n" + ` + data + `)`
+	}
+	sized := `json.dumps({"size": 100, "saved": ["x"], "lost": []})`
+	cases := []struct {
+		name, reply, send, err string
+		got                    int
+		dies                   bool
+	}{
+		{"past the limit", sized, frame(limit+1, `b"z" * 1001`), "checkpoint data past the 1000-byte limit of its save", 0, true},
+		{"past the limit in two frames", sized, frame(600, `b"z" * 600`) + "\n    " + frame(600, `b"z" * 600`), "checkpoint data past the 1000-byte limit of its save", 600, true},
+		{"short of its size", sized, frame(10, `b"z" * 10`), "checkpoint data of 10 bytes for a blob of 100", 10, false},
+		{"over its size", sized, frame(200, `b"z" * 200`), "checkpoint data of 200 bytes for a blob of 100", 200, false},
+		{"data for a save over the limit", `json.dumps({"size": 5000, "saved": [], "lost": []})`, frame(10, `b"z" * 10`), "checkpoint data of 10 bytes for a blob of 5000", 10, false},
+		{"cut short", sized, frame(100, `b"z" * 10`) + "\n    os._exit(3)", "exited", 10, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			k := startKernel(t, baseSpec(t), "")
+			mustExec(t, k, hostileSave(tc.reply, tc.send))
+			var blob bytes.Buffer
+			_, err := k.SaveCheckpoint(context.Background(), limit, &blob)
+			if err == nil || !strings.Contains(err.Error(), tc.err) || blob.Len() != tc.got {
+				t.Fatalf("err = %v, %d bytes written; want %q, %d bytes", err, blob.Len(), tc.err, tc.got)
+			}
+			if tc.dies {
+				<-k.Done()
+				return
+			}
+			if !errors.Is(err, ErrProtocol) {
+				t.Fatalf("err = %v, want ErrProtocol", err)
+			}
+			if rep := mustExec(t, k, "x"); rep.Stdout != "3\n" {
+				t.Fatalf("after the refused save: %+v", rep)
+			}
+		})
+	}
+}
+
+// TestCheckpointDataOutsideSave: a C frame while no save runs breaks the
+// protocol: the kernel is killed.
+func TestCheckpointDataOutsideSave(t *testing.T) {
+	k := startKernel(t, baseSpec(t), "")
+	_, err := k.Exec(context.Background(), Cell{Code: `import os, sys
+f, r = sys._getframe(), None
+while f is not None and r is None:
+    r = f.f_locals.get("self") if hasattr(f.f_locals.get("self"), "frame_fd") else None
+    f = f.f_back
+os.write(r.frame_fd, b"\n" + r.sentinel + b" C 5\nhello")
+`})
+	if !errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), "checkpoint data while no save runs") {
+		t.Fatalf("err = %v, want the protocol error", err)
+	}
+	<-k.Done()
+}
+
+// TestCheckpointRestoreShortReader: a blob that ends early or fails to
+// read is an error and loads nothing; the kernel stays in step and keeps
+// its state.
+func TestCheckpointRestoreShortReader(t *testing.T) {
+	k := startKernel(t, baseSpec(t), "")
+	mustExec(t, k, "x = 5")
+	for _, r := range []io.Reader{strings.NewReader("abc"), io.MultiReader(strings.NewReader("ab"), iotest.ErrReader(errors.New("store gone")))} {
+		_, err := k.RestoreCheckpoint(context.Background(), r, 10)
+		if err == nil || !(strings.Contains(err.Error(), "3 bytes of a 10-byte checkpoint") || strings.Contains(err.Error(), "store gone")) {
+			t.Fatalf("err = %v", err)
+		}
+		if rep := mustExec(t, k, "x"); rep.Stdout != "5\n" {
+			t.Fatalf("after the failed restore: %+v", rep)
+		}
+	}
+}
+
+// TestCheckpointWarm: with EnvCheckpointWarm the runner imports the
+// checkpoint module after the first cell (the second cell sees it, and
+// not the variable); without it, only a checkpoint request would.
+func TestCheckpointWarm(t *testing.T) {
+	for _, warm := range []bool{false, true} {
+		spec := baseSpec(t)
+		if warm {
+			spec.Env = append(slices.Clip(spec.Env), EnvCheckpointWarm+"=1")
+		}
+		k := startKernel(t, spec, "")
+		mustExec(t, k, "x = 1")
+		rep := mustExec(t, k, "import sys, os\nprint('_kernpool_checkpoint' in sys.modules, '"+EnvCheckpointWarm+"' in os.environ)")
+		if want := map[bool]string{false: "False", true: "True"}[warm] + " False\n"; rep.Stdout != want {
+			t.Fatalf("warm %v: stdout = %q, want %q", warm, rep.Stdout, want)
+		}
 	}
 }

@@ -14,7 +14,11 @@
 // The host writes one JSON object {"id","code"} per line to the runner's
 // stdin (with "op": "vars" for a variables listing, "checkpoint.*" for the
 // checkpoint requests of checkpoint.go, whose "code" carries the argument).
-// For each request the runner writes, in order:
+// Checkpoint blobs move raw: a restore's as "C " <size> "\n" and the bytes
+// on stdin before the load request, a save's as a C frame on stdout
+// ("\n" SENTINEL " C " <size> "\n" and the bytes) before the save's
+// reply, accepted only while a save runs and refused from its header
+// past the save's limit. For each request the runner writes, in order:
 //
 //	... the cell is compiled ...
 //	stdout and stderr: "\n" SENTINEL " B " <execution_count> "\n"  (begin)

@@ -41,6 +41,7 @@ type Kernel struct {
 	tailCap  int       // Spec.TailBytes
 	capsEnv  string    // EnvOutputCaps' value
 	cell     *cellState
+	ckptIn   ckptSink // a save's blob, from C frames (checkpoint.go)
 
 	busy atomic.Bool
 	seq  int // cells sent; guarded by busy

@@ -12,7 +12,7 @@ import (
 func (k *Kernel) readStdout() {
 	defer k.readers.Done()
 	defer close(k.stdoutEOF)
-	s := newScanner(k.stdoutR, []byte("\n"+k.sentinel+" "), " BDK", &k.cell.epoch)
+	s := newScanner(k.stdoutR, []byte("\n"+k.sentinel+" "), " BCDK", &k.cell.epoch)
 	err := s.run(k.cell.rawStdout, func(kind byte, n int64) error {
 		switch kind {
 		case 'B':
@@ -20,6 +20,8 @@ func (k *Kernel) readStdout() {
 			return nil
 		case 'K': // keeps a streamed line's newline from being held back
 			return nil
+		case 'C':
+			return k.ckptIn.data(s.body(n), n)
 		case 'D':
 			if n > DisplayBytes {
 				return protocolErr(fmt.Sprintf("a display of %d bytes exceeds the %d-byte limit", n, DisplayBytes))

@@ -23,7 +23,7 @@ var (
 )
 
 // checkpointFile is checkpoint.py's name inside the staging dir.
-const checkpointFile = "_kernpool_checkpoint.py"
+const checkpointFile = CheckpointModule + ".py"
 
 // runnerFiles are the runner's files in the staging dir, by name; spec.Files
 // may not replace any of them.

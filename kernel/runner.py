@@ -23,7 +23,7 @@ _CO_COROUTINE = 0x80
 _RUNNER_ONLY = (
     "KERNPOOL_SENTINEL", "KERNPOOL_CGROUP_PROCS", "KERNPOOL_CGROUP_KILL",
     "KERNPOOL_RLIMITS", "KERNPOOL_NO_NEW_PRIVS", "KERNPOOL_RPC_ENDPOINT",
-    "KERNPOOL_RPC_TOKEN", "KERNPOOL_OUTPUT_CAPS",
+    "KERNPOOL_RPC_TOKEN", "KERNPOOL_OUTPUT_CAPS", "KERNPOOL_CHECKPOINT_WARM",
 )
 # Set by _start from KERNPOOL_OUTPUT_CAPS (kernel/caps.go defines them), in
 # UTF-8 bytes: Python-level stdout and stderr kept from a cell's start, the
@@ -46,6 +46,11 @@ _IN_CELL = [False]
 _PENDING = [False]
 # How soon a streamed cell's partial line goes out (_kernpool_boot.LiveFlusher).
 _LIVE_FLUSH_SECONDS = 0.05
+# Set by _start from KERNPOOL_CHECKPOINT_WARM (a persist kernel, whose
+# state the pool will save): the checkpoint module is imported after the
+# first cell's reply, while the kernel waits for its next request, so no
+# save (a drain saves many at once) pays for it.
+_WARM_CHECKPOINT = [False]
 
 
 def _on_sigint(signum, frame):
@@ -117,6 +122,7 @@ def _start():
     import builtins
     builtins.display = display
     builtins.input = _no_input
+    _WARM_CHECKPOINT[0] = env.get("KERNPOOL_CHECKPOINT_WARM", "") == "1"
     for name in _RUNNER_ONLY:
         env.pop(name, None)
     return sentinel.encode("utf-8"), kill_path, protocol_fds, pending
@@ -430,6 +436,28 @@ class _Runner:
             except OSError:
                 pass
 
+    def data(self, pieces):
+        """A checkpoint blob's pieces as one C frame on stdout (nothing
+        when there are none)."""
+        if not pieces:
+            return
+        write_all = _staged("_kernpool_boot").write_all
+        small = [b"\n" + self.sentinel + b" C " + str(sum(len(p) for p in pieces)).encode() + b"\n"]
+        size = 0
+        for p in pieces:  # small pieces go out together, big ones as they are
+            if len(p) < 65536:
+                small.append(p)
+                size += len(p)
+                if size < 262144:
+                    continue
+            if small:
+                write_all(self.frame_fd, b"".join(small))
+                small, size = [], 0
+            if len(p) >= 65536:
+                write_all(self.frame_fd, p)
+        if small:
+            write_all(self.frame_fd, b"".join(small))
+
     def emit_display(self, body):
         """One display as a D frame on stdout, after the output before it."""
         _flush_std()
@@ -593,20 +621,37 @@ def _bind(runner, rid, payload):
         runner.reply(rid, "error", "", "", _error_text(exc, {}), 1)
 
 
-def _checkpoint(runner, rid, op, arg):
+def _warm_checkpoint():
+    """Import the checkpoint module ahead of the first save; a failure
+    is left for that save to report."""
+    try:
+        import _kernpool_checkpoint  # noqa: F401
+    except BaseException:
+        pass
+
+
+def _checkpoint(runner, rid, op, arg, blob):
     """A checkpoint request: _kernpool_checkpoint.py (kernel/checkpoint.py,
-    staged beside this file) does the work, interruptible like a cell."""
+    staged beside this file) does the work, interruptible like a cell; a
+    saved blob then goes out in a C frame before the reply."""
+    mod = None
     try:
         _IN_CELL[0] = True
         # The begin marks let the host interrupt the request (it signals
         # only after it read them): an idle save a cell is waiting for.
         runner.begin()
-        import _kernpool_checkpoint
-        out = _kernpool_checkpoint.handle(op, arg, runner.cells)
+        import _kernpool_checkpoint as mod
+        out = mod.handle(op, arg, runner.cells, blob)
+        blob = None
+        # From here SIGINT waits: a C frame cut short would derail the
+        # stream.
         _IN_CELL[0] = False
+        runner.data(mod.outgoing())
         runner.reply(rid, "ok", out, "", "", 0)
     except BaseException as exc:
         _IN_CELL[0] = False
+        if mod is not None:
+            mod.outgoing()
         runner.reply(rid, "error", "", "", _error_text(exc, {}), 1)
 
 
@@ -619,8 +664,12 @@ def main():
     requests = _staged("_kernpool_boot").requests(protocol_in, pending, kill_path)
     runner = _Runner(sentinel, frame_fd, mark_fd)
     runner.helpers([os.getpid()] + ([watchdog] if watchdog else []))
+    blob = None
     for line in requests:
-        line = line.strip()
+        if type(line) is not bytes:
+            blob = line  # a checkpoint to load: the next request takes it
+            continue
+        line, taken, blob = line.strip(), blob, None
         if not line:
             continue
         try:
@@ -638,7 +687,7 @@ def main():
             _preload(runner, rid, source)
             continue
         if op.startswith("checkpoint."):
-            _checkpoint(runner, rid, op, source)
+            _checkpoint(runner, rid, op, source, taken)
             continue
         if op:
             runner.reply(rid, "error", "", "", "kernpool runner: unknown op %r\n" % op[:64], 1)
@@ -646,6 +695,9 @@ def main():
         status, code = runner.cell(rid, source, stream, env)
         if status == "exit":
             os._exit(code & 0xFF)
+        if _WARM_CHECKPOINT[0]:
+            _WARM_CHECKPOINT[0] = False
+            _warm_checkpoint()
 
 
 if __name__ == "__main__":

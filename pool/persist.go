@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"time"
@@ -270,7 +269,7 @@ func (p *Pool) restore(ctx context.Context, lv *live, rq normalized) *restoreNot
 	start := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, p.cfg.Checkpoints.Timeout)
 	defer cancel()
-	loaded, err := lv.k.RestoreCheckpoint(rctx, io.LimitReader(f, h.Size))
+	loaded, err := lv.k.RestoreCheckpoint(rctx, f, h.Size)
 	if err != nil {
 		p.log.Warn("checkpoint restore failed", "id", lv.id, "owner", k.owner, "error", err)
 		return &restoreNote{warning: fmt.Sprintf("This session's previous kernel was stopped (%s); restoring its saved state failed (%s), so the kernel starts empty.", h.Reason, err)}

@@ -6,42 +6,48 @@ import (
 )
 
 // hostileCkpt replaces the kernel's checkpoint handler (the kernel is the
-// tenant's: a cell can) with one that answers save with saveReply (a
-// Python expression) and every chunk read with chunk (one too).
-func hostileCkpt(saveReply, chunk string) string {
-	return `import _kernpool_checkpoint as m, base64, json
-def handle(op, arg, cells):
-    if op == "checkpoint.save":
-        return ` + saveReply + `
-    return ` + chunk + `
+// tenant's: a cell can) with one that answers save with saveReply and
+// sends data (both Python expressions) as the blob.
+func hostileCkpt(saveReply, data string) string {
+	return `import _kernpool_checkpoint as m, json
+def handle(op, arg, cells, blob):
+    return ` + saveReply + `
 m.handle = handle
+m.outgoing = lambda: [` + data + `]
 x = 1
 `
 }
 
+// hostileRoom is the owner's cap in TestPersistHostileCheckpoint: a save
+// may send it less the trailer, 1048564 bytes.
+const hostileRoom = 1 << 20
+
 // TestPersistHostileCheckpoint: a kernel that lies about its checkpoint
-// (garbage, more bytes than announced, a huge size, endless name lists)
-// gets nothing stored but a refusal note, and the daemon reads no more
-// than one chunk of it.
+// (garbage, other bytes than announced, more than the owner's room, a
+// huge size, endless name lists) gets nothing stored but a refusal note;
+// the daemon reads none of a blob past the room.
 func TestPersistHostileCheckpoint(t *testing.T) {
 	const size = `json.dumps({"size": 1000, "saved": ["x"], "lost": [], "saved_total": 1, "lost_total": 0})`
 	cases := []struct {
-		name, save, chunk, note string
+		name, save, data, note string
 	}{
-		{"garbage reply", `"not json {"`, `""`, "malformed checkpoint save reply"},
-		// 600 kB for a 1000-byte blob: refused from the base64 length,
-		// before decoding it.
-		{"chunk over its size", size, `base64.b64encode(b"z" * 600000).decode()`, "checkpoint chunk over its size"},
-		{"short chunk", size, `base64.b64encode(b"z" * 10).decode()`, "malformed checkpoint chunk"},
-		{"bad base64", size, `"!!!!" * 300`, "malformed checkpoint chunk"},
-		{"huge size", `json.dumps({"size": 1 << 40, "saved": [], "lost": []})`, `""`, "it pickles to 1099511627776 bytes, over the 268435444 bytes left"},
-		{"endless names", `json.dumps({"size": 10, "saved": ["n%d" % i for i in range(5000)], "lost": []})`, `""`, "checkpoint reply lists more than 1000 names"},
-		{"negative size", `json.dumps({"size": -5, "saved": [], "lost": []})`, `""`, "malformed checkpoint save reply"},
+		{"garbage reply", `"not json {"`, `b""`, "malformed checkpoint save reply"},
+		// Refused from the frame's header, before a byte of it is read
+		// (the kernel is killed: its stream cannot be trusted after).
+		{"data past the room", size, `b"z" * (1 << 20)`, "checkpoint data past the 1048564-byte limit of its save"},
+		{"short data", size, `b"z" * 10`, "checkpoint data of 10 bytes for a blob of 1000"},
+		{"long data", size, `b"z" * 600000`, "checkpoint data of 600000 bytes for a blob of 1000"},
+		{"huge size", `json.dumps({"size": 1 << 40, "saved": [], "lost": []})`, `b""`, "it pickles to 1099511627776 bytes, over the 1048564 bytes left"},
+		{"endless names", `json.dumps({"size": 10, "saved": ["n%d" % i for i in range(5000)], "lost": []})`, `b""`, "checkpoint reply lists more than 1000 names"},
+		{"negative size", `json.dumps({"size": -5, "saved": [], "lost": []})`, `b""`, "malformed checkpoint save reply"},
 	}
-	p := newPersistPool(t, func(c *Config) { c.MaxKernels = 1 })
+	p := newPersistPool(t, func(c *Config) {
+		c.MaxKernels = 1
+		c.Checkpoints.MaxBytesPerOwner = hostileRoom
+	})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			wantStatus(t, run(t, p, Request{Owner: "h", Code: hostileCkpt(tc.save, tc.chunk)}), StatusSuccess)
+			wantStatus(t, run(t, p, Request{Owner: "h", Code: hostileCkpt(tc.save, tc.data)}), StatusSuccess)
 			run(t, p, Request{Owner: "other", Code: "pass"}) // evicts h: its save
 			waitSaved(t, p)
 			infos := p.Checkpoints()

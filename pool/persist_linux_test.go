@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/kernpool/kernpool/internal/testenv"
+	"github.com/kernpool/kernpool/kernel"
 )
 
 // syncLog collects a pool's log lines for a test to wait on.
@@ -384,4 +385,28 @@ func TestPersistRestoreOnSpare(t *testing.T) {
 	if res.Output != "'kept by a'\n" || !res.Kernel.Restored || p.Stats().SparesClaimed != claimed+1 {
 		t.Fatalf("restore on a spare: %+v (claimed %d -> %d)", res, claimed, p.Stats().SparesClaimed)
 	}
+}
+
+// TestPersistImportsCheckpointAhead: a persist mode's spare has the
+// checkpoint module imported before its claim, a kernel spawned for a
+// request right after its first cell (TestCheckpointWarm: never without
+// the persist policy's flag).
+func TestPersistImportsCheckpointAhead(t *testing.T) {
+	const probe = "import sys\n'" + kernel.CheckpointModule + "' in sys.modules"
+	check := func(p *Pool, owner, mode, want string) {
+		t.Helper()
+		if res := run(t, p, Request{Owner: owner, Mode: mode, Code: probe}); res.Output != want {
+			t.Fatalf("%s (%s): %+v, want %q", owner, mode, res, want)
+		}
+	}
+	// One kernel at most: no spare is refilled after the claim, so the
+	// next owner's kernel is spawned for it.
+	p := newPersistPool(t, func(c *Config) {
+		c.MaxKernels = 1
+		c.Warm = map[string]Warm{defaultName: {Spares: 1}}
+	})
+	waitSpares(t, p, defaultName, 1)
+	check(p, "spare", defaultName, "True\n") // claims the spare
+	check(p, "cold", defaultName, "False\n") // evicts spare's kernel, spawned for it
+	check(p, "cold", defaultName, "True\n")  // imported after its first cell
 }

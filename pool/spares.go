@@ -198,7 +198,14 @@ func (p *Pool) startSpare(mode string, gen uint64) {
 		// The bind parses its request with json: import it now, which
 		// also proves the runner is up and idle (Start returns as soon as
 		// the process runs, well before the interpreter has started).
-		if err = cmp.Or(statErr, lv.k.Preload(ctx, []string{"json"})); err != nil {
+		// A persist mode's spare restores its owner's checkpoint before
+		// the first cell: its checkpoint module is imported now too, off
+		// the request path.
+		mods := []string{"json"}
+		if p.policy(mode).Persist {
+			mods = append(mods, kernel.CheckpointModule)
+		}
+		if err = cmp.Or(statErr, lv.k.Preload(ctx, mods)); err != nil {
 			p.teardown(lv, reasonSpare)
 		}
 	}

@@ -22,6 +22,9 @@ func (p *Pool) spawn(ctx context.Context, rq normalized) (*live, error) {
 	if err != nil {
 		return nil, err
 	}
+	if p.policy(rq.key.mode).Persist {
+		env = append(slices.Clip(env), kernel.EnvCheckpointWarm+"=1") // its state will be saved
+	}
 	spec := kernel.Spec{
 		ID:          id,
 		Interpreter: rq.key.interpreter,
