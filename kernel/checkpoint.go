@@ -82,10 +82,12 @@ func (e *CheckpointTooBigError) Error() string {
 // more than limit bytes is killed (ErrProtocol); one that sends other
 // than the size it announces, or a reply that breaks the protocol
 // (malformed, over-long lists), is ErrProtocol too: w may then hold a
-// prefix, which the caller discards.
-func (k *Kernel) SaveCheckpoint(ctx context.Context, limit int64, w io.Writer) (*CheckpointSaved, error) {
+// prefix, which the caller discards. An interrupted save that does not
+// end within grace (0: DefaultInterruptGrace) kills the kernel, as a
+// cell's does.
+func (k *Kernel) SaveCheckpoint(ctx context.Context, limit int64, w io.Writer, grace time.Duration) (*CheckpointSaved, error) {
 	var saved *CheckpointSaved
-	err := k.checkpointOps(ctx, func(call opFunc) error {
+	err := k.checkpointOps(ctx, grace, func(call opFunc) error {
 		k.ckptIn.arm(w, limit)
 		out, err := call("checkpoint.save", strconv.FormatInt(limit, 10))
 		got, werr := k.ckptIn.disarm()
@@ -115,10 +117,11 @@ func (k *Kernel) SaveCheckpoint(ctx context.Context, limit int64, w io.Writer) (
 // (read from r) into the kernel and unpickles it there into the user
 // namespace. A reader that fails or ends early is an error and nothing
 // is loaded; a write to the kernel that ctx's end cuts short kills the
-// kernel (its request pipe would be left mid-blob).
-func (k *Kernel) RestoreCheckpoint(ctx context.Context, r io.Reader, size int64) (*CheckpointLoaded, error) {
+// kernel (its request pipe would be left mid-blob); grace is as for
+// SaveCheckpoint.
+func (k *Kernel) RestoreCheckpoint(ctx context.Context, r io.Reader, size int64, grace time.Duration) (*CheckpointLoaded, error) {
 	var loaded *CheckpointLoaded
-	err := k.checkpointOps(ctx, func(call opFunc) error {
+	err := k.checkpointOps(ctx, grace, func(call opFunc) error {
 		if size < 0 {
 			return fmt.Errorf("read: negative size %d", size)
 		}
@@ -288,7 +291,7 @@ type opFunc func(op, arg string) (string, error)
 
 // checkpointOps runs f with the kernel held busy; each call is one
 // request and reply.
-func (k *Kernel) checkpointOps(ctx context.Context, f func(opFunc) error) error {
+func (k *Kernel) checkpointOps(ctx context.Context, grace time.Duration, f func(opFunc) error) error {
 	if err := k.acquire("checkpoint"); err != nil {
 		return err
 	}
@@ -304,7 +307,7 @@ func (k *Kernel) checkpointOps(ctx context.Context, f func(opFunc) error) error 
 		}
 		req = append(req[:len(req)-2], `,"op":"`+op+`"}`+"\n"...)
 		k.cell.begin(k.seq, id, nil) // the runner's counter does not move
-		rep, interrupted, err := k.run(ctx, req, Cell{})
+		rep, interrupted, err := k.run(ctx, req, Cell{Grace: grace})
 		k.cell.end()
 		switch {
 		case err != nil:

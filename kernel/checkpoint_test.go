@@ -42,7 +42,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	a := startKernel(t, baseSpec(t), "")
 	mustExec(t, a, ckptStateCell)
 	var blob bytes.Buffer
-	saved, err := a.SaveCheckpoint(context.Background(), 1<<30, &blob)
+	saved, err := a.SaveCheckpoint(context.Background(), 1<<30, &blob, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 		t.Fatalf("saved = %+v (blob %d bytes)", saved, blob.Len())
 	}
 	b := startKernel(t, baseSpec(t), "")
-	loaded, err := b.RestoreCheckpoint(context.Background(), &blob, int64(blob.Len()))
+	loaded, err := b.RestoreCheckpoint(context.Background(), &blob, int64(blob.Len()), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestCheckpointTooBig(t *testing.T) {
 	k := startKernel(t, baseSpec(t), "")
 	mustExec(t, k, "x = b'a' * 5000")
 	var blob bytes.Buffer
-	_, err := k.SaveCheckpoint(context.Background(), 1000, &blob)
+	_, err := k.SaveCheckpoint(context.Background(), 1000, &blob, 0)
 	var big *CheckpointTooBigError
 	if !errors.As(err, &big) || big.Limit != 1000 || big.Size < 5000 || blob.Len() != 0 {
 		t.Fatalf("err = %v, %d bytes written", err, blob.Len())
@@ -87,7 +87,7 @@ func TestCheckpointOpFailureKeepsKernel(t *testing.T) {
 	k := startKernel(t, baseSpec(t), "")
 	mustExec(t, k, "import _kernpool_checkpoint as m\ndef broken(op, arg, cells, blob):\n    raise ValueError('no save today')\nm.handle = broken\nx = 3")
 	var blob bytes.Buffer
-	_, err := k.SaveCheckpoint(context.Background(), 1<<20, &blob)
+	_, err := k.SaveCheckpoint(context.Background(), 1<<20, &blob, 0)
 	if err == nil || !strings.Contains(err.Error(), "ValueError: no save today") {
 		t.Fatalf("err = %v, want the kernel's ValueError", err)
 	}
@@ -102,7 +102,7 @@ func TestCheckpointHostileLoadReply(t *testing.T) {
 	for _, reply := range []string{`json.dumps({"restored": ["n%d" % i for i in range(1001)], "lost": []})`, `"]]"`} {
 		k := startKernel(t, baseSpec(t), "")
 		mustExec(t, k, "import _kernpool_checkpoint as m, json\nm.handle = lambda op, arg, cells, blob: "+reply)
-		_, err := k.RestoreCheckpoint(context.Background(), strings.NewReader("blob"), 4)
+		_, err := k.RestoreCheckpoint(context.Background(), strings.NewReader("blob"), 4, 0)
 		if !errors.Is(err, ErrProtocol) {
 			t.Fatalf("reply %s: err = %v, want ErrProtocol", reply, err)
 		}
@@ -125,7 +125,7 @@ func BenchmarkCheckpoint(b *testing.B) {
 			b.Run("save", func(b *testing.B) {
 				for i := 0; i < b.N; i++ {
 					blob.Reset()
-					s, err := a.SaveCheckpoint(context.Background(), 1<<30, &blob)
+					s, err := a.SaveCheckpoint(context.Background(), 1<<30, &blob, 0)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -135,7 +135,7 @@ func BenchmarkCheckpoint(b *testing.B) {
 			})
 			b.Run("restore", func(b *testing.B) {
 				for i := 0; i < b.N; i++ {
-					if _, err := r.RestoreCheckpoint(context.Background(), bytes.NewReader(blob.Bytes()), size); err != nil {
+					if _, err := r.RestoreCheckpoint(context.Background(), bytes.NewReader(blob.Bytes()), size, 0); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -162,12 +162,12 @@ ba = bytearray(b"xyz" * 100000)
 ob = Buf(bytearray(b"w" * 200000))
 `)
 	var blob bytes.Buffer
-	saved, err := a.SaveCheckpoint(context.Background(), 1<<30, &blob)
+	saved, err := a.SaveCheckpoint(context.Background(), 1<<30, &blob, 0)
 	if err != nil || saved.Size != int64(blob.Len()) || saved.LostTotal != 0 {
 		t.Fatalf("saved = %+v, %v (blob %d bytes)", saved, err, blob.Len())
 	}
 	b := startKernel(t, baseSpec(t), "")
-	loaded, err := b.RestoreCheckpoint(context.Background(), &blob, saved.Size)
+	loaded, err := b.RestoreCheckpoint(context.Background(), &blob, saved.Size, 0)
 	if want := []string{"Buf", "ba", "ob", "pickle", "raw"}; err != nil || !slices.Equal(loaded.Restored, want) {
 		t.Fatalf("loaded = %+v, %v; want %v", loaded, err, want)
 	}
@@ -188,7 +188,7 @@ print(pickle.dumps({"v": 1, "modules": [("osp", "os.path")], "defs": [((1, 1), "
 	if err != nil {
 		t.Fatal(err)
 	}
-	loaded, err := a.RestoreCheckpoint(context.Background(), bytes.NewReader(v1), int64(len(v1)))
+	loaded, err := a.RestoreCheckpoint(context.Background(), bytes.NewReader(v1), int64(len(v1)), 0)
 	if err != nil || !slices.Equal(loaded.Restored, []string{"f", "osp", "x"}) {
 		t.Fatalf("loaded = %+v, %v", loaded, err)
 	}
@@ -240,7 +240,7 @@ func TestCheckpointHostileData(t *testing.T) {
 			k := startKernel(t, baseSpec(t), "")
 			mustExec(t, k, hostileSave(tc.reply, tc.send))
 			var blob bytes.Buffer
-			_, err := k.SaveCheckpoint(context.Background(), limit, &blob)
+			_, err := k.SaveCheckpoint(context.Background(), limit, &blob, 0)
 			if err == nil || !strings.Contains(err.Error(), tc.err) || blob.Len() != tc.got {
 				t.Fatalf("err = %v, %d bytes written; want %q, %d bytes", err, blob.Len(), tc.err, tc.got)
 			}
@@ -282,7 +282,7 @@ func TestCheckpointRestoreShortReader(t *testing.T) {
 	k := startKernel(t, baseSpec(t), "")
 	mustExec(t, k, "x = 5")
 	for _, r := range []io.Reader{strings.NewReader("abc"), io.MultiReader(strings.NewReader("ab"), iotest.ErrReader(errors.New("store gone")))} {
-		_, err := k.RestoreCheckpoint(context.Background(), r, 10)
+		_, err := k.RestoreCheckpoint(context.Background(), r, 10, 0)
 		if err == nil || !(strings.Contains(err.Error(), "3 bytes of a 10-byte checkpoint") || strings.Contains(err.Error(), "store gone")) {
 			t.Fatalf("err = %v", err)
 		}

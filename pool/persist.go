@@ -152,7 +152,7 @@ func (p *Pool) storeState(ctx context.Context, lv *live, reason teardownReason, 
 		p.log.Error("checkpoint not saved", "id", lv.id, "owner", lv.owner, "error", err)
 		return false
 	}
-	saved, err := lv.k.SaveCheckpoint(ctx, p.ckpt.room(k), f)
+	saved, err := lv.k.SaveCheckpoint(ctx, p.ckpt.room(k), f, p.policy(k.mode).InterruptGrace)
 	if saved != nil {
 		h.SavedTotal, h.Lost, h.LostTotal = saved.SavedTotal, saved.Lost, saved.LostTotal
 	}
@@ -269,7 +269,7 @@ func (p *Pool) restore(ctx context.Context, lv *live, rq normalized) *restoreNot
 	start := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, p.cfg.Checkpoints.Timeout)
 	defer cancel()
-	loaded, err := lv.k.RestoreCheckpoint(rctx, f, h.Size)
+	loaded, err := lv.k.RestoreCheckpoint(rctx, f, h.Size, p.policy(k.mode).InterruptGrace)
 	if err != nil {
 		p.log.Warn("checkpoint restore failed", "id", lv.id, "owner", k.owner, "error", err)
 		return &restoreNote{warning: fmt.Sprintf("This session's previous kernel was stopped (%s); restoring its saved state failed (%s), so the kernel starts empty.", h.Reason, err)}
