@@ -332,52 +332,13 @@ func kernelPidOf(t *testing.T, d *daemon.Daemon, id string) int {
 	return 0
 }
 
-// TestReloadAppliesProfileLimits (root): a reload that changes
-// memory_swap_max, pids_max, cpu_max and cpu_weight gives a kernel
-// started after it those limits in its cgroup (memory_max has its own
-// tests: TestReloadAndHandler, cmd/kernpool's TestReloadMemoryLimit).
-func TestReloadAppliesProfileLimits(t *testing.T) {
-	testenv.RequireRoot(t) // cgroup limits need root
-	cfg := testConfig(t)
-	withProfile(cfg, func(p *daemon.Profile) { p.Spares = 0 })
-	d, c, _ := reloadDaemon(t, cfg)
-	next := cloneConfig(d.Config())
-	withProfile(next, func(p *daemon.Profile) {
-		p.MemoryMax, p.MemorySwapMax, p.PidsMax, p.CPUMax, p.CPUWeight = 256<<20, 64<<20, 77, 0.5, 400
-	})
-	if err := d.Reload(next); err != nil {
-		t.Fatal(err)
-	}
-	res, err := c.Execute(context.Background(), pool.Request{Owner: "limits", Code: "1"})
-	if err != nil || res.Status != pool.StatusSuccess {
-		t.Fatalf("cell after the reload: %+v, %v", res, err)
-	}
-	if iso := res.Kernel.Isolation; iso == nil || iso.PidsMax != 77 || iso.CPUMax != 0.5 || iso.MemoryMax != 256<<20 {
-		t.Errorf("kernel after the reload: %+v, want pids 77, cpu 0.5, memory 256MiB", iso)
-	}
-	pid := kernelPidOf(t, d, res.Kernel.ID)
-	if v, ok := cgroupValue(t, pid, "pids", "pids.max"); !ok || v != "77" {
-		t.Errorf("pids.max %q (%t), want 77", v, ok)
-	}
-	// memory+swap: v1's memsw limit (when the host accounts swap), v2's
-	// swap alone.
-	if v, ok := cgroupValue(t, pid, "memory", "memory.memsw.limit_in_bytes"); ok && v != strconv.Itoa(320<<20) {
-		t.Errorf("memory.memsw.limit_in_bytes %s, want 320MiB", v)
-	} else if v, ok := cgroupValue(t, pid, "memory", "memory.swap.max"); ok && v != strconv.Itoa(64<<20) {
-		t.Errorf("memory.swap.max %s, want 64MiB", v)
-	}
-	// Weight 400 is v1 shares 2 + 399*262142/9999 = 10462.
-	if v, ok := cgroupValue(t, pid, "cpu", "cpu.shares"); ok && v != "10462" {
-		t.Errorf("cpu.shares %s, want 10462 (weight 400)", v)
-	} else if v, ok2 := cgroupValue(t, pid, "cpu", "cpu.weight"); !ok && (!ok2 || v != "400") {
-		t.Errorf("cpu.weight %q (%t), want 400", v, ok2)
-	}
-}
-
-// TestReloadAppliesCellPolicies: a reload's interrupt_grace, files_max_bytes,
-// preload, spares and drain_on_term hold from the next cell, upload,
-// kernel or SIGTERM on.
-func TestReloadAppliesCellPolicies(t *testing.T) {
+// TestReloadAppliesProfileSettings: a reload's memory_swap_max,
+// pids_max, cpu_max and cpu_weight (root: in the cgroup of a kernel
+// started after it; memory_max has its own tests, TestReloadAndHandler
+// and cmd/kernpool's TestReloadMemoryLimit), interrupt_grace,
+// files_max_bytes, preload, spares and drain_on_term hold from the next
+// kernel, cell, upload or SIGTERM on.
+func TestReloadAppliesProfileSettings(t *testing.T) {
 	cfg := testConfig(t)
 	withProfile(cfg, func(p *daemon.Profile) { p.Spares = 0 })
 	d, c, logs := reloadDaemon(t, cfg)
@@ -386,6 +347,7 @@ func TestReloadAppliesCellPolicies(t *testing.T) {
 	withProfile(next, func(p *daemon.Profile) {
 		p.InterruptGrace, p.FilesMaxBytes = time.Millisecond, 1024
 		p.Spares, p.Preload = 1, []string{"colorsys"}
+		p.MemoryMax, p.MemorySwapMax, p.PidsMax, p.CPUMax, p.CPUWeight = 256<<20, 64<<20, 77, 0.5, 400
 	})
 	next.DrainOnTerm = true
 	if err := d.Reload(next); err != nil {
@@ -411,6 +373,9 @@ func TestReloadAppliesCellPolicies(t *testing.T) {
 	if err != nil || res.Output != "True\n" {
 		t.Fatalf("preload after the reload: %+v, %v", res, err)
 	}
+	if os.Geteuid() == 0 {
+		checkReloadedLimits(t, d, res)
+	}
 
 	// files_max_bytes 1024: 1025 bytes are too large, 1024 are not.
 	target := api.FileTarget{Owner: "p"}
@@ -430,5 +395,57 @@ func TestReloadAppliesCellPolicies(t *testing.T) {
 	}
 	if errors.Is(err, pool.ErrQuota) {
 		t.Fatal(err)
+	}
+}
+
+// TestReloadAppliesPersist: persist turned on by a reload decides the
+// teardown of a kernel started before it: evicted at max_kernels, the
+// kernel is saved and its owner's next cell finds its variables.
+func TestReloadAppliesPersist(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.MaxKernels = 1
+	withProfile(cfg, func(p *daemon.Profile) { p.Spares = 0 })
+	d, c, _ := reloadDaemon(t, cfg)
+	ctx := context.Background()
+	if res, err := c.Execute(ctx, pool.Request{Owner: "o", Code: "x = 42"}); err != nil || res.Status != pool.StatusSuccess {
+		t.Fatalf("first cell: %+v, %v", res, err)
+	}
+	next := cloneConfig(d.Config())
+	withProfile(next, func(p *daemon.Profile) { p.Persist = true })
+	if err := d.Reload(next); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := c.Execute(ctx, pool.Request{Owner: "e", Code: "1"}); err != nil || res.Status != pool.StatusSuccess {
+		t.Fatalf("the evicting cell: %+v, %v", res, err)
+	}
+	res, err := c.Execute(ctx, pool.Request{Owner: "o", Code: "print(x)"})
+	if err != nil || res.Output != "42\n" || !res.Kernel.Restored {
+		t.Fatalf("o's cell after its kernel was evicted under a reloaded persist: %+v, %v; want 42 restored", res, err)
+	}
+}
+
+// checkReloadedLimits checks the limits TestReloadAppliesProfileSettings
+// reloads in the cgroup of res's kernel.
+func checkReloadedLimits(t *testing.T, d *daemon.Daemon, res *pool.Result) {
+	t.Helper()
+	if iso := res.Kernel.Isolation; iso == nil || iso.PidsMax != 77 || iso.CPUMax != 0.5 || iso.MemoryMax != 256<<20 {
+		t.Errorf("kernel after the reload: %+v, want pids 77, cpu 0.5, memory 256MiB", iso)
+	}
+	pid := kernelPidOf(t, d, res.Kernel.ID)
+	if v, ok := cgroupValue(t, pid, "pids", "pids.max"); !ok || v != "77" {
+		t.Errorf("pids.max %q (%t), want 77", v, ok)
+	}
+	// memory+swap: v1's memsw limit (when the host accounts swap), v2's
+	// swap alone.
+	if v, ok := cgroupValue(t, pid, "memory", "memory.memsw.limit_in_bytes"); ok && v != strconv.Itoa(320<<20) {
+		t.Errorf("memory.memsw.limit_in_bytes %s, want 320MiB", v)
+	} else if v, ok := cgroupValue(t, pid, "memory", "memory.swap.max"); ok && v != strconv.Itoa(64<<20) {
+		t.Errorf("memory.swap.max %s, want 64MiB", v)
+	}
+	// Weight 400 is v1 shares 2 + 399*262142/9999 = 10462.
+	if v, ok := cgroupValue(t, pid, "cpu", "cpu.shares"); ok && v != "10462" {
+		t.Errorf("cpu.shares %s, want 10462 (weight 400)", v)
+	} else if v, ok2 := cgroupValue(t, pid, "cpu", "cpu.weight"); !ok && (!ok2 || v != "400") {
+		t.Errorf("cpu.weight %q (%t), want 400", v, ok2)
 	}
 }
