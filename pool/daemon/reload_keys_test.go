@@ -200,6 +200,8 @@ func TestReloadRestartKeysChangeNothing(t *testing.T) {
 		{"fleet_heartbeat", func(c *daemon.Config) { c.Fleet.Heartbeat = 5 * time.Second }, nil},
 		{"fleet_node_token_file", func(c *daemon.Config) { c.Fleet.NodeTokenFile = filepath.Join(dir, "token") }, nil},
 		{"fleet_node_ca", func(c *daemon.Config) { c.Fleet.NodeCA = filepath.Join(dir, "ca.pem") }, nil},
+		{"fleet_kubernetes_service", func(c *daemon.Config) { c.Fleet.KubernetesService = "kernpool-node" }, nil},
+		{"fleet_kubernetes_namespace", func(c *daemon.Config) { c.Fleet.KubernetesNamespace = "kp" }, nil},
 		{"env.passthrough", func(c *daemon.Config) { c.Env.Passthrough = append(c.Env.Passthrough, "KP_RELOAD_TEST") }, nil},
 		{"env.refuse", func(c *daemon.Config) { c.Env.Refuse = []string{"KP_*_SECRET"} }, nil},
 		{"output.redact_patterns", func(c *daemon.Config) { c.Output.RedactPatterns = !c.Output.RedactPatterns }, nil},
