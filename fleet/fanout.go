@@ -44,22 +44,7 @@ func (r *Router) handleList(w http.ResponseWriter, req *http.Request) {
 		r.registryError(w, "", err)
 		return
 	}
-	lists := make([]*api.KernelList, len(ns))
-	var wg sync.WaitGroup
-	for i, n := range ns {
-		wg.Go(func() {
-			resp, _, err := r.send(req, n, auth, 0, nil)
-			if err != nil {
-				return
-			}
-			defer resp.Body.Close()
-			var kl api.KernelList
-			if resp.StatusCode == http.StatusOK && json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&kl) == nil {
-				lists[i] = &kl
-			}
-		})
-	}
-	wg.Wait()
+	lists := askAll[api.KernelList](r, req, ns, auth)
 	p := api.PrincipalOf(req)
 	out := api.KernelList{Kernels: []pool.KernelInfo{}, Checkpoints: []pool.CheckpointInfo{}}
 	ckpts := false
@@ -131,4 +116,27 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(append(b, '\n'))
+}
+
+// askAll sends req to every node at once and decodes each 200 answer
+// (at most 64 MiB) as a T; a node that fails or answers otherwise leaves
+// nil in its place.
+func askAll[T any](r *Router, req *http.Request, ns []Node, auth string) []*T {
+	out := make([]*T, len(ns))
+	var wg sync.WaitGroup
+	for i, n := range ns {
+		wg.Go(func() {
+			resp, _, err := r.send(req, n, auth, 0, nil)
+			if err != nil {
+				return
+			}
+			defer resp.Body.Close()
+			var v T
+			if resp.StatusCode == http.StatusOK && json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&v) == nil {
+				out[i] = &v
+			}
+		})
+	}
+	wg.Wait()
+	return out
 }

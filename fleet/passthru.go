@@ -72,26 +72,13 @@ func (r *Router) handleListSessions(w http.ResponseWriter, req *http.Request) {
 		r.registryError(w, "", err)
 		return
 	}
-	lists := make([][]pool.SessionInfo, len(ns))
-	var wg sync.WaitGroup
-	for i, n := range ns {
-		wg.Go(func() {
-			resp, _, err := r.send(req, n, auth, 0, nil)
-			if err != nil {
-				return
-			}
-			defer resp.Body.Close()
-			var sl api.SessionList
-			if resp.StatusCode == http.StatusOK && json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&sl) == nil {
-				lists[i] = sl.Sessions
-			}
-		})
-	}
-	wg.Wait()
+	lists := askAll[api.SessionList](r, req, ns, auth)
 	p := api.PrincipalOf(req)
 	out := api.SessionList{Sessions: []pool.SessionInfo{}}
 	for _, l := range lists {
-		out.Sessions = append(out.Sessions, l...)
+		if l != nil {
+			out.Sessions = append(out.Sessions, l.Sessions...)
+		}
 	}
 	out.Sessions = slices.DeleteFunc(out.Sessions, func(s pool.SessionInfo) bool { return !p.Allows(s.Owner) })
 	slices.SortFunc(out.Sessions, func(a, b pool.SessionInfo) int {
