@@ -66,35 +66,6 @@ func TestRotatorOversizedLineInEmptyFile(t *testing.T) {
 	}
 }
 
-// openFDs counts this process's open file descriptors.
-func openFDs(t *testing.T) int {
-	t.Helper()
-	fds, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skipf("no /proc/self/fd: %v", err)
-	}
-	return len(fds)
-}
-
-// TestCloseReleasesEveryFile: rotations and Close give back every file
-// they opened.
-func TestCloseReleasesEveryFile(t *testing.T) {
-	before := openFDs(t)
-	l, err := Open(Config{Path: filepath.Join(testTempDir(t), "audit.log"), MaxSize: 1, Keep: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 5 {
-		l.CellDone(cell(i))
-	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if after := openFDs(t); after != before {
-		t.Fatalf("%d files open after Close, %d before Open", after, before)
-	}
-}
-
 // TestOpenKeepsOnFailure: Open keeps the OnFailure it is given (a line
 // lost after Close is counted there), and a nil one is a no-op.
 func TestOpenKeepsOnFailure(t *testing.T) {
