@@ -5,13 +5,16 @@ package kernel
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -19,9 +22,7 @@ import (
 )
 
 // BenchmarkRoundTrip times one warm cell (x=1) three ways on the real
-// runner, interleaved (with -count N the whole set repeats N times, so
-// each line compares with its neighbours, not with another minute of a
-// shared machine):
+// runner, interleaved in one run:
 //
 //   - kernpool: Kernel.Exec (BenchmarkExecWarm's cell);
 //   - gosync: the same runner, spawned the same way, driven by a minimal
@@ -32,6 +33,14 @@ import (
 //     speaking the same protocol with synchronous reads (the design of a
 //     host written in Python).
 //
+// The three take turns in blocks of roundTripBlock back-to-back cells,
+// in a rotating order (-count repeats each sub-benchmark on its own, so it
+// would compare one minute of a shared machine with another). It reports
+// each host's median time per cell over the blocks (ns/op is kernpool's),
+// the medians of kernpool's ratio to the others within a round, and the
+// host CPU and context switches per cell of the two Go hosts (this
+// process's, per block).
+//
 // Each runs in two wake-up regimes: halt (idle vCPUs sleep, so every
 // wake-up pays for waking one) and spin (a niced busy loop keeps the
 // other vCPU running, so wake-ups are cheap).
@@ -39,14 +48,108 @@ func BenchmarkRoundTrip(b *testing.B) {
 	testenv.RequirePython(b)
 	for _, regime := range []string{"halt", "spin"} {
 		b.Run(regime, func(b *testing.B) {
+			hosts := []roundTripHost{kernpoolHost(b), goSyncHost(b), pyHostRunner(b)}
 			if regime == "spin" {
 				defer startSpinner(b)()
 			}
-			b.Run("kernpool", func(b *testing.B) { benchExec(b, "x=1", "", nil) })
-			b.Run("gosync", benchGoSync)
-			b.Run("pyhost", benchPyHost)
+			b.ResetTimer()
+			perCell := make([][]float64, len(hosts)) // ns per cell, per block
+			cpu := make([][]float64, len(hosts))     // host CPU ns per cell, per block
+			cs := make([][]float64, len(hosts))      // host context switches per cell, per block
+			for round := 0; round*roundTripBlock < b.N; round++ {
+				n := min(roundTripBlock, b.N-round*roundTripBlock)
+				for j := range hosts {
+					i := (round + j) % len(hosts)
+					u0, t0 := selfUsage(), time.Now()
+					hosts[i].run(n)
+					elapsed, u1 := time.Since(t0), selfUsage()
+					perCell[i] = append(perCell[i], float64(elapsed.Nanoseconds())/float64(n))
+					cpu[i] = append(cpu[i], float64(u1.cpu-u0.cpu)/float64(n))
+					cs[i] = append(cs[i], float64(u1.switches-u0.switches)/float64(n))
+				}
+			}
+			b.StopTimer()
+			reportRoundTrip(b, hosts, perCell, cpu, cs)
 		})
 	}
+}
+
+// roundTripBlock is how many cells one host runs before the next takes
+// its turn: enough to keep each host in its back-to-back regime, few
+// enough that the turns interleave many times a second.
+const roundTripBlock = 50
+
+// roundTripHost runs n warm `x=1` cells back to back.
+type roundTripHost struct {
+	name string
+	run  func(n int)
+	cpu  bool // its host side runs in this process: its CPU is reported
+}
+
+// reportRoundTrip reports each host's median time per cell, kernpool's
+// median ratio to each other host within a round, and the Go hosts' CPU
+// and context switches.
+func reportRoundTrip(b *testing.B, hosts []roundTripHost, perCell, cpu, cs [][]float64) {
+	if len(perCell[0]) == 0 {
+		return
+	}
+	b.ReportMetric(medianOf(perCell[0]), "ns/op")
+	for i, h := range hosts {
+		b.ReportMetric(medianOf(perCell[i]), h.name+"-ns/cell")
+		if h.cpu {
+			b.ReportMetric(medianOf(cpu[i]), h.name+"-cpu-ns/cell")
+			b.ReportMetric(medianOf(cs[i]), h.name+"-cs/cell")
+		}
+		if i == 0 {
+			continue
+		}
+		ratios := make([]float64, len(perCell[0]))
+		for r := range ratios {
+			ratios[r] = perCell[0][r] / perCell[i][r]
+		}
+		b.ReportMetric(medianOf(ratios), "kernpool/"+h.name)
+	}
+}
+
+func medianOf(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// usage is this process's CPU time (user and system, ns) and context
+// switches (voluntary and not) so far.
+type usage struct{ cpu, switches int64 }
+
+func selfUsage() usage {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return usage{}
+	}
+	return usage{ru.Utime.Nano() + ru.Stime.Nano(), ru.Nvcsw + ru.Nivcsw}
+}
+
+// kernpoolHost is Kernel.Exec on a kernel as benchExec starts it.
+func kernpoolHost(b *testing.B) roundTripHost {
+	spec := baseSpec(b)
+	spec.StdoutCap = 2 << 20 // as the pool's kernels keep spill_cap (5 MB by default)
+	k := startKernel(b, spec, "")
+	mustExec(b, k, "pass") // the first cell pays the start-up
+	ctx, cell := context.Background(), Cell{Code: "x=1"}
+	return roundTripHost{name: "kernpool", cpu: true, run: func(n int) {
+		for i := 0; i < n; i++ {
+			rep, err := k.Exec(ctx, cell)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if rep.Status != "ok" {
+				b.Fatalf("cell status %q: %s", rep.Status, rep.Traceback)
+			}
+		}
+	}}
 }
 
 // startSpinner starts a busy loop at the lowest priority (it yields to
@@ -132,8 +235,8 @@ func spawnRawRunner(b *testing.B) *rawRunner {
 	return r
 }
 
-// BenchmarkRoundTrip/gosync: a minimal synchronous Go host.
-func benchGoSync(b *testing.B) {
+// goSyncHost is a minimal synchronous Go host.
+func goSyncHost(b *testing.B) roundTripHost {
 	r := spawnRawRunner(b)
 	// Fd puts the files in blocking mode: plain read(2) that sleeps in the
 	// kernel, woken by the runner's write, as a single-threaded host does.
@@ -144,15 +247,13 @@ func benchGoSync(b *testing.B) {
 	if err := h.cell(); err != nil { // the first cell pays the start-up
 		b.Fatal(err)
 	}
-	report := testenv.MeasureCPU(b, r.cmd.Process.Pid)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if err := h.cell(); err != nil {
-			b.Fatal(err)
+	return roundTripHost{name: "gosync", cpu: true, run: func(n int) {
+		for i := 0; i < n; i++ {
+			if err := h.cell(); err != nil {
+				b.Fatal(err)
+			}
 		}
-	}
-	b.StopTimer()
-	report()
+	}}
 }
 
 type syncHost struct {
@@ -296,8 +397,9 @@ for line in sys.stdin:
     sys.stdout.flush()
 `
 
-// BenchmarkRoundTrip/pyhost: the single-threaded Python host.
-func benchPyHost(b *testing.B) {
+// pyHostRunner is the single-threaded Python host; each block costs one
+// more round trip on its control pipe, spread over the block's cells.
+func pyHostRunner(b *testing.B) roundTripHost {
 	r := spawnRawRunner(b)
 	host := exec.Command(r.interpreter, "-c", pyHost, string(r.sentinel))
 	host.ExtraFiles = []*os.File{r.stdin, r.stdout, r.stderr}
@@ -327,6 +429,5 @@ func benchPyHost(b *testing.B) {
 		}
 	}
 	run(1) // the first cell pays the start-up
-	b.ResetTimer()
-	run(b.N)
+	return roundTripHost{name: "pyhost", run: run}
 }
