@@ -168,7 +168,9 @@ func TestHostileRPCFlood(t *testing.T) {
 	})
 	var flood *pool.Result
 	underAttack(t, p, func() {
-		flood = run(t, p, pool.Request{Owner: "a", Tools: []string{"search"}, ToolHandler: handler, Code: `import socket, threading, _kernpool_runtime as rt
+		// 256 MiB pushed at the socket: minutes in a TCG guest (it ran
+		// past the 60 s default there), so the cell gets the tests' patience.
+		flood = run(t, p, pool.Request{Owner: "a", Tools: []string{"search"}, ToolHandler: handler, Timeout: testenv.Patience, Code: `import socket, threading, _kernpool_runtime as rt
 outcomes = []
 lock = threading.Lock()
 barrier = threading.Barrier(64)
