@@ -238,7 +238,9 @@ func (b *idleBody) Read(p []byte) (int, error) {
 // tryEach sends req (with body, already read) to each live node in turn
 // and relays the first answer that is not 404; a node that refuses
 // cells (503 draining or closed) may not be the one that holds the id,
-// so its refusal is relayed only when no node knows the id.
+// so its refusal is relayed only when no node knows the id. A node
+// that gave no answer (it died mid-cell, or is unreachable) may have
+// held the id: when no node knows it, that is 502 node_failed, not 404.
 func (r *Router) tryEach(w http.ResponseWriter, req *http.Request, auth string, body []byte) {
 	ns, err := r.liveNodes(req.Context(), false)
 	if err != nil {
@@ -246,10 +248,15 @@ func (r *Router) tryEach(w http.ResponseWriter, req *http.Request, auth string, 
 		return
 	}
 	var refusal *http.Response
+	var failed error
 	for _, n := range ns {
 		resp, _, err := r.send(req, n, auth, 0, body)
 		if err != nil {
-			continue // gone: it holds no kernel any more
+			if req.Context().Err() != nil {
+				return // the client went away
+			}
+			failed = fmt.Errorf("node %s gave no answer (it may hold %s): %w", n.Name, cmp.Or(req.PathValue("id"), "the session"), err)
+			continue
 		}
 		if resp.StatusCode == http.StatusNotFound {
 			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxPeek))
@@ -267,6 +274,10 @@ func (r *Router) tryEach(w http.ResponseWriter, req *http.Request, auth string, 
 		}
 		relay(w, resp)
 		resp.Body.Close()
+		return
+	}
+	if failed != nil {
+		api.WriteError(w, http.StatusBadGateway, api.CodeNodeFailed, failed.Error())
 		return
 	}
 	if refusal != nil {
