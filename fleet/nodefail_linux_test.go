@@ -13,8 +13,8 @@ import (
 // TestRouterSessionNodeFailsMidCell: a session cell whose node stops
 // answering mid-cell (its connections cut) is answered 502 node_failed
 // through the router, as an owner's cell is, never 404 not_found from
-// the nodes that never held the session; so is the session while its
-// node is listed but unreachable.
+// the nodes that never held the session; so are the session and its
+// files while its node is listed but unreachable.
 func TestRouterSessionNodeFailsMidCell(t *testing.T) {
 	f := newFleet(t)
 	a, b := f.node("a"), f.node("b")
@@ -44,6 +44,9 @@ func TestRouterSessionNodeFailsMidCell(t *testing.T) {
 	}
 	if _, err := r.Session(ctx, s.ID); !isNodeFailed(err) {
 		t.Fatalf("the session of an unreachable node: %v, want 502 %s", err, api.CodeNodeFailed)
+	}
+	if _, err := r.ListFiles(ctx, api.FileTarget{Session: s.ID}, ""); !isNodeFailed(err) {
+		t.Fatalf("the files of a session of an unreachable node: %v, want 502 %s", err, api.CodeNodeFailed)
 	}
 }
 

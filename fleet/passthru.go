@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -103,7 +104,10 @@ func (r *Router) handleFilesByID(w http.ResponseWriter, req *http.Request) {
 		probe = "/v1/sessions/" + url.PathEscape(id)
 	}
 	n, found, err := r.locate(req, auth, probe)
+	var failed *nodeFailedError
 	switch {
+	case errors.As(err, &failed):
+		api.WriteError(w, http.StatusBadGateway, api.CodeNodeFailed, fmt.Sprintf("%s: %v", id, err))
 	case err != nil:
 		r.registryError(w, "", err)
 	case !found:
@@ -165,8 +169,20 @@ func (r *Router) byIDAuth(w http.ResponseWriter, req *http.Request) (string, boo
 	return r.nodeAuth(w, req)
 }
 
+// nodeFailedError: no node knows an id, and a node that may hold it gave
+// no answer (502 node_failed, not 404).
+type nodeFailedError struct {
+	node string
+	err  error
+}
+
+func (e *nodeFailedError) Error() string {
+	return fmt.Sprintf("node %s gave no answer (it may hold the id): %v", e.node, e.err)
+}
+
 // locate asks every live node for probe (GET) at once and returns the
-// first that answers anything but 404.
+// first that answers anything but 404; when none does and a node gave
+// no answer, a *nodeFailedError.
 func (r *Router) locate(req *http.Request, auth, probe string) (Node, bool, error) {
 	ns, err := r.liveNodes(req.Context(), false)
 	if err != nil {
@@ -179,11 +195,13 @@ func (r *Router) locate(req *http.Request, auth, probe string) (Node, bool, erro
 	preq.Header = req.Header.Clone()
 	preq.Header.Del("Expect")
 	found := make(chan Node, len(ns))
+	failed := make(chan error, len(ns))
 	var wg sync.WaitGroup
 	for _, n := range ns {
 		wg.Go(func() {
 			resp, _, err := r.send(preq, n, auth, 0, nil)
 			if err != nil {
+				failed <- &nodeFailedError{node: n.Name, err: err}
 				return
 			}
 			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxPeek))
@@ -195,8 +213,14 @@ func (r *Router) locate(req *http.Request, auth, probe string) (Node, bool, erro
 	}
 	wg.Wait()
 	close(found)
-	n, ok := <-found
-	return n, ok, nil
+	close(failed)
+	if n, ok := <-found; ok {
+		return n, true, nil
+	}
+	if err := <-failed; err != nil && req.Context().Err() == nil {
+		return Node{}, false, err
+	}
+	return Node{}, false, nil
 }
 
 // stream forwards req to node once, its body read as it is sent (each
