@@ -174,8 +174,13 @@ type rewriter struct {
 	bufs [2][]byte
 	next int
 	pool *sync.Pool // of *[]byte scratch buffers, owned by the Pipeline
-	// edits counts the masks applied (Filter.TakeRedactions).
+	// edits counts the secrets masked (Filter.TakeRedactions).
 	edits int
+	// masks are the spans (sorted, disjoint) of the current text that
+	// earlier passes wrote: a later pass masking one of them again (the
+	// DSN password that the token pass had already masked) re-masks the
+	// same secret, which counts once.
+	masks []edit
 }
 
 // maxPooledBuf bounds the buffers kept for reuse, so one huge output does
@@ -240,7 +245,7 @@ func (rw *rewriter) apply(s string, edits []edit) string {
 		return s
 	}
 	if rw != nil {
-		rw.edits += len(edits)
+		rw.count(edits)
 	}
 	b := rw.take(len(s) + 64)
 	last := 0
@@ -251,6 +256,31 @@ func (rw *rewriter) apply(s string, edits []edit) string {
 	}
 	b = append(b, s[last:]...)
 	return rw.commit(b)
+}
+
+// count counts the edits that mask no earlier mask and maps the masks to
+// the text the edits make (an edit absorbs the masks it overlaps).
+func (rw *rewriter) count(edits []edit) {
+	next := make([]edit, 0, len(rw.masks)+len(edits))
+	j, delta := 0, 0
+	for _, e := range edits {
+		for ; j < len(rw.masks) && rw.masks[j].end <= e.start; j++ {
+			next = append(next, edit{start: rw.masks[j].start + delta, end: rw.masks[j].end + delta})
+		}
+		again := false
+		for ; j < len(rw.masks) && rw.masks[j].start < e.end; j++ {
+			again = true
+		}
+		if !again {
+			rw.edits++
+		}
+		next = append(next, edit{start: e.start + delta, end: e.start + delta + len(e.repl)})
+		delta += len(e.repl) - (e.end - e.start)
+	}
+	for ; j < len(rw.masks); j++ {
+		next = append(next, edit{start: rw.masks[j].start + delta, end: rw.masks[j].end + delta})
+	}
+	rw.masks = next
 }
 
 // applyEdits applies sorted, non-overlapping edits; none means s itself.

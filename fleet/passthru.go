@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -103,7 +104,10 @@ func (r *Router) handleFilesByID(w http.ResponseWriter, req *http.Request) {
 		probe = "/v1/sessions/" + url.PathEscape(id)
 	}
 	n, found, err := r.locate(req, auth, probe)
+	var failed *nodeFailedError
 	switch {
+	case errors.As(err, &failed):
+		api.WriteError(w, http.StatusBadGateway, api.CodeNodeFailed, fmt.Sprintf("%s: %v", id, err))
 	case err != nil:
 		r.registryError(w, "", err)
 	case !found:
@@ -165,8 +169,20 @@ func (r *Router) byIDAuth(w http.ResponseWriter, req *http.Request) (string, boo
 	return r.nodeAuth(w, req)
 }
 
+// nodeFailedError: no node knows an id, and a node that may hold it gave
+// no answer (502 node_failed, not 404).
+type nodeFailedError struct {
+	node string
+	err  error
+}
+
+func (e *nodeFailedError) Error() string {
+	return fmt.Sprintf("node %s gave no answer (it may hold the id): %v", e.node, e.err)
+}
+
 // locate asks every live node for probe (GET) at once and returns the
-// first that answers anything but 404.
+// first that answers anything but 404; when none does and a node gave
+// no answer, a *nodeFailedError.
 func (r *Router) locate(req *http.Request, auth, probe string) (Node, bool, error) {
 	ns, err := r.liveNodes(req.Context(), false)
 	if err != nil {
@@ -179,11 +195,13 @@ func (r *Router) locate(req *http.Request, auth, probe string) (Node, bool, erro
 	preq.Header = req.Header.Clone()
 	preq.Header.Del("Expect")
 	found := make(chan Node, len(ns))
+	failed := make(chan error, len(ns))
 	var wg sync.WaitGroup
 	for _, n := range ns {
 		wg.Go(func() {
 			resp, _, err := r.send(preq, n, auth, 0, nil)
 			if err != nil {
+				failed <- &nodeFailedError{node: n.Name, err: err}
 				return
 			}
 			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxPeek))
@@ -195,8 +213,14 @@ func (r *Router) locate(req *http.Request, auth, probe string) (Node, bool, erro
 	}
 	wg.Wait()
 	close(found)
-	n, ok := <-found
-	return n, ok, nil
+	close(failed)
+	if n, ok := <-found; ok {
+		return n, true, nil
+	}
+	if err := <-failed; err != nil && req.Context().Err() == nil {
+		return Node{}, false, err
+	}
+	return Node{}, false, nil
 }
 
 // stream forwards req to node once, its body read as it is sent (each
@@ -238,7 +262,9 @@ func (b *idleBody) Read(p []byte) (int, error) {
 // tryEach sends req (with body, already read) to each live node in turn
 // and relays the first answer that is not 404; a node that refuses
 // cells (503 draining or closed) may not be the one that holds the id,
-// so its refusal is relayed only when no node knows the id.
+// so its refusal is relayed only when no node knows the id. A node
+// that gave no answer (it died mid-cell, or is unreachable) may have
+// held the id: when no node knows it, that is 502 node_failed, not 404.
 func (r *Router) tryEach(w http.ResponseWriter, req *http.Request, auth string, body []byte) {
 	ns, err := r.liveNodes(req.Context(), false)
 	if err != nil {
@@ -246,10 +272,15 @@ func (r *Router) tryEach(w http.ResponseWriter, req *http.Request, auth string, 
 		return
 	}
 	var refusal *http.Response
+	var failed error
 	for _, n := range ns {
 		resp, _, err := r.send(req, n, auth, 0, body)
 		if err != nil {
-			continue // gone: it holds no kernel any more
+			if req.Context().Err() != nil {
+				return // the client went away
+			}
+			failed = fmt.Errorf("node %s gave no answer (it may hold %s): %w", n.Name, cmp.Or(req.PathValue("id"), "the session"), err)
+			continue
 		}
 		if resp.StatusCode == http.StatusNotFound {
 			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxPeek))
@@ -267,6 +298,10 @@ func (r *Router) tryEach(w http.ResponseWriter, req *http.Request, auth string, 
 		}
 		relay(w, resp)
 		resp.Body.Close()
+		return
+	}
+	if failed != nil {
+		api.WriteError(w, http.StatusBadGateway, api.CodeNodeFailed, failed.Error())
 		return
 	}
 	if refusal != nil {

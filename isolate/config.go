@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
@@ -15,6 +16,7 @@ import (
 	"github.com/kernpool/kernpool/isolate/kinit"
 	"github.com/kernpool/kernpool/kernel"
 	"github.com/kernpool/kernpool/pool"
+	"github.com/kernpool/kernpool/units"
 )
 
 // DefaultProfile is the profile a mode without its own profile uses.
@@ -254,26 +256,13 @@ func (c *Config) resolve(mode string, lim Limits) (*specs.LinuxResources, Profil
 		return nil, p, fmt.Errorf("limits %+v: %w: negative or not a number", lim, ErrBadLimit)
 	}
 	base := profileLimits(p.Resources)
-	check := func(field string, want, ceil, prof float64) error {
-		if want == 0 {
-			return nil
-		}
-		bound := ceil
-		if bound == 0 {
-			bound = prof
-		}
-		if bound > 0 && want > bound {
-			return fmt.Errorf("%s %g: %w (%g)", field, want, ErrOverCeiling, bound)
-		}
-		return nil
-	}
-	if err := check("memory_max", float64(lim.MemoryMax), float64(c.Ceiling.MemoryMax), float64(base.MemoryMax)); err != nil {
+	if err := overCeiling("memory_max", lim.MemoryMax, c.Ceiling.MemoryMax, base.MemoryMax, formatMemory); err != nil {
 		return nil, p, err
 	}
-	if err := check("pids_max", float64(lim.PidsMax), float64(c.Ceiling.PidsMax), float64(base.PidsMax)); err != nil {
+	if err := overCeiling("pids_max", lim.PidsMax, c.Ceiling.PidsMax, base.PidsMax, formatCount); err != nil {
 		return nil, p, err
 	}
-	if err := check("cpu_max", lim.CPUMax, c.Ceiling.CPUMax, base.CPUMax); err != nil {
+	if err := overCeiling("cpu_max", lim.CPUMax, c.Ceiling.CPUMax, base.CPUMax, formatCores); err != nil {
 		return nil, p, err
 	}
 	r := copyResources(p.Resources)
@@ -284,6 +273,32 @@ func (c *Config) resolve(mode string, lim Limits) (*specs.LinuxResources, Profil
 	}
 	return r, p, nil
 }
+
+// overCeiling refuses a requested limit (0: none) over the ceiling, or
+// over the profile's value where no ceiling is set, in the field's units.
+func overCeiling[T int64 | float64](field string, want, ceil, prof T, format func(T) string) error {
+	bound, of := ceil, "the ceiling"
+	if bound == 0 {
+		bound, of = prof, "the profile's value (no ceiling is set)"
+	}
+	if want == 0 || bound <= 0 || want <= bound {
+		return nil
+	}
+	return fmt.Errorf("%s %s: %w: at most %s, %s", field, format(want), ErrOverCeiling, format(bound), of)
+}
+
+// formatMemory is a byte count as operators write it (units.FormatBytes:
+// 8GiB) and exactly; a count no binary unit divides is bytes alone.
+func formatMemory(n int64) string {
+	exact := strconv.FormatInt(n, 10)
+	if human := units.FormatBytes(n); human != exact+"B" {
+		return human + " (" + exact + " bytes)"
+	}
+	return exact + " bytes"
+}
+
+func formatCount(n int64) string   { return strconv.FormatInt(n, 10) }
+func formatCores(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
 // copyResources copies the parts of r the pool sets, so that overrides
 // never write through to the profile.

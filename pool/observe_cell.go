@@ -40,6 +40,13 @@ func (m *cellMeta) takeRedactions(f OutputFilter) {
 	m.redactions = -1
 }
 
+// dropRedactions forgets the masks f counted so far (see Pool.finish).
+func dropRedactions(f OutputFilter) {
+	if rc, ok := f.(RedactionCounter); ok {
+		rc.TakeRedactions()
+	}
+}
+
 // cellTools counts a cell's tool calls by name and outcome on their
 // way to the request's handler.
 type cellTools struct {

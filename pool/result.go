@@ -185,6 +185,10 @@ func (p *Pool) writeDeath(c cellState, res *Result, stdout string, err error) {
 // A filter error loses nothing: the texts are still cleaned and returned.
 func (p *Pool) finish(c cellState, res *Result) CellOutput {
 	r := c.reply
+	// A streamed cell's events were cleaned (and the stream's hold checks
+	// cleaned them again) as they went; the result cleans the same output
+	// whole, and its masks are the ones counted, once per secret.
+	dropRedactions(c.lv.filter)
 	out, err := finishStreams(c.lv.filter, r, p.spillDir(c.lv.id), c.count)
 	if err != nil {
 		p.log.Warn("output filter failed", "id", c.lv.id, "error", err)

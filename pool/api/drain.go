@@ -2,7 +2,10 @@ package api
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -172,21 +175,53 @@ func (s *Server) refuseRoutedCell(w http.ResponseWriter, r *http.Request) bool {
 	if forbidOwner(w, r, owner) {
 		return true
 	}
-	if !s.pool.OwnerUnsaved(owner) {
-		if s.cfg.OwnerSaved != nil {
-			if err := s.cfg.OwnerSaved(r.Context(), owner); err != nil {
-				s.log.Warn("owner's record not marked saved", "owner", owner, "error", err)
-			}
-		}
-		return s.refuseCell(w)
-	}
-	if err := s.cfg.OwnerSaving(r.Context(), owner); err != nil {
-		s.log.Error("owner's record not marked saving: its cell is refused without leave to move it", "owner", owner, "error", err)
+	if err := s.markRefusedOwner(r.Context(), owner); err != nil {
 		w.Header().Set("Retry-After", retryAfterSeconds)
-		writeError(w, http.StatusServiceUnavailable, CodeNoNode, "this node is draining and could not record that it still saves owner "+owner+": "+err.Error())
+		writeError(w, http.StatusServiceUnavailable, CodeNoNode, err.Error())
 		return true
 	}
 	return s.refuseCell(w)
+}
+
+// errUnmarked: a draining node could not mark an owner's record saving;
+// 503 no_node (retry later: the owner does not move meanwhile).
+var errUnmarked = errors.New("this node is draining and could not record that it still saves owner")
+
+// markRefusedOwner marks the record of owner, whose routed cell this
+// draining node refuses: saving while the pool holds unsaved state of
+// the owner (the router then waits for the save), else saved. An error
+// (the saving mark failed) must refuse the cell without leave to move
+// the owner.
+func (s *Server) markRefusedOwner(ctx context.Context, owner string) error {
+	if !s.pool.OwnerUnsaved(owner) {
+		if s.cfg.OwnerSaved != nil {
+			if err := s.cfg.OwnerSaved(ctx, owner); err != nil {
+				s.log.Warn("owner's record not marked saved", "owner", owner, "error", err)
+			}
+		}
+		return nil
+	}
+	if err := s.cfg.OwnerSaving(ctx, owner); err != nil {
+		s.log.Error("owner's record not marked saving: its cell is refused without leave to move it", "owner", owner, "error", err)
+		return fmt.Errorf("%w %s: %w", errUnmarked, owner, err)
+	}
+	return nil
+}
+
+// closedRoutedCell is for a routed cell the pool refused as closed (err)
+// because a drain closed it while the cell waited behind the owner's
+// running cell or raced the drain's start: its owner's record is marked
+// as refuseRoutedCell marks it, since the state a drain saves holds the
+// cells answered before; the error to answer with.
+func (s *Server) closedRoutedCell(r *http.Request, req ExecuteRequest, err error) error {
+	if !errors.Is(err, pool.ErrClosed) || !s.drainMode() || s.cfg.OwnerSaving == nil ||
+		req.Session != "" || r.Header.Get(HeaderOwnerGeneration) == "" {
+		return err
+	}
+	if merr := s.markRefusedOwner(r.Context(), cmp.Or(req.Owner, pool.DefaultOwner)); merr != nil {
+		return merr
+	}
+	return err
 }
 
 // ReadyResponse is the body of GET /v1/ready: the state, and for a node

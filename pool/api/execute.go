@@ -52,6 +52,7 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 		})
 	}
 	res, err := s.pool.Execute(r.Context(), preq)
+	err = s.closedRoutedCell(r, req, err)
 	if r.Context().Err() != nil {
 		s.log.Warn("client disconnected; its cell was interrupted",
 			"owner", preq.Owner, "kernel", kernelID(res), "error", err)

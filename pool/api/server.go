@@ -294,7 +294,7 @@ func (s *Server) healthStatus() HealthStatus {
 // writePoolError maps the pool's sentinels to HTTP statuses.
 func (s *Server) writePoolError(w http.ResponseWriter, err error) {
 	status, code := s.classify(err)
-	if code == CodeDraining {
+	if code == CodeDraining || code == CodeNoNode {
 		w.Header().Set("Retry-After", retryAfterSeconds)
 	}
 	if status == http.StatusServiceUnavailable && code == CodeCapacity {
@@ -304,7 +304,7 @@ func (s *Server) writePoolError(w http.ResponseWriter, err error) {
 	if errors.As(err, &qe) {
 		w.Header().Set("Retry-After", strconv.FormatInt(int64(qe.RetryAfter/time.Second), 10))
 	}
-	if status >= 500 && code != CodeCapacity && code != CodeClosed && code != CodeDraining {
+	if status >= 500 && code != CodeCapacity && code != CodeClosed && code != CodeDraining && code != CodeNoNode {
 		s.log.Error("request failed", "error", err)
 	}
 	writeError(w, status, code, err.Error())
@@ -340,6 +340,8 @@ func classify(err error) (int, string) {
 		return http.StatusTooManyRequests, CodeQuota
 	case errors.Is(err, pool.ErrClosed):
 		return http.StatusServiceUnavailable, CodeClosed
+	case errors.Is(err, errUnmarked):
+		return http.StatusServiceUnavailable, CodeNoNode
 	case errors.Is(err, pool.ErrSessionMismatch):
 		return http.StatusConflict, CodeSessionMismatch
 	case errors.Is(err, pool.ErrConflict):

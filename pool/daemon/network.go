@@ -163,8 +163,8 @@ func (r *reloader) reloadNetwork(next *Config) error {
 	if r.net == nil {
 		return nil
 	}
-	cur, n := r.cur.Network, next.Network
-	if (cur.TLSCert == "") != (n.TLSCert == "") || (cur.TLSClientCA == "") != (n.TLSClientCA == "") {
+	n := next.Network
+	if !credentialsReload(r.cur.Network, n) {
 		return nil // a restart applies it; the running material stays
 	}
 	if err := r.net.load(&n); err != nil {
@@ -176,12 +176,19 @@ func (r *reloader) reloadNetwork(next *Config) error {
 // withCredentials is cur with next's reloadable parts (credentials and
 // TLS file paths) when a listener runs to reload them.
 func withCredentials(cur, next NetworkConfig, listening bool) NetworkConfig {
-	if !listening || (cur.TLSCert == "") != (next.TLSCert == "") || (cur.TLSClientCA == "") != (next.TLSClientCA == "") {
+	if !listening || !credentialsReload(cur, next) {
 		return cur
 	}
 	cur.Tokens, cur.ClientCerts = next.Tokens, next.ClientCerts
 	cur.TLSCert, cur.TLSKey, cur.TLSClientCA = next.TLSCert, next.TLSKey, next.TLSClientCA
 	return cur
+}
+
+// credentialsReload says whether a running listener takes next's
+// credentials and TLS files on a reload: not when TLS or client
+// certificates turn on or off (a restart does that).
+func credentialsReload(cur, next NetworkConfig) bool {
+	return (cur.TLSCert == "") == (next.TLSCert == "") && (cur.TLSClientCA == "") == (next.TLSClientCA == "")
 }
 
 // credentialChanges names what changed among the reloadable credentials.

@@ -45,9 +45,14 @@ func (r *reloader) apply(next *Config) error {
 	if err := r.reloadNetwork(next); err != nil {
 		return err
 	}
-	changed, restart := diffConfig(r.cur, next)
+	changed, restart, unused := diffConfig(r.cur, next, r.net != nil)
+	if len(unused) > 0 {
+		r.log.Warn("reload: credentials changed but not in use: no network listener runs (listen is not set); a restart with listen set reads them", "settings", strings.Join(unused, "; "))
+	}
 	if len(changed) == 0 && len(restart) == 0 {
-		r.log.Info("reload: nothing changed")
+		if len(unused) == 0 {
+			r.log.Info("reload: nothing changed")
+		}
 		return nil
 	}
 	// The ceiling is checked by the pool and the isolator alike; it stays
@@ -84,10 +89,11 @@ func (r *reloader) apply(next *Config) error {
 }
 
 // diffConfig describes what changed between two configurations: the
-// reloadable settings (profile limits, policies, spares, quotas) with old
-// and new values,
-// and the names of the others that differ.
-func diffConfig(old, next *Config) (changed, restart []string) {
+// reloadable settings (profile limits, policies, spares, quotas, and the
+// listener's credentials when one runs) with old and new values, the
+// names of the others that differ, and the credential changes that no
+// listener uses (listening false).
+func diffConfig(old, next *Config, listening bool) (changed, restart, unused []string) {
 	for _, name := range slices.Sorted(maps.Keys(next.Profiles)) {
 		o, n := old.Profiles[name], next.Profiles[name]
 		if lo, ln := profileLimitsText(o), profileLimitsText(n); lo != ln {
@@ -112,13 +118,18 @@ func diffConfig(old, next *Config) (changed, restart []string) {
 	if old.DrainOnTerm != next.DrainOnTerm {
 		changed = append(changed, fmt.Sprintf("drain_on_term: %t -> %t", old.DrainOnTerm, next.DrainOnTerm))
 	}
-	changed = append(changed, credentialChanges(old.Network, next.Network)...)
+	switch creds := credentialChanges(old.Network, next.Network); {
+	case !listening:
+		unused = creds
+	case credentialsReload(old.Network, next.Network):
+		changed = append(changed, creds...)
+	} // else turning TLS or client certificates on or off: restart lists it
 	// Everything else: compare with the reloadable parts made equal.
 	a, b := *old, *next
 	a.Profiles, a.MaxKernelsPerOwner, a.MaxCellsPerMinutePerOwner, a.DrainOnTerm = nil, 0, 0, false
 	b.Profiles, b.MaxKernelsPerOwner, b.MaxCellsPerMinutePerOwner, b.DrainOnTerm = nil, 0, 0, false
 	b.Network = withCredentials(b.Network, a.Network, true)
-	return changed, append(restart, differingKeys(reflect.ValueOf(a), reflect.ValueOf(b), "")...)
+	return changed, append(restart, differingKeys(reflect.ValueOf(a), reflect.ValueOf(b), "")...), unused
 }
 
 // differingKeys names, as the config file spells them, the settings of two

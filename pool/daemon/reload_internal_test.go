@@ -17,7 +17,7 @@ func TestDiffConfigNamesConfigKeys(t *testing.T) {
 	next.Cgroup.Parent, next.Cgroup.Enabled = "kp", true
 	next.Checkpoints.Retention = time.Hour
 	next.MaxKernelsPerOwner = 3 // reloadable: not in restart
-	_, restart := diffConfig(old, &next)
+	_, restart, _ := diffConfig(old, &next, false)
 	want := []string{"socket", "log_json", "idle_timeout", "audit_log", "cgroup.parent", "cgroup.enabled", "users.uid_range", "checkpoint_retention"}
 	if !slices.Equal(restart, want) {
 		t.Fatalf("restart = %q, want %q", restart, want)
