@@ -369,6 +369,10 @@ func TestURLCredentials(t *testing.T) {
 		"a://u:p1@h b://t2@h":               {"p1", "t2"},
 		"mongodb+srv://u:p%40ss@cluster/db": {"p%40ss"},
 		"https://user@@host":                {"user@"},
+		// A URL without a scheme still carries its password; an empty
+		// userinfo carries nothing.
+		"://admin:hunter22@db": {"hunter22"},
+		"https://@host/x":      nil,
 	}
 	for in, want := range cases {
 		if got := urlCredentials(in); !slices.Equal(got, want) {
