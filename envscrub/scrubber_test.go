@@ -373,6 +373,9 @@ func TestURLCredentials(t *testing.T) {
 		// userinfo carries nothing.
 		"://admin:hunter22@db": {"hunter22"},
 		"https://@host/x":      nil,
+		// Nothing between "://" and the path: no authority, so a ':' and
+		// an '@' further on are path bytes, not a password.
+		"file:///srv/data:archive2024@v2": nil,
 	}
 	for in, want := range cases {
 		if got := urlCredentials(in); !slices.Equal(got, want) {
