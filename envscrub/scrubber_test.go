@@ -369,6 +369,13 @@ func TestURLCredentials(t *testing.T) {
 		"a://u:p1@h b://t2@h":               {"p1", "t2"},
 		"mongodb+srv://u:p%40ss@cluster/db": {"p%40ss"},
 		"https://user@@host":                {"user@"},
+		// A URL without a scheme still carries its password; an empty
+		// userinfo carries nothing.
+		"://admin:hunter22@db": {"hunter22"},
+		"https://@host/x":      nil,
+		// Nothing between "://" and the path: no authority, so a ':' and
+		// an '@' further on are path bytes, not a password.
+		"file:///srv/data:archive2024@v2": nil,
 	}
 	for in, want := range cases {
 		if got := urlCredentials(in); !slices.Equal(got, want) {
