@@ -16,7 +16,7 @@ import (
 	"github.com/kernpool/kernpool/pool"
 )
 
-// TestSparesExhaustedAndRefilledManyRounds (root, real kernels): 30
+// TestSparesExhaustedAndRefilledManyRounds (root, real kernels): 18
 // rounds of taking every warm spare by starting owners on them and giving
 // the kernels back (shutting the owner down, killing the kernel by id, or
 // the kernel dying in a cell), each round ending with the pool back at
@@ -26,7 +26,7 @@ import (
 // release runs the refill dry within two rounds, as MaxKernels (a round's
 // peak) does for a slot kept.
 func TestSparesExhaustedAndRefilledManyRounds(t *testing.T) {
-	const spares, rounds, firstUID = 2, 30, 61940
+	const spares, rounds, firstUID = 2, 18, 61940
 	lockDir := filepath.Join(t.TempDir(), "uids")
 	iso, state := newRealIsolatorWith(t, func(c *isolate.Config) {
 		// 2 owners' kernels and 2 refilled spares live at once, plus one.
