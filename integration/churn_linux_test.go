@@ -44,6 +44,14 @@ func want(status string) func(Result, error) error {
 	}
 }
 
+// A lifecycle's cell timeouts only stop a hung kernel: scaled in the VM,
+// where a loaded host left the v1 guest 6 s behind and "1/0" ran past
+// 30 s between a churn of kernel starts.
+var (
+	churnCellDeadline = scaled(30 * time.Second).String()
+	churnOOMDeadline  = scaled(60 * time.Second).String()
+)
+
 // ended checks that a call was answered and says its kernel ended.
 func ended(res Result, err error) error {
 	if err != nil {
@@ -59,10 +67,10 @@ func teardowns() []teardown {
 	shutdown := func(d *Daemon, owner string) error { return d.API().Shutdown(context.Background(), owner) }
 	return []teardown{
 		{"reset", func(d *Daemon, o string) error {
-			if err := want("success")(exec1(d, o, "x = 1", "30s", false)); err != nil {
+			if err := want("success")(exec1(d, o, "x = 1", churnCellDeadline, false)); err != nil {
 				return err
 			}
-			res, err := exec1(d, o, "print('x' in globals())", "30s", true)
+			res, err := exec1(d, o, "print('x' in globals())", churnCellDeadline, true)
 			if err := want("success")(res, err); err != nil {
 				return err
 			}
@@ -83,19 +91,19 @@ func teardowns() []teardown {
 			}
 			return shutdown(d, o)
 		}},
-		{"sys_exit", func(d *Daemon, o string) error { return ended(exec1(d, o, "import sys\nsys.exit(3)", "30s", false)) }},
+		{"sys_exit", func(d *Daemon, o string) error { return ended(exec1(d, o, "import sys\nsys.exit(3)", churnCellDeadline, false)) }},
 		// A kernel that dies mid-cell is an error (exit -1), not "ended"
 		// (the reference sets ended only for sys.exit); the next call
 		// must get a fresh kernel.
 		{"self_kill", func(d *Daemon, o string) error {
-			res, err := exec1(d, o, "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", "30s", false)
+			res, err := exec1(d, o, "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", churnCellDeadline, false)
 			if err := want("error")(res, err); err != nil {
 				return err
 			}
 			if res.ExitCode != -1 {
 				return fmt.Errorf("death mid-cell: exit_code %d, want -1", res.ExitCode)
 			}
-			next, err := exec1(d, o, "print(1)", "30s", false)
+			next, err := exec1(d, o, "print(1)", churnCellDeadline, false)
 			if err := want("success")(next, err); err != nil {
 				return err
 			}
@@ -105,7 +113,7 @@ func teardowns() []teardown {
 			return shutdown(d, o)
 		}},
 		{"exception_then_shutdown", func(d *Daemon, o string) error {
-			if err := want("error")(exec1(d, o, "1/0", "30s", false)); err != nil {
+			if err := want("error")(exec1(d, o, "1/0", churnCellDeadline, false)); err != nil {
 				return err
 			}
 			return shutdown(d, o)
@@ -113,10 +121,10 @@ func teardowns() []teardown {
 		{"kill_by_id", killBusyByID},
 		// Left idle: each must end by LRU eviction (cap 4) or idle reaping
 		// (2 s); TestChurn checks that every one of them did.
-		{"lru_eviction", func(d *Daemon, o string) error { return want("success")(exec1(d, o, "print(1)", "30s", false)) }},
-		{"idle_reap", func(d *Daemon, o string) error { return want("success")(exec1(d, o, "y = 2", "30s", false)) }},
+		{"lru_eviction", func(d *Daemon, o string) error { return want("success")(exec1(d, o, "print(1)", churnCellDeadline, false)) }},
+		{"idle_reap", func(d *Daemon, o string) error { return want("success")(exec1(d, o, "y = 2", churnCellDeadline, false)) }},
 		{"oom", func(d *Daemon, o string) error {
-			res, err := exec1(d, o, "b = b'x' * (256 << 20)", "60s", false)
+			res, err := exec1(d, o, "b = b'x' * (256 << 20)", churnOOMDeadline, false)
 			if err != nil {
 				return err
 			}
@@ -126,7 +134,7 @@ func teardowns() []teardown {
 			return nil
 		}},
 		{"grandchild_then_shutdown", func(d *Daemon, o string) error {
-			if err := want("success")(exec1(d, o, setsidGrandchild, "30s", false)); err != nil {
+			if err := want("success")(exec1(d, o, setsidGrandchild, churnCellDeadline, false)); err != nil {
 				return err
 			}
 			return shutdown(d, o)
@@ -258,7 +266,7 @@ func assertLeftIdleEnded(t *testing.T, d *Daemon, tds []teardown, n int) {
 	}
 	// Under the churn evictions come first; with the daemon quiet, an idle
 	// kernel must be reaped (the reaper's period is 30 s here).
-	probe, err := exec1(d, "reap-probe", "x = 1", "30s", false)
+	probe, err := exec1(d, "reap-probe", "x = 1", churnCellDeadline, false)
 	if err := want("success")(probe, err); err != nil {
 		t.Fatalf("reap probe: %v", err)
 	}
