@@ -91,7 +91,9 @@ func teardowns() []teardown {
 			}
 			return shutdown(d, o)
 		}},
-		{"sys_exit", func(d *Daemon, o string) error { return ended(exec1(d, o, "import sys\nsys.exit(3)", churnCellDeadline, false)) }},
+		{"sys_exit", func(d *Daemon, o string) error {
+			return ended(exec1(d, o, "import sys\nsys.exit(3)", churnCellDeadline, false))
+		}},
 		// A kernel that dies mid-cell is an error (exit -1), not "ended"
 		// (the reference sets ended only for sys.exit); the next call
 		// must get a fresh kernel.
@@ -121,8 +123,12 @@ func teardowns() []teardown {
 		{"kill_by_id", killBusyByID},
 		// Left idle: each must end by LRU eviction (cap 4) or idle reaping
 		// (2 s); TestChurn checks that every one of them did.
-		{"lru_eviction", func(d *Daemon, o string) error { return want("success")(exec1(d, o, "print(1)", churnCellDeadline, false)) }},
-		{"idle_reap", func(d *Daemon, o string) error { return want("success")(exec1(d, o, "y = 2", churnCellDeadline, false)) }},
+		{"lru_eviction", func(d *Daemon, o string) error {
+			return want("success")(exec1(d, o, "print(1)", churnCellDeadline, false))
+		}},
+		{"idle_reap", func(d *Daemon, o string) error {
+			return want("success")(exec1(d, o, "y = 2", churnCellDeadline, false))
+		}},
 		{"oom", func(d *Daemon, o string) error {
 			res, err := exec1(d, o, "b = b'x' * (256 << 20)", churnOOMDeadline, false)
 			if err != nil {
