@@ -10,9 +10,6 @@ import (
 	"time"
 
 	"github.com/kernpool/kernpool/fleet"
-	"github.com/kernpool/kernpool/fleet/redisreg"
-	"github.com/kernpool/kernpool/internal/redistest"
-	"github.com/kernpool/kernpool/internal/s3test"
 	"github.com/kernpool/kernpool/internal/testenv"
 	"github.com/kernpool/kernpool/pool"
 	"github.com/kernpool/kernpool/pool/api"
@@ -27,15 +24,7 @@ import (
 // another owner keeps the drain from saving until the test interrupts
 // it.
 func TestFleetCellDuringDrain(t *testing.T) {
-	requireDaemon(t)
-	rd := redistest.Start(t)
-	s3 := s3test.Start(t, "ckpt")
-	reg, err := redisreg.Open(context.Background(), rd.URL, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = reg.Close() })
-	f := &fleetRig{t: t, redis: rd.URL, s3: s3.URL, reg: reg, nodes: map[string]*fleetNode{}, idle: "1h", grace: "10m"}
+	f := newFleetRig(t, "1h", "10m")
 	f.node("d1", 61400)
 	f.node("d2", 61500)
 	f.waitNodes(2)
@@ -87,7 +76,7 @@ func TestFleetCellDuringDrain(t *testing.T) {
 			t.Fatalf("o's cell was answered before its draining node saved it: %+v, %v", a.res, a.err)
 		default:
 		}
-		p, ok, err := reg.Owner(context.Background(), "o")
+		p, ok, err := f.reg.Owner(context.Background(), "o")
 		return err == nil && ok && p.State == fleet.OwnerSaving
 	})
 	// The drain goes on once the blocking cell ends (its kernel keeps

@@ -41,6 +41,22 @@ type fleetRig struct {
 	idle, grace string
 }
 
+// newFleetRig starts the fleet's shared services (a real redis-server
+// and S3 server) for nodes with checkpoint_idle idle and drain_grace
+// grace (empty: see fleetRig); it skips where no daemon can run.
+func newFleetRig(t *testing.T, idle, grace string) *fleetRig {
+	t.Helper()
+	requireDaemon(t)
+	rd := redistest.Start(t)
+	s3 := s3test.Start(t, "ckpt")
+	reg, err := redisreg.Open(context.Background(), rd.URL, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = reg.Close() })
+	return &fleetRig{t: t, redis: rd.URL, s3: s3.URL, reg: reg, nodes: map[string]*fleetNode{}, idle: idle, grace: grace}
+}
+
 type fleetNode struct {
 	d    *Daemon
 	url  string
@@ -165,15 +181,7 @@ func (f *fleetRig) waitNodes(want int) {
 // mid-stream leaves the other serving; a new node takes new owners and
 // no running owner moves.
 func TestFleet(t *testing.T) {
-	requireDaemon(t)
-	rd := redistest.Start(t)
-	s3 := s3test.Start(t, "ckpt")
-	reg, err := redisreg.Open(context.Background(), rd.URL, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = reg.Close() })
-	f := &fleetRig{t: t, redis: rd.URL, s3: s3.URL, reg: reg, nodes: map[string]*fleetNode{}}
+	f := newFleetRig(t, "", "")
 	f.node("n1", 61000)
 	f.node("n2", 61100)
 	f.node("n3", 61200)

@@ -12,9 +12,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/kernpool/kernpool/fleet/redisreg"
-	"github.com/kernpool/kernpool/internal/redistest"
-	"github.com/kernpool/kernpool/internal/s3test"
 	"github.com/kernpool/kernpool/internal/testenv"
 	"github.com/kernpool/kernpool/pool"
 	"github.com/kernpool/kernpool/pool/api"
@@ -25,15 +22,7 @@ import (
 // node_failed (the node is gone), as an owner's cell on a dead node is,
 // never 404 not_found from the node that never held the session.
 func TestFleetSessionNodeKilledMidCell(t *testing.T) {
-	requireDaemon(t)
-	rd := redistest.Start(t)
-	s3 := s3test.Start(t, "ckpt")
-	reg, err := redisreg.Open(context.Background(), rd.URL, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = reg.Close() })
-	f := &fleetRig{t: t, redis: rd.URL, s3: s3.URL, reg: reg, nodes: map[string]*fleetNode{}, idle: "1h"}
+	f := newFleetRig(t, "1h", "")
 	f.node("k1", 61600)
 	f.node("k2", 61800)
 	f.waitNodes(2)
