@@ -176,8 +176,7 @@ func (s *Server) refuseRoutedCell(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	if err := s.markRefusedOwner(r.Context(), owner); err != nil {
-		w.Header().Set("Retry-After", retryAfterSeconds)
-		writeError(w, http.StatusServiceUnavailable, CodeNoNode, err.Error())
+		s.writePoolError(w, err) // 503 no_node with Retry-After (classify)
 		return true
 	}
 	return s.refuseCell(w)
