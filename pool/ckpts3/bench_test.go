@@ -129,9 +129,9 @@ func BenchmarkStorePutGet10MiB(b *testing.B) {
 		b.Fatal(err)
 	}
 	for name, st := range map[string]pool.CheckpointStore{"s3": s3, "local": local} {
+		gen := uint64(0) // outside b.Run: -count reruns the sub-benchmark on the same store
 		b.Run(name, func(b *testing.B) {
 			ctx := context.Background()
-			gen := uint64(0)
 			for b.Loop() {
 				gen++
 				f, err := os.Open(spool)
