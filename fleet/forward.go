@@ -12,6 +12,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -145,7 +146,7 @@ func (r *Router) forward(w http.ResponseWriter, req *http.Request, node Node, au
 			io.Closer
 		}{io.MultiReader(bytes.NewReader(peeked), resp.Body), resp.Body}
 	}
-	relay(w, resp)
+	relay(w, resp, node.Name)
 	return sent
 }
 
@@ -188,10 +189,13 @@ func peekCode(resp *http.Response) (string, []byte) {
 // allocated (and zeroed, and collected) per request.
 var relayBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
-// relay copies the node's answer to the client, flushing each chunk as
-// it arrives: a streamed cell's events reach the client as the node
-// sends them.
-func relay(w http.ResponseWriter, resp *http.Response) {
+// relay copies node's answer to the client, flushing each chunk as it
+// arrives: a streamed cell's events reach the client as the node sends
+// them. An event stream (NDJSON) goes out in whole lines, and when the
+// node's answer breaks off (the node died mid-cell) relay ends it as the
+// node ends a failed request, with an error event (node_failed): the
+// status line went out with the first event, so a 502 no longer can.
+func relay(w http.ResponseWriter, resp *http.Response, node string) {
 	h := w.Header()
 	for k, vs := range resp.Header {
 		h[k] = vs
@@ -203,17 +207,52 @@ func relay(w http.ResponseWriter, resp *http.Response) {
 	rc := http.NewResponseController(w)
 	bp := relayBufs.Get().(*[]byte)
 	defer relayBufs.Put(bp)
-	buf := *bp
+	buf, held, midLine := *bp, 0, false
+	lines := isEventStream(resp.Header)
 	for {
-		n, err := resp.Body.Read(buf)
-		if n > 0 {
-			if _, werr := w.Write(buf[:n]); werr != nil {
+		n, err := resp.Body.Read(buf[held:])
+		n += held
+		end := n
+		if lines && err != io.EOF && (err != nil || n < len(buf)) {
+			// Hold back an unfinished line: a broken answer's last piece
+			// is dropped. A line longer than the buffer goes as it comes.
+			if end = bytes.LastIndexByte(buf[:n], '\n') + 1; end == 0 && midLine {
+				end = n
+			}
+		}
+		if end > 0 {
+			if _, werr := w.Write(buf[:end]); werr != nil {
 				return // the client went away; closing the body ends the node's request
 			}
 			_ = rc.Flush()
+			midLine = buf[end-1] != '\n'
+		}
+		held = copy(buf, buf[end:n])
+		if err == io.EOF || err != nil && !lines {
+			return
 		}
 		if err != nil {
+			endBroken(w, rc, node, err, midLine)
 			return
 		}
 	}
+}
+
+// isEventStream reports an NDJSON answer (a streamed cell, a drain's
+// progress).
+func isEventStream(h http.Header) bool {
+	ct, _, _ := strings.Cut(h.Get("Content-Type"), ";")
+	return strings.TrimSpace(ct) == "application/x-ndjson"
+}
+
+// endBroken ends an event stream the node broke off with a last error
+// event (after a newline when a line longer than the buffer was cut).
+func endBroken(w http.ResponseWriter, rc *http.ResponseController, node string, cause error, midLine bool) {
+	if midLine {
+		_, _ = io.WriteString(w, "\n")
+	}
+	ev := api.Event{Event: api.EventError, Code: api.CodeNodeFailed,
+		Error: fmt.Sprintf("node %s failed mid-answer: %v", node, cause)}
+	_ = json.NewEncoder(w).Encode(ev) // the client may be gone too
+	_ = rc.Flush()
 }

@@ -243,7 +243,7 @@ func (r *Router) stream(w http.ResponseWriter, req *http.Request, n Node, auth s
 		return
 	}
 	defer resp.Body.Close()
-	relay(w, resp)
+	relay(w, resp, n.Name)
 }
 
 // idleBody reads a client's body, failing a read that waits longer
@@ -296,7 +296,7 @@ func (r *Router) tryEach(w http.ResponseWriter, req *http.Request, auth string, 
 				continue
 			}
 		}
-		relay(w, resp)
+		relay(w, resp, n.Name)
 		resp.Body.Close()
 		return
 	}
@@ -305,7 +305,7 @@ func (r *Router) tryEach(w http.ResponseWriter, req *http.Request, auth string, 
 		return
 	}
 	if refusal != nil {
-		relay(w, refusal)
+		relay(w, refusal, "")
 		return
 	}
 	api.WriteError(w, http.StatusNotFound, api.CodeNotFound, fmt.Sprintf("%s: %v on any node", cmp.Or(req.PathValue("id"), "the session"), pool.ErrNotFound))

@@ -20,7 +20,9 @@ import (
 // TestFleetSessionNodeKilledMidCell: kill -9 of the node that runs a
 // session's cell, sent through a router: the cell is answered 502
 // node_failed (the node is gone), as an owner's cell on a dead node is,
-// never 404 not_found from the node that never held the session.
+// never 404 not_found from the node that never held the session; a
+// streamed cell killed after its first event ends with the error event
+// node_failed.
 func TestFleetSessionNodeKilledMidCell(t *testing.T) {
 	f := newFleetRig(t, "1h", "")
 	f.node("k1", 61600)
@@ -72,6 +74,40 @@ func TestFleetSessionNodeKilledMidCell(t *testing.T) {
 	}
 	// The node comes back on its state dir and ends the kernel its
 	// killed run left behind.
+	n.d.Restart(n.opts)
+
+	// A streamed cell has sent its status line with its first event:
+	// killed after that, its node's cell ends with the error event
+	// node_failed through the router, after the events that came.
+	streamed := make(chan error, 1)
+	firstEv := make(chan string, 1)
+	go func() {
+		_, err := c.ExecuteLive(ctx, pool.Request{Owner: "o", Code: "print('first')\nimport time\nwhile True:\n    time.sleep(0.05)"}, nil,
+			func(ev api.Event) {
+				if ev.Event == api.EventStdout {
+					select {
+					case firstEv <- ev.Text:
+					default:
+					}
+				}
+			})
+		streamed <- err
+	}()
+	select {
+	case text := <-firstEv:
+		if text != "first\n" {
+			t.Fatalf("the streamed cell's first event: %q", text)
+		}
+	case err := <-streamed:
+		t.Fatalf("the streamed cell ended before its first event: %v", err)
+	}
+	n = f.nodes[f.record("o").Node]
+	pid = n.d.Pid()
+	n.d.Signal(syscall.SIGKILL)
+	waitFor(t, scaled(testenv.Patience), fmt.Sprintf("node pid %d to die", pid), func() bool { return procDead(pid) })
+	if err := <-streamed; !errors.As(err, &ae) || ae.Code != api.CodeNodeFailed {
+		t.Fatalf("the streamed cell whose node was killed: %v, want the error event %s", err, api.CodeNodeFailed)
+	}
 	n.d.Restart(n.opts)
 }
 
