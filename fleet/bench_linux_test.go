@@ -2,7 +2,10 @@ package fleet_test
 
 import (
 	"context"
+	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,11 +16,14 @@ import (
 )
 
 // BenchmarkRouterWarmCell measures one `x=1` cell on a warm kernel
-// through a router and, in the same run, straight to the node (both
-// over loopback HTTP with a bearer token, kept-alive connections):
-// router_ns/cell, direct_ns/cell and overhead_ns/cell, the router's
-// cost per cell (its Redis read of the owner's record, the second
-// hop). Goal: overhead at most 100 µs.
+// through a router and, in the same run, straight to the node and
+// through a bare reverse proxy (net/http/httputil, no auth, no routing:
+// the floor of any HTTP hop here), all over loopback HTTP with a bearer
+// token and kept-alive connections, interleaved cell by cell:
+// router_ns/cell, direct_ns/cell, overhead_ns/cell (the router's cost
+// per cell: its second hop, auth, the owner's record from its cache),
+// floor_overhead_ns/cell (the bare proxy's) and overhead/floor.
+// Goal: overhead at most 100 µs.
 func BenchmarkRouterWarmCell(b *testing.B) {
 	f := newFleet(b)
 	n := f.node("a")
@@ -25,8 +31,10 @@ func BenchmarkRouterWarmCell(b *testing.B) {
 	reads := &countingRegistry{Registry: f.reg}
 	viaRouter := client(b, f.routerWith(reads), adminToken)
 	direct := client(b, n.url, adminToken)
+	viaProxy := client(b, bareProxy(b, n.url), adminToken)
 	ctx := context.Background()
 	req := pool.Request{Owner: "bench", Code: "x=1"}
+	ways := []*api.Client{viaRouter, direct, viaProxy}
 	run := func(c *api.Client) time.Duration {
 		start := time.Now()
 		res, err := c.Execute(ctx, req)
@@ -36,22 +44,51 @@ func BenchmarkRouterWarmCell(b *testing.B) {
 		return time.Since(start)
 	}
 	for range 20 { // the kernel is warm, the record placed, connections open
-		run(viaRouter)
-		run(direct)
+		for _, c := range ways {
+			run(c)
+		}
 	}
-	var routed, straight time.Duration
+	var total [3]time.Duration
 	iters := 0
 	reads.onPath.Store(0)
 	for b.Loop() {
-		routed += run(viaRouter)
-		straight += run(direct)
+		for j := range ways { // each way goes first in turn
+			k := (iters + j) % len(ways)
+			total[k] += run(ways[k])
+		}
 		iters++
 	}
-	b.ReportMetric(float64(routed.Nanoseconds())/float64(iters), "router_ns/cell")
-	b.ReportMetric(float64(straight.Nanoseconds())/float64(iters), "direct_ns/cell")
-	b.ReportMetric(float64((routed-straight).Nanoseconds())/float64(iters), "overhead_ns/cell")
+	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(iters) }
+	b.ReportMetric(per(total[0]), "router_ns/cell")
+	b.ReportMetric(per(total[1]), "direct_ns/cell")
+	b.ReportMetric(per(total[0]-total[1]), "overhead_ns/cell")
+	b.ReportMetric(per(total[2]-total[1]), "floor_overhead_ns/cell")
+	b.ReportMetric(float64(total[0]-total[1])/float64(max(total[2]-total[1], 1)), "overhead/floor")
 	// On the request path: the node list is reread in the background.
 	b.ReportMetric(float64(reads.onPath.Load())/float64(iters), "redis_reads/cell")
+}
+
+// bareProxy serves a reverse proxy to url on loopback: the benchmark's
+// floor for one more HTTP hop.
+func bareProxy(b *testing.B, target string) string {
+	u, err := url.Parse(target)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	tr := &http.Transport{MaxIdleConnsPerHost: 64}
+	rp.Transport, rp.FlushInterval = tr, -1
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &http.Server{Handler: rp, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	b.Cleanup(func() {
+		_ = srv.Close()
+		tr.CloseIdleConnections()
+	})
+	return "http://" + ln.Addr().String()
 }
 
 // countingRegistry counts the router's registry reads, and those made
