@@ -24,6 +24,10 @@ import (
 // file of any size: the copy buffers, never the file.
 const maxFilesGrowth = 16 << 20
 
+// manyFiles is a dir's size in the bound tests: 3x pool.MaxListEntries
+// and pool.MaxOutputsScan (10,000 each), written out.
+const manyFiles = 30000
+
 // filesPool is a pool of real sandboxed kernels (uid, namespaces, tmpfs
 // staging dir) whose default mode has a 512 MiB working area and a
 // "small" mode a 4 MiB one; uploads are capped at maxBytes.
@@ -184,10 +188,11 @@ func TestFilesAsTheKernelsUID(t *testing.T) {
 func TestFilesHostileInputs(t *testing.T) {
 	const limit = 1 << 20
 	p := filesPool(t, limit)
-	// 100,000 creates took over the default 60 s cell timeout in a
-	// cgroup-v2 guest under TCG on a loaded host: the timeout only stops
-	// a hung cell here.
-	res := run(t, p, pool.Request{Code: "import os\nos.mkdir('many')\nfor i in range(100000): open('many/f%06d' % i, 'w').close()", Timeout: 15 * time.Minute})
+	// A dir three times the listing and outputs scan bounds (10,000
+	// entries each): 100,000 creates took up to 400 s of a guest's
+	// 30-minute budget under TCG on a loaded host, and the bounds show
+	// as well at 30,000. The timeout only stops a hung cell.
+	res := run(t, p, pool.Request{Code: fmt.Sprintf("import os\nos.mkdir('many')\nfor i in range(%d): open('many/f%%06d' %% i, 'w').close()", manyFiles), Timeout: 15 * time.Minute})
 	wantStatus(t, res, pool.StatusSuccess)
 	id := res.Kernel.ID
 	for _, c := range []struct{ name, path, want string }{
@@ -228,21 +233,21 @@ func TestFilesHostileInputs(t *testing.T) {
 			t.Fatalf("a refused upload left %s", e.Name)
 		}
 	}
-	// A dir of 100,000 entries lists pool.MaxListEntries of them, bounded.
+	// A dir of 30,000 entries lists pool.MaxListEntries of them, bounded.
 	growth := memtest.PeakGrowth(t, func() { l, err = p.ListFiles(id, "many") })
 	if err != nil || len(l.Entries) != pool.MaxListEntries || !l.Truncated {
-		t.Fatalf("listing of 100000 entries: %d entries, truncated %v, %v", len(l.Entries), l.Truncated, err)
+		t.Fatalf("listing of %d entries: %d entries, truncated %v, %v", manyFiles, len(l.Entries), l.Truncated, err)
 	}
-	t.Logf("listing of 100000 entries: %d listed, daemon peak RSS growth %.1f MiB", len(l.Entries), float64(growth)/(1<<20))
+	t.Logf("listing of %d entries: %d listed, daemon peak RSS growth %.1f MiB", manyFiles, len(l.Entries), float64(growth)/(1<<20))
 	if growth > 32<<20 && !memtest.RaceEnabled {
 		t.Fatalf("listing grew the daemon's peak RSS by %d", growth)
 	}
 	// outputs_dir on the same dir walks pool.MaxOutputsScan entries, no more.
 	var out *pool.Result
 	growth = memtest.PeakGrowth(t, func() { out = run(t, p, pool.Request{Code: "open('many/new', 'w').close()", OutputsDir: "many"}) })
-	t.Logf("outputs_dir over 100000 entries: %d listed, truncated %v, daemon peak RSS growth %.1f MiB", len(out.Outputs), out.OutputsTruncated, float64(growth)/(1<<20))
+	t.Logf("outputs_dir over %d entries: %d listed, truncated %v, daemon peak RSS growth %.1f MiB", manyFiles, len(out.Outputs), out.OutputsTruncated, float64(growth)/(1<<20))
 	if !out.OutputsTruncated || len(out.Outputs) > pool.MaxOutputs || (growth > 32<<20 && !memtest.RaceEnabled) {
-		t.Fatalf("outputs_dir over 100000 entries: %d listed, truncated %v, peak RSS growth %d", len(out.Outputs), out.OutputsTruncated, growth)
+		t.Fatalf("outputs_dir over %d entries: %d listed, truncated %v, peak RSS growth %d", manyFiles, len(out.Outputs), out.OutputsTruncated, growth)
 	}
 }
 
