@@ -109,7 +109,13 @@ func checkOnlySpares(t *testing.T, p *pool.Pool, iso *isolate.Isolator, lockDir 
 	}
 	slices.Sort(ids)
 	for _, parent := range iso.Report().Parents {
-		if groups := subdirs(t, parent); !slices.Equal(groups, ids) {
+		groups := subdirs(t, parent)
+		if strings.Contains(parent, "/freezer/") {
+			// A pool that kills through the v1 freezer keeps its own empty
+			// group freezer-pin there (cgroup/doc.go): no kernel's.
+			groups = slices.DeleteFunc(groups, func(g string) bool { return g == "freezer-pin" })
+		}
+		if !slices.Equal(groups, ids) {
 			t.Fatalf("round %d: groups under %s are %v, want the spares' %v", round, parent, groups, ids)
 		}
 	}
