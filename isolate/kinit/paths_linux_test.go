@@ -208,3 +208,24 @@ func TestRequireNamespaces(t *testing.T) {
 		}
 	}
 }
+
+// TestReadMounts reads this process's real mount table: its root and its
+// /proc (a proc filesystem) are there, with their super options.
+func TestReadMounts(t *testing.T) {
+	mounts, err := readMounts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	for _, m := range mounts {
+		if m.fstype == "" || m.superOpts == "" {
+			t.Fatalf("mount %+v lacks its type or options", m)
+		}
+		if m.point == "/" || m.point == "/proc" && m.fstype == "proc" {
+			found[m.point] = true
+		}
+	}
+	if !found["/"] || !found["/proc"] {
+		t.Fatalf("readMounts: / found %v, /proc (proc) found %v among %d mounts", found["/"], found["/proc"], len(mounts))
+	}
+}
