@@ -48,3 +48,17 @@ func TestReferenceValues(t *testing.T) {
 		}
 	}
 }
+
+// An upper-case Authorization header or quoted key masks its credential
+// after the scheme ('A' folds to 'a' like every other letter).
+func TestUpperCaseAuthorization(t *testing.T) {
+	f := NewPipeline(OutputConfig{}).Filter(nil)
+	for in, want := range map[string]string{
+		"AUTHORIZATION: Basic dXNlcjpwYXNzd29yZA==\n":   "AUTHORIZATION: Basic dXNlcj...ZA==\n",
+		"{\"AUTHORIZATION\": \"Basic dXNlcjpwYXNz\"}\n": "{\"AUTHORIZATION\": \"Basic ***\"}\n",
+	} {
+		if got := f.Clean(in); got != want {
+			t.Errorf("Clean(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
