@@ -262,3 +262,31 @@ func TestBindBack(t *testing.T) {
 		return nil
 	})
 }
+
+// TestSetupMountsScratch: the private scratch mounts the init lays over
+// /tmp, /var/tmp and /dev/shm are tmpfs of the configured size and inode
+// count, nosuid and nodev, and /dev/shm alone is also noexec.
+func TestSetupMountsScratch(t *testing.T) {
+	inMountNS(t, func() error {
+		if _, err := setupMounts(Config{BaseMounts: true, TmpSize: 2 << 20}); err != nil {
+			return fmt.Errorf("setupMounts: %w", err)
+		}
+		const mask = unix.ST_RDONLY | unix.ST_NOSUID | unix.ST_NODEV | unix.ST_NOEXEC
+		for dir, want := range map[string]int64{
+			"/tmp":     unix.ST_NOSUID | unix.ST_NODEV,
+			"/var/tmp": unix.ST_NOSUID | unix.ST_NODEV,
+			"/dev/shm": unix.ST_NOSUID | unix.ST_NODEV | unix.ST_NOEXEC,
+		} {
+			var st unix.Statfs_t
+			if err := unix.Statfs(dir, &st); err != nil {
+				return err
+			}
+			const tmpfsMagic = 0x01021994
+			if st.Type != tmpfsMagic || st.Flags&mask != want || st.Blocks*uint64(st.Bsize) != 2<<20 || st.Files != 1024 {
+				return fmt.Errorf("%s: type %#x flags %#x (want %#x) size %d (want %d) inodes %d (want 1024)",
+					dir, st.Type, st.Flags&mask, want, st.Blocks*uint64(st.Bsize), 2<<20, st.Files)
+			}
+		}
+		return nil
+	})
+}
