@@ -228,13 +228,13 @@ func relay(w http.ResponseWriter, resp *http.Response, node string) {
 			midLine = buf[end-1] != '\n'
 		}
 		held = copy(buf, buf[end:n])
-		if err == io.EOF || err != nil && !lines {
-			return
+		if err == nil {
+			continue
 		}
-		if err != nil {
+		if lines && err != io.EOF {
 			endBroken(w, rc, node, err, midLine)
-			return
 		}
+		return
 	}
 }
 
