@@ -59,6 +59,15 @@ func TestEvictionDoesNotWaitForVictimSave(t *testing.T) {
 	}
 	t.Logf("the evicting request's first cell took %v while the victim's save sleeps 30 s; a first cell without eviction took %v (ratio %.2f)",
 		took, floor, took.Seconds()/floor.Seconds())
+	// Issue 21's figure, the one timing this suite asserts: the eviction
+	// adds under 1 s to the requester's first cell. The order above only
+	// shows it waited less than the 30 s save (a bounded wait of a few
+	// seconds passed it). Against a cold start of the same run, since a
+	// loaded host stretches the cold start itself past 1 s.
+	if extra := took - floor; extra >= time.Second {
+		t.Errorf("the evicting request's first cell took %v, %v more than a first cell without eviction (%v); want under 1 s more",
+			took, extra, floor)
+	}
 	// End the 30 s sleep: the save fails and leaves a note, as a save
 	// past checkpoint_timeout does.
 	_ = victim.k.Kill()
