@@ -87,6 +87,8 @@ type Health struct {
 		Reaped  uint64 `json:"reaped"`
 		Evicted uint64 `json:"evicted"`
 		Killed  uint64 `json:"killed"`
+		// KernelsSaving: evicted or reaped kernels whose save runs.
+		KernelsSaving int `json:"kernels_saving"`
 	} `json:"stats"`
 }
 
