@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -94,7 +95,7 @@ except OSError:
     pass
 libc = ctypes.CDLL(None, use_errno=True)
 ctx = ctypes.c_ulong(0)
-r = libc.syscall(206, 16384, ctypes.byref(ctx))  # io_setup, x86-64
+r = libc.syscall(IO_SETUP, 16384, ctypes.byref(ctx))  # io_setup
 aio = "ok" if r == 0 else errno.errorcode.get(ctypes.get_errno(), "?")
 print(json.dumps({"ptys": len(fds) // 2, "aio": aio}))
 `
@@ -223,12 +224,16 @@ func TestHostPathEscapes(t *testing.T) {
 		shutdownAndCheck(t, d, "filler")
 	})
 	t.Run("pty_and_aio_bounded", func(t *testing.T) {
+		nr, ok := map[string]string{"amd64": "206", "arm64": "0"}[runtime.GOARCH] // io_setup
+		if !ok {
+			t.Skipf("io_setup's syscall number on %s is not known to this test", runtime.GOARCH)
+		}
 		ptyBefore, aioBefore := hostInt(t, "/proc/sys/kernel/pty/nr"), hostInt(t, "/proc/sys/fs/aio-nr")
 		var got struct {
 			Ptys int    `json:"ptys"`
 			AIO  string `json:"aio"`
 		}
-		decodeOutput(t, run("ptys", ptysAndAIO), &got)
+		decodeOutput(t, run("ptys", strings.ReplaceAll(ptysAndAIO, "IO_SETUP", nr)), &got)
 		ptyDuring, aioDuring := hostInt(t, "/proc/sys/kernel/pty/nr"), hostInt(t, "/proc/sys/fs/aio-nr")
 		if got.Ptys != v3PtyMax || ptyDuring-ptyBefore > v3PtyMax {
 			t.Errorf("the kernel holds %d ptys; host pty.nr %d -> %d; want %d at most", got.Ptys, ptyBefore, ptyDuring, v3PtyMax)
