@@ -87,7 +87,17 @@ func startServe(t *testing.T, extra ...string) *testDaemon {
 		// tests are about the CLI, so they accept the explicit process mode.
 		args = append(args, "--isolation=process")
 	}
+	return runServe(t, d, nil, args)
+}
+
+// runServe starts d's `kernpool serve` with args (env added to the test's
+// own) and waits until it answers /v1/health on d.socket.
+func runServe(t *testing.T, d *testDaemon, env, args []string) *testDaemon {
+	t.Helper()
 	d.cmd = exec.Command(binPath, args...)
+	if env != nil {
+		d.cmd.Env = append(os.Environ(), env...)
+	}
 	d.cmd.Stdout, d.cmd.Stderr = d.logs, d.logs
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
