@@ -28,24 +28,28 @@ func liveOf(p *Pool, owner string) *live {
 
 // TestEvictionDoesNotWaitForVictimSave: the victim's save sleeps 30 s in
 // its pickling; the evicting owner's first cell completes while that
-// save is still running (the order is the assertion; the latency is
-// reported), and the victim's owner gets its state back once the save
-// is done.
+// save is still running, and under 1 s later than the slower of two cold
+// starts in the same run (both asserted: issue 21's figure). Ending the
+// victim then fails its save, and its owner's next cell says so.
 func TestEvictionDoesNotWaitForVictimSave(t *testing.T) {
 	p := newPersistPool(t, func(c *Config) {
-		c.MaxKernels = 2
+		c.MaxKernels = 3
 		c.Checkpoints.Timeout = 2 * time.Minute // the save is never cut short here
 		c.Checkpoints.Idle = -1                 // the eviction's own save is what is measured
 	})
 	wantStatus(t, run(t, p, Request{Owner: "victim", Code: slowReduceCell(30)}), StatusSuccess)
 	victim := liveOf(p, "victim")
 	// The floor: a new owner's first cell with room in the pool (a cold
-	// start, no eviction), measured in the same run.
-	start := time.Now()
-	wantStatus(t, run(t, p, Request{Owner: "floor", Code: "1 + 1"}), StatusSuccess)
-	floor := time.Since(start)
+	// start, no eviction), measured in the same run, the slower of two: a
+	// loaded host's noise must not land on the floor's side alone.
+	var floor time.Duration
+	for _, owner := range []string{"floor-a", "floor-b"} {
+		start := time.Now()
+		wantStatus(t, run(t, p, Request{Owner: owner, Code: "1 + 1"}), StatusSuccess)
+		floor = max(floor, time.Since(start))
+	}
 
-	start = time.Now()
+	start := time.Now()
 	res := run(t, p, Request{Owner: "requester", Code: "1 + 1"}) // evicts victim, the least recently used
 	took := time.Since(start)
 	st := p.Stats()
