@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kernpool/kernpool/pool"
@@ -42,8 +43,13 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, timeout tim
 // decodeObject is decodeBody's parsing half (the fuzz target).
 func decodeObject(body io.Reader, limit int64, timeout time.Duration, dst any) error {
 	// A small buffer: expectObject reads a byte or a few, and the decoder's
-	// own larger reads then bypass it.
-	br := bufio.NewReaderSize(body, 64)
+	// own larger reads then bypass it. Pooled: one per request otherwise.
+	br := smallReaders.Get().(*bufio.Reader)
+	br.Reset(body)
+	defer func() {
+		br.Reset(nil) // drops body
+		smallReaders.Put(br)
+	}()
 	if err := expectObject(br); err != nil {
 		return describeDecodeError(err, limit, timeout, dst)
 	}
@@ -63,6 +69,9 @@ func decodeObject(body io.Reader, limit int64, timeout time.Duration, dst any) e
 	}
 	return nil
 }
+
+// smallReaders are decodeObject's 64-byte readers.
+var smallReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64) }}
 
 // expectObject checks, before decoding, that the body's first value
 // starts an object: encoding/json would take null for an empty request.
