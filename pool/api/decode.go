@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kernpool/kernpool/pool"
@@ -29,21 +30,35 @@ var (
 // error message names the problem (field, expected type) and wraps
 // ErrBadRequest.
 func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, timeout time.Duration, dst any) error {
-	if timeout > 0 {
-		// A slow client holds no more than its deadline; the deadline goes
-		// once the body is in, since a cell may run much longer.
-		rc := http.NewResponseController(w)
-		_ = rc.SetReadDeadline(time.Now().Add(timeout))
-		defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
+	body := http.MaxBytesReader(w, r.Body, limit)
+	if timeout <= 0 {
+		return decodeObject(body, limit, timeout, dst)
 	}
-	return decodeObject(http.MaxBytesReader(w, r.Body, limit), limit, timeout, dst)
+	// A slow client holds no more than its deadline; the deadline goes
+	// once the body is in, since a cell may run much longer.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(timeout))
+	err := decodeObject(body, limit, timeout, dst)
+	if err != nil {
+		_ = rc.SetReadDeadline(time.Time{})
+	}
+	// A decoded body was read to its end, and there net/http cleared the
+	// deadline itself (it starts its read for a client hanging up):
+	// clearing it again costs a timer update per request, 2 µs on a
+	// loaded host. TestCellOutlastsBodyDeadline holds net/http to it.
+	return err
 }
 
 // decodeObject is decodeBody's parsing half (the fuzz target).
 func decodeObject(body io.Reader, limit int64, timeout time.Duration, dst any) error {
 	// A small buffer: expectObject reads a byte or a few, and the decoder's
-	// own larger reads then bypass it.
-	br := bufio.NewReaderSize(body, 64)
+	// own larger reads then bypass it. Pooled: one per request otherwise.
+	br := smallReaders.Get().(*bufio.Reader)
+	br.Reset(body)
+	defer func() {
+		br.Reset(nil) // drops body
+		smallReaders.Put(br)
+	}()
 	if err := expectObject(br); err != nil {
 		return describeDecodeError(err, limit, timeout, dst)
 	}
@@ -63,6 +78,9 @@ func decodeObject(body io.Reader, limit int64, timeout time.Duration, dst any) e
 	}
 	return nil
 }
+
+// smallReaders are decodeObject's 64-byte readers.
+var smallReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64) }}
 
 // expectObject checks, before decoding, that the body's first value
 // starts an object: encoding/json would take null for an empty request.

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -359,20 +361,40 @@ func classify(err error) (int, string) {
 // writeJSON answers status with v encoded as JSON and a newline. The body
 // is encoded first (encoding/json builds the whole value in memory either
 // way) so that the answer carries a Content-Length and a value that
-// cannot be encoded is a 500 rather than a cut-off body.
+// cannot be encoded is a 500 rather than a cut-off body. It encodes into
+// a pooled buffer (Encoder.Encode writes what Marshal does, newline
+// included). The Date header stays: HTTP asks a server with a clock to
+// send it, and dropping it gained nothing measurable.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
+	buf := jsonBufs.Get().(*bytes.Buffer)
+	defer putJSONBuf(buf)
+	if err := json.NewEncoder(buf).Encode(v); err != nil {
 		status = http.StatusInternalServerError
-		b, _ = json.Marshal(ErrorBody{Error: "encode response: " + err.Error(), Code: CodeInternal})
+		buf.Reset()
+		_ = json.NewEncoder(buf).Encode(ErrorBody{Error: "encode response: " + err.Error(), Code: CodeInternal})
 	}
-	b = append(b, '\n')
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(b)))
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
 	w.WriteHeader(status)
 	// The status line is out; a failed write means the client went away.
-	_, _ = w.Write(b)
+	// Write returns before buf goes back to the pool: net/http copies or
+	// sends the bytes and keeps no reference to them.
+	_, _ = w.Write(buf.Bytes())
+}
+
+// jsonBufs holds writeJSON's buffers; one that grew past maxPooledJSON
+// (a large result) is dropped rather than kept for every later answer.
+var jsonBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooledJSON = 64 << 10
+
+func putJSONBuf(b *bytes.Buffer) {
+	if b.Cap() > maxPooledJSON {
+		return
+	}
+	b.Reset()
+	jsonBufs.Put(b)
 }
 
 func writeError(w http.ResponseWriter, status int, code, msg string) {

@@ -188,3 +188,17 @@ func TestSpillEndpoint(t *testing.T) {
 		}
 	}
 }
+
+// The body deadline ends with the body: a cell that runs longer than it,
+// and the next one on the same connection, are not cut (decodeBody leaves
+// clearing it to net/http once the body was read to its end).
+func TestCellOutlastsBodyDeadline(t *testing.T) {
+	d := startDaemon(t, daemonOpts{server: func(c *api.ServerConfig) { c.BodyReadTimeout = 200 * time.Millisecond }})
+	cell := "import time\ntime.sleep(0.6)\nprint('slept')"
+	for i := range 2 {
+		res := d.exec(t, "outlast", cell)
+		if res.Status != pool.StatusSuccess || strings.TrimSpace(res.Output) != "slept" {
+			t.Fatalf("cell %d: %+v, want success printing slept", i, res)
+		}
+	}
+}
