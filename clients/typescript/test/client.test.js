@@ -221,6 +221,15 @@ describe('against a real daemon', { skip: skip || false, timeout: 600_000 }, () 
     assert.match(await c.metrics(), /^kernpool_cells_total/m);
   });
 
+  dtest('settings and readiness', async () => {
+    const st = await c.settings();
+    assert.equal(st.socket, daemon.socket);
+    assert.equal(st.interpreter, '/usr/bin/python3');
+    assert.equal(st.tool_call_timeout, '30s');
+    assert.ok(st.profiles.default.files_max_bytes > 0);
+    assert.equal(await c.ready(), 'ready');
+  });
+
   dtest('spill: the whole stdout of a capped cell', async () => {
     const r = await c.execute("for i in range(20000):\n    print('line %05d' % i)", { owner: 'ts-spill' });
     assert.equal(r.stdout_truncated, true);
