@@ -80,6 +80,7 @@ export async function startDaemon({ config: extra = '' } = {}) {
   return {
     socket,
     log: tail,
+    logText: () => readFileSync(log, 'utf8'),
     async stop() {
       if (exited === null) proc.kill('SIGTERM');
       const code = await exit;
