@@ -1,8 +1,8 @@
 // The client's API; the API's own types (Result, KernelList, ...) are
 // generated from docs/openapi.json into types.d.ts.
 import type {
-  Display, ErrorCode, FileListing, FileWritten, Health, InterruptResponse, KernelList, KillResponse, Limits,
-  Result, SessionDeleted, SessionInfo, SessionRestarted, ShutdownResponse, StreamEvent,
+  Display, DrainStatus, ErrorCode, FileListing, FileWritten, Health, InterruptResponse, KernelList, KillResponse, Limits, NodeState,
+  Result, SessionDeleted, SessionInfo, SessionRestarted, Settings, ShutdownResponse, StreamEvent,
   ToolAnswer, ToolAnswered, ToolCall, Variables,
 } from './types.js';
 import type { Readable, Writable } from 'node:stream';
@@ -121,6 +121,12 @@ export class Client {
   health(): Promise<Health>;
   spill(kernelId: string, name: string, maxBytes?: number): Promise<string>;
   metrics(): Promise<string>;
+  settings(): Promise<Settings>;
+  /** `"ready"`, else it rejects with an APIError (code `draining` or `closed`). */
+  ready(): Promise<NodeState>;
+  drainStatus(): Promise<DrainStatus>;
+  /** Without onProgress: the status at once (202); with it: each change, then the last status. */
+  drain(onProgress?: (status: DrainStatus) => void): Promise<DrainStatus>;
   uploadFile(path: string, data: UploadData, target: FileTarget): Promise<FileWritten>;
   openFile(path: string, target: FileTarget): Promise<{ size: number; stream: Readable }>;
   downloadFile(path: string, target: FileTarget, maxBytes?: number): Promise<Buffer>;

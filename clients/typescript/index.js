@@ -484,6 +484,51 @@ export class Client {
     res.resume();
   }
 
+  /** The running daemon's settings (GET /v1/settings; admin on the network API). */
+  settings() {
+    return this._json('GET', '/v1/settings');
+  }
+
+  /**
+   * The node's state from GET /v1/ready: `"ready"`, else an APIError
+   * (code `draining` or `closed`). Needs no credentials.
+   */
+  async ready() {
+    const st = await this._json('GET', '/v1/ready');
+    if (typeof st?.state !== 'string') throw new ProtocolError('GET /v1/ready: expected {"state": ...}');
+    return st.state;
+  }
+
+  /** The drain's progress (GET /v1/drain; admin). */
+  drainStatus() {
+    return this._json('GET', '/v1/drain');
+  }
+
+  /**
+   * Starts a drain (POST /v1/drain; admin; idempotent): the node refuses
+   * cells, saves its persist kernels and exits. Without onProgress it
+   * resolves at once with the drain's status; with it, it follows the
+   * drain: onProgress gets each change, and it resolves with the last
+   * status the node sent (`drained` when it finished; the stream may also
+   * end with the daemon's exit).
+   */
+  async drain(onProgress) {
+    if (!onProgress) return this._json('POST', '/v1/drain');
+    const what = 'POST /v1/drain?wait=true';
+    const res = await this._send('POST', '/v1/drain?wait=true'); // no timeout: a drain takes its grace and the saves
+    if (res.statusCode !== 200) throw await apiError(res, what);
+    let last;
+    try {
+      for await (const st of ndjson(res, this.maxLineBytes, what)) {
+        last = st;
+        onProgress(st);
+      }
+    } catch (e) {
+      if (last?.state !== 'drained') throw e; // the daemon exits once drained
+    }
+    return last;
+  }
+
   /** The Prometheus text exposition of the daemon's metrics. */
   async metrics() {
     const res = await this._send('GET', '/metrics', undefined, { timeoutMs: this.timeoutMs });

@@ -77,6 +77,7 @@ type openAPI struct {
 }
 
 type operation struct {
+	OperationID string `json:"operationId"`
 	RequestBody *struct {
 		Content map[string]media `json:"content"`
 	} `json:"requestBody"`

@@ -70,6 +70,64 @@ func TestSessionsOverTheClient(t *testing.T) {
 	d.expect(t, "POST", "/v1/execute", `{"session":"s0","code":"1"}`, 404, api.CodeNotFound, []string{"no such session"})
 }
 
+// TestInterruptSessionRunningCell: POST /v1/sessions/{id}/interrupt ends
+// the running cell of the session's kernel, which keeps its state, and
+// leaves alone the running cell of the same owner's implicit kernel.
+func TestInterruptSessionRunningCell(t *testing.T) {
+	d := startDaemon(t, daemonOpts{})
+	ctx, c := testCtx(t), d.client
+	s, err := c.CreateSession(ctx, pool.SessionSpec{Owner: "carol"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.exec(t, "carol", "1") // the owner's implicit kernel
+	if _, err := c.Execute(ctx, pool.Request{Session: s.ID, Code: "x = 7"}); err != nil {
+		t.Fatal(err)
+	}
+	const cell = "import time\nprint('go', flush=True)\ntime.sleep(60)"
+	start := func(req pool.Request) (*liveLog, chan *pool.Result) {
+		log, done := newLiveLog(), make(chan *pool.Result, 1)
+		go func() {
+			res, err := c.ExecuteLive(ctx, req, nil, log.add)
+			if err != nil {
+				t.Error(err)
+			}
+			done <- res
+		}()
+		recv(t, "the cell to start", log.first)
+		return log, done
+	}
+	_, implicit := start(pool.Request{Owner: "carol", Code: cell})
+	_, inSession := start(pool.Request{Session: s.ID, Code: cell})
+	if err := c.InterruptSession(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	res := recv(t, "the session's interrupted result", inSession)
+	if res.Status != pool.StatusInterrupted || !res.Kernel.StatePreserved || res.Exception == nil || res.Exception.EName != "KeyboardInterrupt" {
+		t.Fatalf("the session's cell: %+v", res)
+	}
+	kernels, err := c.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range kernels {
+		if k.Session == "" {
+			if _, err := c.Variables(ctx, k.ID); !errors.Is(err, pool.ErrBusy) {
+				t.Fatalf("the implicit kernel after the session's interrupt: %v, want still busy", err)
+			}
+			if err := c.Interrupt(ctx, k.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if res := recv(t, "the implicit cell's result", implicit); res.Status != pool.StatusInterrupted {
+		t.Fatalf("the implicit cell: %+v", res)
+	}
+	if res, err := c.Execute(ctx, pool.Request{Session: s.ID, Code: "print(x)"}); err != nil || res.Output != "7\n" {
+		t.Fatalf("the session's state after the interrupt: %+v, %v", res, err)
+	}
+}
+
 // TestSessionFilesOverTheClient: the files calls addressed by session id
 // reach the session's kernel: 409 idle before its first cell (a files call
 // starts no kernel), then an upload its next cell reads, a cell's file

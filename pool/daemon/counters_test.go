@@ -7,9 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,27 +15,21 @@ import (
 	"time"
 
 	"github.com/kernpool/kernpool/pool"
+	"github.com/kernpool/kernpool/pool/api"
 	"github.com/kernpool/kernpool/pool/daemon"
 )
 
-// scrapeMetrics is GET /metrics on the handler's socket (serveHandler's).
+// scrapeMetrics is GET /metrics on the handler's socket (serveHandler's),
+// through the Go client.
 func scrapeMetrics(t *testing.T, cfg *daemon.Config) string {
 	t.Helper()
-	sock := filepath.Join(filepath.Dir(cfg.StateDir), "own.sock")
-	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-	}}}
-	defer hc.CloseIdleConnections()
-	resp, err := hc.Get("http://kernpool/metrics")
-	if err != nil {
+	c := api.NewClient(filepath.Join(filepath.Dir(cfg.StateDir), "own.sock"))
+	defer c.CloseIdleConnections()
+	var b strings.Builder
+	if _, err := c.Metrics(t.Context(), &b); err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return b.String()
 }
 
 // auditLine is one line of the audit log, as docs/ops.md documents it.

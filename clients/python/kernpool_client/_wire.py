@@ -255,6 +255,34 @@ def decode_json(raw: bytes, what: str) -> Any:
         raise ProtocolError("%s: not JSON: %s" % (what, e)) from None
 
 
+def object_of(v: Any, what: str) -> Dict[str, Any]:
+    """v, a decoded answer, when it is a JSON object (else ProtocolError)."""
+    if not isinstance(v, dict):
+        raise ProtocolError("%s: expected a JSON object" % what)
+    return v
+
+
+def json_object(raw: bytes, what: str) -> Dict[str, Any]:
+    """raw decoded as a JSON object (ProtocolError for any other JSON)."""
+    return object_of(decode_json(raw, what), what)
+
+
+DRAIN_WAIT = "/v1/drain?wait=true"
+
+
+def drain_line(line: bytes, limit: int, last: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """The DrainStatus of one line of POST /v1/drain?wait=true, or last
+    for a blank line."""
+    if len(line) > limit and not line.endswith(b"\n"):
+        raise ProtocolError("drain: a progress line is over %d bytes" % limit)
+    if not line.strip():
+        return last
+    st = json_object(line, "drain")
+    if not isinstance(st.get("state"), str):
+        raise ProtocolError("drain: a progress line without its state")
+    return st
+
+
 def api_error(status: int, raw: bytes, retry_after: Optional[str]) -> APIError:
     """The APIError of a non-200 answer (a body that is not the API's error
     object still gives one, with code internal)."""

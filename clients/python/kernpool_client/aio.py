@@ -360,3 +360,68 @@ class AsyncClient(_wire.Settings, AsyncFilesMixin):
 
     async def health(self) -> Health:
         return Health.from_json(await self._json("GET", "/v1/health"))
+
+    async def ready(self) -> str:
+        out = await self._json("GET", "/v1/ready")
+        if not isinstance(out, dict) or not isinstance(out.get("state"), str):
+            raise ProtocolError("ready: expected {\"state\": ...}")
+        return out["state"]
+
+    async def metrics(self) -> str:
+        async def run() -> str:
+            writer, resp = await self._send("GET", "/metrics", None)
+            try:
+                await self._check(resp, "metrics")
+                return (await resp.read(self.max_line_bytes, "metrics")).decode("utf-8", "replace")
+            finally:
+                writer.close()
+        try:
+            return await asyncio.wait_for(run(), self.timeout)
+        except asyncio.TimeoutError:
+            raise ProtocolError("GET /metrics: no answer within %ss" % self.timeout) from None
+
+    async def settings(self) -> Dict[str, Any]:
+        return _wire.object_of(await self._json("GET", "/v1/settings"), "settings")
+
+    async def drain_status(self) -> Dict[str, Any]:
+        return _wire.object_of(await self._json("GET", "/v1/drain"), "drain status")
+
+    async def drain(self, on_progress: Optional[Callable[[Dict[str, Any]], Any]] = None) -> Dict[str, Any]:
+        """As Client.drain; on_progress may be a coroutine function."""
+        if on_progress is None:
+            async def start() -> Dict[str, Any]:
+                writer, resp = await self._send("POST", "/v1/drain", None)
+                try:
+                    if resp.status != 202:
+                        raw = await resp.read(_wire.MAX_ERROR_BYTES, "drain")
+                        raise _wire.api_error(resp.status, raw, resp.headers.get("retry-after"))
+                    return _wire.json_object(await resp.read(self.max_line_bytes, "drain"), "drain")
+                finally:
+                    writer.close()
+            try:
+                return await asyncio.wait_for(start(), self.timeout)
+            except asyncio.TimeoutError:
+                raise ProtocolError("POST /v1/drain: no answer within %ss" % self.timeout) from None
+        writer, resp = await self._send("POST", _wire.DRAIN_WAIT, None)  # no timeout: the grace and the saves
+        last: Optional[Dict[str, Any]] = None
+        try:
+            await self._check(resp, "drain")
+            while True:
+                try:
+                    line = await resp.readline(self.max_line_bytes)
+                except (OSError, ProtocolError):
+                    if last is not None and last["state"] == "drained":
+                        break  # the daemon exits once drained
+                    raise
+                if not line:
+                    break
+                st = _wire.drain_line(line, self.max_line_bytes, last)
+                if st is not last and st is not None:
+                    last = st
+                    if inspect.isawaitable(got := on_progress(st)):
+                        await got
+        finally:
+            writer.close()
+        if last is None:
+            raise ProtocolError("drain: the progress stream ended without a status")
+        return last

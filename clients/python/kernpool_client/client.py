@@ -301,6 +301,65 @@ class Client(_wire.Settings, FilesMixin):
         """The daemon's health report."""
         return Health.from_json(self._json("GET", "/v1/health"))
 
+    def metrics(self) -> str:
+        """The Prometheus text exposition of the daemon's metrics (admin on
+        the network API)."""
+        conn, resp = self._send("GET", "/metrics", None, self.timeout)
+        try:
+            self._check(resp, "metrics")
+            return self._read(resp, self.max_line_bytes, "metrics").decode("utf-8", "replace")
+        finally:
+            conn.close()
+
+    def settings(self) -> Dict[str, Any]:
+        """The running daemon's settings (GET /v1/settings, as the daemon
+        sends them; admin on the network API)."""
+        return _wire.object_of(self._json("GET", "/v1/settings"), "settings")
+
+    def drain_status(self) -> Dict[str, Any]:
+        """The drain's progress, DrainStatus as a dict (GET /v1/drain; admin)."""
+        return _wire.object_of(self._json("GET", "/v1/drain"), "drain status")
+
+    def drain(self, on_progress: Optional[Callable[[Dict[str, Any]], Any]] = None) -> Dict[str, Any]:
+        """Start a drain (POST /v1/drain; admin; idempotent): the node
+        refuses cells, saves its persist kernels and exits. Without
+        on_progress it returns the drain's status at once; with it, it
+        follows the drain: on_progress gets each change (a DrainStatus
+        dict), and it returns the last one the node sent (state
+        ``drained`` when it finished; the stream may also end with the
+        daemon's exit)."""
+        if on_progress is None:
+            conn, resp = self._send("POST", "/v1/drain", None, self.timeout)
+            try:
+                if resp.status != 202:
+                    raw = self._read(resp, _wire.MAX_ERROR_BYTES, "drain")
+                    raise _wire.api_error(resp.status, raw, resp.getheader("Retry-After"))
+                return _wire.json_object(self._read(resp, self.max_line_bytes, "drain"), "drain")
+            finally:
+                conn.close()
+        conn, resp = self._send("POST", _wire.DRAIN_WAIT, None, None)  # no timeout: the grace and the saves
+        last: Optional[Dict[str, Any]] = None
+        try:
+            self._check(resp, "drain")
+            while True:
+                try:
+                    line = resp.readline(self.max_line_bytes + 1)
+                except (OSError, http.client.HTTPException) as e:
+                    if last is not None and last["state"] == "drained":
+                        break  # the daemon exits once drained
+                    raise ProtocolError("drain: reading the progress: %s" % (e or type(e).__name__)) from None
+                if not line:
+                    break
+                st = _wire.drain_line(line, self.max_line_bytes, last)
+                if st is not last and st is not None:
+                    last = st
+                    on_progress(st)
+        finally:
+            conn.close()
+        if last is None:
+            raise ProtocolError("drain: the progress stream ended without a status")
+        return last
+
     def ready(self) -> str:
         """The node's state from GET /v1/ready: ``"ready"``, else APIError
         (code ``draining`` or ``closed``; needs no credentials)."""

@@ -11,6 +11,7 @@ KERNPOOL_TEST_ISOLATION=process asks for the degraded mode explicitly.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import shutil
@@ -121,8 +122,11 @@ def _build(tmp: str) -> str:
     return out
 
 
-@pytest.fixture(scope="session")
-def daemon() -> Iterator[Daemon]:
+@contextlib.contextmanager
+def _serve(full: bool) -> Iterator[Daemon]:
+    """A daemon on a temp socket and state dir, SIGTERM at the end (it must
+    exit 0, also when it already exited after a drain). full: the network
+    listener and the small-files profile the shared daemon's tests use."""
     if sys.platform != "linux":
         pytest.skip("the daemon tests need Linux (Unix socket API, the sandbox)")
     if not os.access(PYTHON, os.X_OK):
@@ -137,12 +141,13 @@ def daemon() -> Iterator[Daemon]:
     sock = os.path.join(base, "run", "kp.sock")
     log = os.path.join(base, "daemon.log")
     config = os.path.join(base, "kernpool.hcl")
-    pki = _pki(base)
+    pki = _pki(base) if full else {}
     with open(config, "w") as f:
         f.write('interpreter = "%s"\nlog_level = "debug"\n' % PYTHON)
         f.write('cgroup {\n  parent = "kernpool-py-%s"\n}\n' % os.path.basename(base))
-        # test_files.py: a mode whose uploads are capped at 64 KiB.
-        f.write('profile "smallfiles" {\n  files_max_bytes = "64KiB"\n}\n')
+        if full:
+            # test_files.py: a mode whose uploads are capped at 64 KiB.
+            f.write('profile "smallfiles" {\n  files_max_bytes = "64KiB"\n}\n')
         if pki:
             f.write(_listen_config(pki))
     args = [binary, "serve", "--socket", sock, "--state-dir", os.path.join(base, "state"),
@@ -177,15 +182,28 @@ def daemon() -> Iterator[Daemon]:
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
         code = proc.returncode
         shutil.rmtree(base, ignore_errors=True)
     if code != 0:
-        pytest.fail("kernpool serve exited %d after SIGTERM" % code)
+        pytest.fail("kernpool serve exited %d after SIGTERM or a drain" % code)
+
+
+@pytest.fixture(scope="session")
+def daemon() -> Iterator[Daemon]:
+    with _serve(full=True) as d:
+        yield d
+
+
+@pytest.fixture
+def own_daemon() -> Iterator[Daemon]:
+    """A daemon of the test's own, for a test that ends it (a drain)."""
+    with _serve(full=False) as d:
+        yield d
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ from typing import Any, Dict, Iterator, Tuple
 
 import pytest
 
-from kernpool_client import (APIError, Display, Health, Isolation, KernelInfo, KernelResult, Result, ToolCall,
-                             Variable, Variables)
+from kernpool_client import (APIError, AsyncClient, Client, Display, Health, Isolation, KernelInfo, KernelResult,
+                             Result, ToolCall, Variable, Variables)
 from kernpool_client import _wire
 
 DOC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "docs", "openapi.json")
@@ -117,3 +117,34 @@ def test_examples_match_their_schemas(doc: Dict[str, Any]) -> None:
             for ename, ex in media["examples"].items():
                 check(media["schema"], ex["value"], "response %s %s" % (name, ename))
     assert n >= 50
+
+
+# The method(s) of Client and AsyncClient for each operation of
+# docs/openapi.json (as pool/api's TestGoClientCoversEveryOperation for the
+# Go client): an endpoint added without a method fails here.
+METHODS = {
+    "execute": ["execute"], "answerToolCall": ["answer_tool_call"], "listKernels": ["ps"], "killKernel": ["kill"],
+    "interruptKernel": ["interrupt"], "kernelVariables": ["variables"], "kernelSpill": ["spill"],
+    "interruptOwner": ["interrupt"], "shutdownOwner": ["shutdown"], "health": ["health"], "settings": ["settings"],
+    "metrics": ["metrics"], "ready": ["ready"], "drain": ["drain"], "drainStatus": ["drain_status"],
+    "createSession": ["create_session"], "listSessions": ["sessions"], "getSession": ["session"],
+    "deleteSession": ["delete_session"], "restartSession": ["restart_session"], "interruptSession": ["interrupt"],
+    "sessionVariables": ["variables"],
+    "fileList": ["list_files"], "fileListOwner": ["list_files"], "fileListSession": ["list_files"],
+    "fileDownload": ["download"], "fileDownloadOwner": ["download"], "fileDownloadSession": ["download"],
+    "fileUpload": ["upload"], "fileUploadOwner": ["upload"], "fileUploadSession": ["upload"],
+    "fileDelete": ["delete_file"], "fileDeleteOwner": ["delete_file"], "fileDeleteSession": ["delete_file"],
+}
+
+
+@pytest.mark.parametrize("cls", [Client, AsyncClient], ids=["Client", "AsyncClient"])
+def test_every_operation_has_a_method(doc: Dict[str, Any], cls: Any) -> None:
+    ids = []
+    for path, ops in doc["paths"].items():
+        for method, op in ops.items():
+            ids.append(op["operationId"])
+            assert op["operationId"] in METHODS, "%s %s: no client method is listed for it" % (method, path)
+            for name in METHODS[op["operationId"]]:
+                assert callable(getattr(cls, name, None)), "%s %s: %s has no method %s" % (
+                    method, path, cls.__name__, name)
+    assert sorted(ids) == sorted(METHODS)

@@ -73,13 +73,22 @@ export async function startDaemon({ config: extra = '' } = {}) {
       rmSync(base, { recursive: true, force: true });
       throw Object.assign(new Error(why), { cannotRun: true });
     }
-    if (Date.now() > deadline) throw new Error(`kernpool serve did not answer within 120 s:\n${tail()}`);
+    if (Date.now() > deadline) {
+      // A daemon left running would hold the test process open for ever.
+      const why = `kernpool serve did not answer within 120 s:\n${tail()}`;
+      proc.kill('SIGKILL');
+      await exit;
+      process.off('exit', killOnExit);
+      rmSync(base, { recursive: true, force: true });
+      throw new Error(why);
+    }
     await new Promise((r) => setTimeout(r, 50));
   }
   c.close();
   return {
     socket,
     log: tail,
+    logText: () => readFileSync(log, 'utf8'),
     async stop() {
       if (exited === null) proc.kill('SIGTERM');
       const code = await exit;

@@ -15,6 +15,38 @@ test('types.d.ts is what docs/openapi.json generates', () => {
   execFileSync(process.execPath, [path.join(PKG, 'scripts', 'gen-types.mjs'), '--check'], { stdio: 'inherit' });
 });
 
+// The client's method(s) for each operation of docs/openapi.json (as
+// pool/api's TestGoClientCoversEveryOperation for the Go client).
+const METHODS = {
+  execute: ['execute', 'stream'], answerToolCall: ['answerToolCall'], listKernels: ['kernels'], killKernel: ['kill'],
+  interruptKernel: ['interrupt'], kernelVariables: ['variables', 'variablesByOwner'], kernelSpill: ['spill'],
+  interruptOwner: ['interruptOwner'], shutdownOwner: ['shutdown'], health: ['health'], settings: ['settings'],
+  metrics: ['metrics'], ready: ['ready'], drain: ['drain'], drainStatus: ['drainStatus'],
+  createSession: ['createSession'], listSessions: ['sessions'], getSession: ['session'], deleteSession: ['deleteSession'],
+  restartSession: ['restartSession'], interruptSession: ['interruptSession'], sessionVariables: ['sessionVariables'],
+  fileList: ['listFiles'], fileListOwner: ['listFiles'], fileListSession: ['listFiles'],
+  fileDownload: ['openFile', 'downloadFile', 'downloadFileTo'], fileDownloadOwner: ['openFile', 'downloadFile', 'downloadFileTo'],
+  fileDownloadSession: ['openFile', 'downloadFile', 'downloadFileTo'],
+  fileUpload: ['uploadFile'], fileUploadOwner: ['uploadFile'], fileUploadSession: ['uploadFile'],
+  fileDelete: ['deleteFile'], fileDeleteOwner: ['deleteFile'], fileDeleteSession: ['deleteFile'],
+};
+
+test('every operation of docs/openapi.json has a method of the client', async () => {
+  const { Client } = await import('../index.js');
+  const doc = JSON.parse(readFileSync(path.join(PKG, '..', '..', 'docs', 'openapi.json'), 'utf8'));
+  const ids = [];
+  for (const [p, ops] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(ops)) {
+      ids.push(op.operationId);
+      assert.ok(METHODS[op.operationId], `${method} ${p} (${op.operationId}): no client method is listed for it`);
+      for (const m of METHODS[op.operationId]) {
+        assert.equal(typeof Client.prototype[m], 'function', `${method} ${p}: the client has no method ${m}`);
+      }
+    }
+  }
+  assert.deepEqual(Object.keys(METHODS).sort(), ids.sort());
+});
+
 test('the README example type-checks (strict)', { skip: !existsSync(TSC) && 'no TypeScript: run npm ci in clients/typescript' }, () => {
   const readme = readFileSync(path.join(PKG, 'README.md'), 'utf8');
   const m = readme.match(/```ts\n([\s\S]*?)```/);
