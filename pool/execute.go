@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -136,6 +137,9 @@ func (p *Pool) executeOn(ctx context.Context, s *slot, rq normalized, start time
 		outs.apply(res)
 		p.settle(s, lv, f)
 		restored.apply(res)
+		if note := p.toolSetNote(rq, reused); note != "" && res != nil {
+			res.Warning = strings.TrimSpace(res.Warning + " " + note)
+		}
 		m.takeRedactions(lv.filter) // still under the slot's semaphore
 		if !f.retry || attempt > 0 {
 			return res, false, nil
