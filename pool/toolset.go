@@ -9,7 +9,7 @@ import (
 // toolSetNote is the warning of an implicit request whose cell ran on a
 // new kernel while the same owner has a live kernel that differs from
 // the request's key only by its tool set: the tool set is part of an
-// implicit kernel's key (docs/api.md, "The tool-set rule"), so the cell
+// implicit kernel's key (docs/api.md, "Sessions"), so the cell
 // did not see that kernel's variables, and the result says so rather than
 // moving the owner silently. Sessions refuse such a request instead
 // (ErrSessionMismatch). "" when nothing needs saying.
