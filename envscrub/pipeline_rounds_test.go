@@ -33,3 +33,35 @@ func TestCleanMasksASecretAMaskSpells(t *testing.T) {
 		}
 	}
 }
+
+// TestCleanRoundsEndWithTheReMask: a chain of DSNs where each round's mask
+// spells the known secret ":***@db.io", whose re-mask glues the next link
+// into a new DSN for the next round: postgres://u:p1@db.io:x***@db.io...
+// becomes postgres://u***:x***@db.io... (the re-mask), whose password
+// x*** the next round masks. Clean stops after four rounds, but the last
+// one ends with the re-mask, so the secret never leaves: before, a chain
+// of four links after the first put it in the output. The outputs are
+// worked out by hand, one link per round.
+func TestCleanRoundsEndWithTheReMask(t *testing.T) {
+	const secret = ":***@db.io"
+	cases := []struct{ links, want string }{
+		{":x***@db.io", "postgres://u******"},
+		{":x***@db.io:y***@db.io", "postgres://u*********"},
+		{":x***@db.io:y***@db.io:z***@db.io", "postgres://u************"},
+		// The fourth round masks z***, its re-mask glues w*** on: the
+		// chain's rest is left as the cap leaves it, the secret is not.
+		{":x***@db.io:y***@db.io:z***@db.io:w***@db.io", "postgres://u************:w***@db.io"},
+		{":x***@db.io:y***@db.io:z***@db.io:w***@db.io:v***@db.io", "postgres://u************:w***@db.io:v***@db.io"},
+	}
+	f := NewPipeline(OutputConfig{}).Filter([]string{secret})
+	for _, c := range cases {
+		in := "postgres://u:p1@db.io" + c.links
+		got := f.Clean(in)
+		if strings.Contains(got, secret) {
+			t.Errorf("Clean(%q) = %q holds the known secret %q", in, got, secret)
+		}
+		if got != c.want {
+			t.Errorf("Clean(%q) = %q, want %q", in, got, c.want)
+		}
+	}
+}
