@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/hashicorp/go-hclog"
 )
 
 // TestScrubbedValuesAtMinSecretLen: a dropped secret value, and a
@@ -47,5 +49,26 @@ func TestBuildModeListLongerThanGlobal(t *testing.T) {
 	m := envMap(env)
 	if m["TOOL_ONE"] != "1" || m["TOOL_TWO"] != "2" {
 		t.Errorf("env %s lacks the mode's names", strings.Join(env, " "))
+	}
+}
+
+// TestDroppedNamesLogOnlyRulesThatDropped: the debug log has one line per
+// rule that dropped something, none for a rule that dropped nothing.
+// (gremlins: len(names) >= 0 lived, logging an empty list for every rule.)
+func TestDroppedNamesLogOnlyRulesThatDropped(t *testing.T) {
+	var buf strings.Builder
+	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: &buf})
+	s := newTestScrubber(t, Config{Logger: log}, "EDITOR=vim", "LANG=C")
+	if _, _, err := s.Build("web", nil); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if n := strings.Count(out, "dropped environment variables"); n != 1 || !strings.Contains(out, "EDITOR") {
+		t.Errorf("want one line, for EDITOR, got %d:\n%s", n, out)
+	}
+	for _, rule := range []string{"rule=secret-name", "rule=refused"} {
+		if strings.Contains(out, rule) {
+			t.Errorf("a line for %s, which dropped nothing:\n%s", rule, out)
+		}
 	}
 }
