@@ -32,12 +32,15 @@ func TestPEMBlocksAfterTheFirst(t *testing.T) {
 }
 
 // TestJWTSegments: eyJ[A-Za-z0-9_-]{10,}(?:\.[A-Za-z0-9_=-]{4,}){0,2}:
-// at most two dot segments, each of four characters or more. (gremlins:
-// a third segment was taken, a segment of exactly 4 was left, and one of
+// ten head characters or more, then at most two dot segments, each of
+// four characters or more. (gremlins: a head of exactly 10 was left, a
+// third segment was taken, a segment of exactly 4 was left, and one of
 // 3 was taken.)
 func TestJWTSegments(t *testing.T) {
 	const head = "eyJhbGciOiJIUzI1NiJ9" // 20 characters
 	runRedact(t, []redactCase{
+		{"a head of exactly 10 is taken", "eyJhbGciOiJIU rest", "*** rest"},
+		{"a head of 9 is kept", "eyJhbGciOiJI rest", "eyJhbGciOiJI rest"},
 		{"a third segment is kept", head + ".eyJzdWIiOiIxIn0.dozjgNry.abcd", "eyJhbG...gNry.abcd"},
 		{"a segment of exactly 4 is taken", head + ".abcd rest", "eyJhbG...abcd rest"},
 		{"a second segment of exactly 4 is taken", head + ".wxyz.abcd rest", "eyJhbG...abcd rest"},

@@ -1,0 +1,55 @@
+package envscrub
+
+import "testing"
+
+// TestPrefixBodyEnds: the body bounds of the xapp- and sk- rules, where
+// a token's body is cut short by the text's end or a non-body byte, or
+// holds one character fewer than the rule's minimum. (gremlins: an xapp-
+// body of exactly 10 was kept and one of 8 or 9 masked, digits running to
+// the end of the text indexed past it, and an sk- without a body, or too
+// short a one, returned an end before its start, which only a non-word
+// byte at index 1 lets through: each lived.)
+func TestPrefixBodyEnds(t *testing.T) {
+	runRedact(t, []redactCase{
+		{"xapp- body of exactly 10", "key: xapp-1-Ab3De6Gh9J end", "key: *** end"},
+		{"xapp- body of 9 kept", "key: xapp-1-Ab3De6Gh9 end", "key: xapp-1-Ab3De6Gh9 end"},
+		{"xapp- body of 8 kept", "key: xapp-1-Ab3De6Gh end", "key: xapp-1-Ab3De6Gh end"},
+		{"xapp- digits to the end kept", "see xapp-12345", "see xapp-12345"},
+		{"sk- without a body kept", "> sk- here", "> sk- here"},
+		{"sk- body of 3 kept", "> sk-abc here", "> sk-abc here"},
+		{"sk- body of 9 kept", "> sk-abcdefghi here", "> sk-abcdefghi here"},
+		{"sk- body of exactly 10", "see sk-abcdefghij here", "see *** here"},
+	})
+}
+
+// TestTokenAfterAnEscapeLetter: a token glued to the letter of a \n-style
+// escape is masked, at the very start of the text too (i == 2) and for
+// the letters at both ends of both cases. (gremlins: i > 2 and c > 'a'
+// lived, and the token after them left the daemon as it was.)
+func TestTokenAfterAnEscapeLetter(t *testing.T) {
+	const tok, masked = "ghp_Ab3De6Gh9Jk2Mn5Pq8St", "ghp_Ab...q8St"
+	var cases []redactCase
+	for _, esc := range []string{`\n`, `\a`, `\z`, `\A`, `\Z`} {
+		cases = append(cases,
+			redactCase{esc + " at the start", esc + tok + " end", esc + masked + " end"},
+			redactCase{esc + " inside", `"x` + esc + tok + `"`, `"x` + esc + masked + `"`},
+		)
+	}
+	runRedact(t, cases)
+}
+
+// TestTokenAfterAHexEscape: a token glued to a \uXXXX or \xHH escape is
+// masked when the escape's digits are hex (both ends of 0-9, a-f and A-F
+// appear below), and stays glued, so kept, when they are not. (gremlins:
+// the hex ranges' ends and isHex's loop bound lived.)
+func TestTokenAfterAHexEscape(t *testing.T) {
+	const tok, masked = "ghp_Ab3De6Gh9Jk2Mn5Pq8St", "ghp_Ab...q8St"
+	var cases []redactCase
+	for _, esc := range []string{`\u0a9f`, `\uA0F9`, `\x0a`, `\x9f`, `\xAF`} {
+		cases = append(cases, redactCase{esc + " is an escape", `"x` + esc + tok + `"`, `"x` + esc + masked + `"`})
+	}
+	for _, glued := range []string{`\uZZZZ`, `\u00g0`, `\u0G00`, `\xG0`, `\x0g`} {
+		cases = append(cases, redactCase{glued + " is not", `"x` + glued + tok + `"`, `"x` + glued + tok + `"`})
+	}
+	runRedact(t, cases)
+}
