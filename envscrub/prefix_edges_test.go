@@ -1,6 +1,9 @@
 package envscrub
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestPrefixBodyEnds: the body bounds of the xapp- and sk- rules, where
 // a token's body is cut short by the text's end or a non-body byte, or
@@ -8,7 +11,8 @@ import "testing"
 // body of exactly 10 was kept and one of 8 or 9 masked, digits running to
 // the end of the text indexed past it, and an sk- without a body, or too
 // short a one, returned an end before its start, which only a non-word
-// byte at index 1 lets through: each lived.)
+// byte at index 1 lets through, and a failed candidate 32 bytes before the
+// end read the byte past it: each lived.)
 func TestPrefixBodyEnds(t *testing.T) {
 	runRedact(t, []redactCase{
 		{"xapp- body of exactly 10", "key: xapp-1-Ab3De6Gh9J end", "key: *** end"},
@@ -19,13 +23,17 @@ func TestPrefixBodyEnds(t *testing.T) {
 		{"sk- body of 3 kept", "> sk-abc here", "> sk-abc here"},
 		{"sk- body of 9 kept", "> sk-abcdefghi here", "> sk-abcdefghi here"},
 		{"sk- body of exactly 10", "see sk-abcdefghij here", "see *** here"},
+		// A failed hex-led candidate 32 bytes before the end is not a
+		// Zhipu key: its '.' would lie past the text.
+		{"fc- failing 32 bytes from the end", "fc-short" + strings.Repeat(" ", 24), "fc-short" + strings.Repeat(" ", 24)},
 	})
 }
 
 // TestTokenAfterAnEscapeLetter: a token glued to the letter of a \n-style
 // escape is masked, at the very start of the text too (i == 2) and for
-// the letters at both ends of both cases. (gremlins: i > 2 and c > 'a'
-// lived, and the token after them left the daemon as it was.)
+// the letters at both ends of both cases. (gremlins: i > 2, c > 'a' and
+// a candidate scan that skipped a 9-long run before '_' lived, and the
+// token after them left the daemon as it was.)
 func TestTokenAfterAnEscapeLetter(t *testing.T) {
 	const tok, masked = "ghp_Ab3De6Gh9Jk2Mn5Pq8St", "ghp_Ab...q8St"
 	var cases []redactCase
@@ -35,6 +43,10 @@ func TestTokenAfterAnEscapeLetter(t *testing.T) {
 			redactCase{esc + " inside", `"x` + esc + tok + `"`, `"x` + esc + masked + `"`},
 		)
 	}
+	// retaindb_ has the longest head (8): with the escape's letter the
+	// alphanumeric run before '_' is 9 long, and the scan for candidates
+	// still looks at its last 8.
+	cases = append(cases, redactCase{"retaindb_ after \\n", `"x\nretaindb_Ab3De6Gh9Jk2Mn5Pq8St"`, `"x\nretain...q8St"`})
 	runRedact(t, cases)
 }
 
