@@ -65,3 +65,21 @@ func TestTokenAfterAHexEscape(t *testing.T) {
 	}
 	runRedact(t, cases)
 }
+
+// TestTokensFoundOutOfTextOrder: candidates are gathered by kind ('-'
+// heads, then '_' heads, then SG., Zhipu keys, AIza/AKIA/gAAAA and
+// GR1348941), so a '_' token before a '-' token, or an AKIA key before
+// both, is found after them and must be sorted back into text order.
+// (gremlins: len(starts) <= 1 lived: the later token was masked first and
+// the earlier one, before the scan's resume point, left as it was.)
+func TestTokensFoundOutOfTextOrder(t *testing.T) {
+	const (
+		ghp  = "ghp_Ab3De6Gh9Jk2Mn5Pq8St"
+		xoxb = "xoxb-Ab3De6Gh9Jk2Mn5Pq8St"
+		akia = "AKIAABCDEFGHIJKLMNOP"
+	)
+	runRedact(t, []redactCase{
+		{"'_' before '-'", ghp + " then " + xoxb, "ghp_Ab...q8St then xoxb-A...q8St"},
+		{"AKIA before '_' and '-'", akia + " " + ghp + " " + xoxb, "AKIAAB...MNOP ghp_Ab...q8St xoxb-A...q8St"},
+	})
+}
