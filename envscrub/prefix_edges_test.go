@@ -84,20 +84,26 @@ func TestTokensFoundOutOfTextOrder(t *testing.T) {
 	})
 }
 
-// TestZhipuKeyAfterText: an unprefixed Zhipu key ([0-9a-f]{32}.[A-Za-z0-9]{16,})
-// is masked after other text, not only at the start, unless glued to a
+// TestZhipuKeyAfterText: an unprefixed Zhipu key
+// ([0-9a-f]{32}.[A-Za-z0-9]{16,}) is masked after other text, not only at the start, unless glued to a
 // '.' (the reference bounds it by [A-Za-z0-9_.-]); a '-' candidate whose
 // byte 32 on is '.' and 16 alphanumerics, but whose hex run is 2 long,
 // is not one. (gremlins: the left-boundary check read s[i+1], a hex digit,
-// and took a key glued to a '.'; and a run length of e+i let the
-// short run through: both lived, every Zhipu case being at the start.)
+// and took a key glued to a '.'; a run length of e+i let the short run
+// through; a suffix of exactly 16 was left; a key glued to a '_' after it
+// returned an end before its start: all lived, every Zhipu case being
+// at the start.)
 func TestZhipuKeyAfterText(t *testing.T) {
-	key := strings.Repeat("a1", 16) + ".AbCdEfGhIjKlMnOpQr"
+	hex32 := strings.Repeat("a1", 16)
+	key := hex32 + ".AbCdEfGhIjKlMnOpQr"
 	notKey := strings.Repeat(" ", 20) + "fc-" + strings.Repeat(" ", 29) + ".abcdefghijklmnop"
 	runRedact(t, []redactCase{
 		{"after text", "key: " + key + " end", "key: a1a1a1...OpQr end"},
 		{"in quotes", `{"k": "` + key + `"}`, `{"k": "a1a1a1...OpQr"}`},
 		{"glued to a '.' kept", "see ." + key + " end", "see ." + key + " end"},
+		{"glued to a '_' after it kept", "key: " + key + "_x end", "key: " + key + "_x end"},
+		{"a suffix of exactly 16", "key: " + hex32 + ".AbCdEfGhIjKlMnOp end", "key: a1a1a1...MnOp end"},
+		{"a suffix of 15 kept", "key: " + hex32 + ".AbCdEfGhIjKlMnO end", "key: " + hex32 + ".AbCdEfGhIjKlMnO end"},
 		{"a short hex run 32 bytes before a '.'", notKey, notKey},
 	})
 }
