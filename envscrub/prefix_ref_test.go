@@ -43,12 +43,12 @@ func cleanNoReuse(f *Filter, text string) string {
 	}
 	for round := 0; ; round++ {
 		text = redactPatterns(nil, text)
-		if !f.exact.recur || round == 3 {
+		if !f.exact.recur {
 			return text
 		}
 		again := f.exact.mask(text)
-		if again == text {
-			return text
+		if again == text || round == 3 {
+			return again
 		}
 		text = again
 	}

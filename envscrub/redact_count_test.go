@@ -5,7 +5,8 @@ import "testing"
 // TestRedactionsCountOnePerSecret: Clean counts one redaction per secret
 // it masks, whatever kind it is and however many passes see it (a DSN
 // password that is also a provider token is masked by the token pass and
-// again by the DSN pass: still one secret).
+// again by the DSN pass: still one secret), and two secrets that touch
+// count two.
 func TestRedactionsCountOnePerSecret(t *testing.T) {
 	const (
 		ant  = "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
@@ -35,6 +36,10 @@ func TestRedactionsCountOnePerSecret(t *testing.T) {
 		{"two secrets", ant + " and " + ghp, 2},
 		{"two secrets in a dsn and a header", "postgres://user:" + ant + "@db/x\nAuthorization: Bearer " + ghp, 2},
 		{"one secret twice", ant + "\n" + ant, 2},
+		// Two secrets touching: the token pass's edit starts where the
+		// exact mask ends, or ends where it starts, and overlaps neither.
+		{"known secret touching a token after it", kept + ghp, 2},
+		{"token touching a known secret after it", ghp + kept, 2},
 		{"no secret", "hello world", 0},
 	}
 	p := NewPipeline(OutputConfig{})
