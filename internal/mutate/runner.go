@@ -155,7 +155,7 @@ func (r *runner) goTest(overlay, tags, run string, pkgs []string, timeout, patie
 	args := []string{"test", "-count=1", "-timeout", timeout.String(), "-run", run}
 	if overlay != "" {
 		// One failing test is a catch: the rest need not run.
-		args = append(args, "-failfast", "-overlay", overlay)
+		args = append(args, "-failfast")
 	}
 	if tags != "" {
 		args = append(args, "-tags", tags)
@@ -167,8 +167,15 @@ func (r *runner) goTest(overlay, tags, run string, pkgs []string, timeout, patie
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = r.root
+	cmd.Env = os.Environ()
+	if overlay != "" {
+		// Through GOFLAGS, not a flag: the integration tests build the
+		// daemon with their own go build, which must get the mutant too
+		// (with -overlay alone their daemon ran the unmutated code).
+		cmd.Env = append(cmd.Env, "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -overlay="+overlay))
+	}
 	if patience > 0 {
-		cmd.Env = append(os.Environ(), testenv.PatienceEnv+"="+patience.String())
+		cmd.Env = append(cmd.Env, testenv.PatienceEnv+"="+patience.String())
 	}
 	out, err := cmd.CombinedOutput()
 	if r.verbose {
