@@ -260,17 +260,23 @@ func (c *Client) Kill(ctx context.Context, id string) error {
 // the bytes copied; errors.Is(err, pool.ErrNotFound) when the kernel or
 // the file does not exist.
 func (c *Client) Spill(ctx context.Context, id, name string, w io.Writer) (int64, error) {
-	resp, err := c.send(ctx, http.MethodGet, "/v1/kernels/"+url.PathEscape(id)+"/spill/"+url.PathEscape(name), nil)
+	return c.copyGet(ctx, "spill", "/v1/kernels/"+url.PathEscape(id)+"/spill/"+url.PathEscape(name), w)
+}
+
+// copyGet copies the body of a GET of path to w (op names the operation
+// in errors) and returns the bytes copied.
+func (c *Client) copyGet(ctx context.Context, op, path string, w io.Writer) (int64, error) {
+	resp, err := c.send(ctx, http.MethodGet, path, nil)
 	if err != nil {
-		return 0, opError("spill", err)
+		return 0, opError(op, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("spill: %w", readError(resp))
+		return 0, fmt.Errorf("%s: %w", op, readError(resp))
 	}
 	n, err := io.Copy(w, resp.Body)
 	if err != nil {
-		return n, opError("spill", err)
+		return n, opError(op, err)
 	}
 	return n, nil
 }

@@ -185,17 +185,5 @@ func (c *Client) Drain(ctx context.Context, progress func(DrainStatus)) (*DrainS
 // on the network listener) to w and returns the bytes copied; a daemon
 // serving no metrics answers 404.
 func (c *Client) Metrics(ctx context.Context, w io.Writer) (int64, error) {
-	resp, err := c.send(ctx, http.MethodGet, "/metrics", nil)
-	if err != nil {
-		return 0, opError("metrics", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("metrics: %w", readError(resp))
-	}
-	n, err := io.Copy(w, resp.Body)
-	if err != nil {
-		return n, opError("metrics", err)
-	}
-	return n, nil
+	return c.copyGet(ctx, "metrics", "/metrics", w)
 }

@@ -267,6 +267,13 @@ def json_object(raw: bytes, what: str) -> Dict[str, Any]:
     return object_of(decode_json(raw, what), what)
 
 
+def ready_state(v: Any) -> str:
+    """The state of a decoded GET /v1/ready answer."""
+    if not isinstance(v, dict) or not isinstance(v.get("state"), str):
+        raise ProtocolError("ready: expected {\"state\": ...}")
+    return v["state"]
+
+
 DRAIN_WAIT = "/v1/drain?wait=true"
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from . import _wire
 from ._files import AsyncFilesMixin
@@ -187,8 +187,12 @@ class AsyncClient(_wire.Settings, AsyncFilesMixin):
                 return _wire.decode_json(await resp.read(self.max_line_bytes, path), path)
             finally:
                 writer.close()
+        return await self._timed(method, path, run())
+
+    async def _timed(self, method: str, path: str, answer: Awaitable[Any]) -> Any:
+        """answer, awaited within the client's timeout."""
         try:
-            return await asyncio.wait_for(run(), self.timeout)
+            return await asyncio.wait_for(answer, self.timeout)
         except asyncio.TimeoutError:
             raise ProtocolError("%s %s: no answer within %ss" % (method, path, self.timeout)) from None
 
@@ -362,10 +366,7 @@ class AsyncClient(_wire.Settings, AsyncFilesMixin):
         return Health.from_json(await self._json("GET", "/v1/health"))
 
     async def ready(self) -> str:
-        out = await self._json("GET", "/v1/ready")
-        if not isinstance(out, dict) or not isinstance(out.get("state"), str):
-            raise ProtocolError("ready: expected {\"state\": ...}")
-        return out["state"]
+        return _wire.ready_state(await self._json("GET", "/v1/ready"))
 
     async def metrics(self) -> str:
         async def run() -> str:
@@ -375,10 +376,7 @@ class AsyncClient(_wire.Settings, AsyncFilesMixin):
                 return (await resp.read(self.max_line_bytes, "metrics")).decode("utf-8", "replace")
             finally:
                 writer.close()
-        try:
-            return await asyncio.wait_for(run(), self.timeout)
-        except asyncio.TimeoutError:
-            raise ProtocolError("GET /metrics: no answer within %ss" % self.timeout) from None
+        return await self._timed("GET", "/metrics", run())
 
     async def settings(self) -> Dict[str, Any]:
         return _wire.object_of(await self._json("GET", "/v1/settings"), "settings")
@@ -398,10 +396,7 @@ class AsyncClient(_wire.Settings, AsyncFilesMixin):
                     return _wire.json_object(await resp.read(self.max_line_bytes, "drain"), "drain")
                 finally:
                     writer.close()
-            try:
-                return await asyncio.wait_for(start(), self.timeout)
-            except asyncio.TimeoutError:
-                raise ProtocolError("POST /v1/drain: no answer within %ss" % self.timeout) from None
+            return await self._timed("POST", "/v1/drain", start())
         writer, resp = await self._send("POST", _wire.DRAIN_WAIT, None)  # no timeout: the grace and the saves
         last: Optional[Dict[str, Any]] = None
         try:

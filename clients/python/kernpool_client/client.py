@@ -363,7 +363,4 @@ class Client(_wire.Settings, FilesMixin):
     def ready(self) -> str:
         """The node's state from GET /v1/ready: ``"ready"``, else APIError
         (code ``draining`` or ``closed``; needs no credentials)."""
-        out = self._json("GET", "/v1/ready")
-        if not isinstance(out, dict) or not isinstance(out.get("state"), str):
-            raise ProtocolError("ready: expected {\"state\": ...}")
-        return out["state"]
+        return _wire.ready_state(self._json("GET", "/v1/ready"))
