@@ -137,7 +137,7 @@ func (p *Pool) executeOn(ctx context.Context, s *slot, rq normalized, start time
 		outs.apply(res)
 		p.settle(s, lv, f)
 		restored.apply(res)
-		if note := p.toolSetNote(rq, reused); note != "" && res != nil {
+		if note := p.toolSetNote(rq, reused || stateReset); note != "" && res != nil {
 			res.Warning = strings.TrimSpace(res.Warning + " " + note)
 		}
 		m.takeRedactions(lv.filter) // still under the slot's semaphore

@@ -12,9 +12,11 @@ import (
 // implicit kernel's key (docs/api.md, "Sessions"), so the cell
 // did not see that kernel's variables, and the result says so rather than
 // moving the owner silently. Sessions refuse such a request instead
-// (ErrSessionMismatch). "" when nothing needs saying.
-func (p *Pool) toolSetNote(rq normalized, reused bool) string {
-	if reused || rq.key.session != "" {
+// (ErrSessionMismatch). "" when nothing needs saying, and when the key
+// had a kernel before (known is true: reused, or replaced after a reset
+// or a death, which the result reports as state_reset).
+func (p *Pool) toolSetNote(rq normalized, known bool) string {
+	if known || rq.key.session != "" {
 		return ""
 	}
 	p.mu.Lock()
