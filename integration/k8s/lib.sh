@@ -314,7 +314,7 @@ agent_log_tail() {
 	local pod
 	pod=$($KUBECTL -n kernpool get pods -l app.kubernetes.io/name=kernpool-node --field-selector "spec.nodeName=$1" -o jsonpath='{.items[0].metadata.name}')
 	log "the drained agent's log ($pod, its first container):"
-	pod_log "$1" kernpool "$pod" kernpool 0 | grep -iE 'drain|saved|exit' | tail -8 | cut -c1-200 | sed 's/^/  /' || true
+	pod_log "$1" kernpool "$pod" kernpool 0 | grep -iE 'drain|saved|exit' | tail -8 | sed 's/^/  /' || true
 	log "its cordon watcher and the restarted agent:"
 	pod_log "$1" kernpool "$pod" cordon-watch 0 | tail -3 | sed 's/^/  /' || true
 	pod_log "$1" kernpool "$pod" kernpool 1 | tail -2 | sed 's/^/  /' || true
