@@ -100,18 +100,8 @@ func (p *Pool) normalize(req Request) (normalized, error) {
 	if len(tools) > 0 && p.cfg.Tools == nil {
 		return bad("tools %v requested but this pool has no tool server", tools)
 	}
-	switch {
-	case req.Timeout < 0:
-		return bad("timeout must not be negative (got %s)", req.Timeout)
-	case req.MaxToolCalls < 0:
-		return bad("max_tool_calls must not be negative (got %d)", req.MaxToolCalls)
-	case req.Limits.MemoryMax < 0 || req.Limits.PidsMax < 0 || req.Limits.CPUMax < 0:
-		return bad("limits must not be negative")
-	}
-	for _, name := range req.Passthrough {
-		if name == "" || strings.ContainsAny(name, "=\x00") {
-			return bad("passthrough name %q is not an environment variable name", name)
-		}
+	if err := checkCellFields(req); err != nil {
+		return normalized{}, err
 	}
 	if err := checkCeiling(req.Limits, p.cfg.Ceiling); err != nil {
 		return normalized{}, err
@@ -138,6 +128,35 @@ func (p *Pool) normalize(req Request) (normalized, error) {
 		stream:      req.Stream,
 		outputsDir:  req.OutputsDir,
 	}
+	p.fillDefaults(&n)
+	return n, nil
+}
+
+// checkCellFields refuses the request's numbers and passthrough names
+// that no pool setting could make valid.
+func checkCellFields(req Request) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf(format+": %w", append(args, ErrBadRequest)...)
+	}
+	switch {
+	case req.Timeout < 0:
+		return bad("timeout must not be negative (got %s)", req.Timeout)
+	case req.MaxToolCalls < 0:
+		return bad("max_tool_calls must not be negative (got %d)", req.MaxToolCalls)
+	case req.Limits.MemoryMax < 0 || req.Limits.PidsMax < 0 || req.Limits.CPUMax < 0:
+		return bad("limits must not be negative")
+	}
+	for _, name := range req.Passthrough {
+		if name == "" || strings.ContainsAny(name, "=\x00") {
+			return bad("passthrough name %q is not an environment variable name", name)
+		}
+	}
+	return nil
+}
+
+// fillDefaults gives a cell the pool's settings where the request left
+// them zero, and caps its timeout at the pool's maximum.
+func (p *Pool) fillDefaults(n *normalized) {
 	if n.timeout == 0 {
 		n.timeout = p.cfg.CellTimeout
 	}
@@ -148,7 +167,6 @@ func (p *Pool) normalize(req Request) (normalized, error) {
 	if n.handler == nil {
 		n.handler = refuseTools{}
 	}
-	return n, nil
 }
 
 // checkName defaults an owner or mode to "default" and requires printable,
