@@ -162,16 +162,21 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (d *Daemon, err error
 	if d.pool, err = pool.New(pc); err != nil {
 		return nil, fmt.Errorf("start pool: %w", err)
 	}
-	saving, saved := d.fleet.saveMarks(d.pool, log)
-	d.handler = api.NewServer(d.pool, api.ServerConfig{
-		Version: o.version, Isolation: d.seams.Isolation, ToolCallTimeout: c.ToolCallTimeout, Logger: log,
+	d.handler = d.newHandler(&c, o.version, interp)
+	d.rl = &reloader{cur: &c, pool: d.pool, seams: d.seams, net: d.net, log: log}
+	return d, nil
+}
+
+// newHandler is the node API over d's pool, seams, ops kit and fleet.
+func (d *Daemon) newHandler(c *Config, version, interp string) *api.Server {
+	saving, saved := d.fleet.saveMarks(d.pool, d.log)
+	return api.NewServer(d.pool, api.ServerConfig{
+		Version: version, Isolation: d.seams.Isolation, ToolCallTimeout: c.ToolCallTimeout, Logger: d.log,
 		CheckAccess: requestChecker(d.seams, interp), Metrics: d.kit.metrics.Handler(),
 		OnDrain: d.requestDrain, MaxKernels: c.MaxKernels,
 		Settings:  func() *api.Settings { return SettingsOf(d.rl.current(), interp) },
 		Placement: d.fleet.placement(), OwnerSaving: saving, OwnerSaved: saved,
 	})
-	d.rl = &reloader{cur: &c, pool: d.pool, seams: d.seams, net: d.net, log: log}
-	return d, nil
 }
 
 func (d *Daemon) closeSeams() {
