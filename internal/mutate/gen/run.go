@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -141,21 +142,31 @@ func (r *runner) testMutant(e Entry, start time.Time, mutant []byte, sel []int) 
 		fmt.Printf("    does not compile:\n%s\n", indent(tail(out, 4)))
 		return end(stNotViable)
 	}
-	names := make([]string, len(sel))
-	var own float64
-	for i, ti := range sel {
-		names[i] = r.cm.Tests[ti].Name
-		own += r.cm.Tests[ti].Secs
-	}
-	timeout := max(r.floor, time.Duration(r.coef*own*float64(time.Second)))
+	return end(r.runSelected(bin, overlay, sel))
+}
+
+// runSelected runs the selected tests one process each, the quickest
+// first, and stops at the first that fails or times out: a killed mutant
+// costs its quickest killing test, not every test before it in file
+// order. Each test ran alone in the coverage pass too. A test's timeout
+// is coef times its own time there, with a floor.
+func (r *runner) runSelected(bin, overlay string, sel []int) string {
+	sel = slices.Clone(sel)
+	slices.SortStableFunc(sel, func(a, b int) int { return cmp.Compare(r.cm.Tests[a].Secs, r.cm.Tests[b].Secs) })
 	env := goEnv(overlay, testenv.PatienceEnv+"="+r.patience.String())
-	switch outcome, _, _ := runTests(bin, r.pkgDir(), names, timeout, env); outcome {
-	case passed:
-		return end(stLived)
-	case timedOut:
-		return end(stTimedOut)
+	for _, ti := range sel {
+		t := r.cm.Tests[ti]
+		timeout := max(r.floor, time.Duration(r.coef*t.Secs*float64(time.Second)))
+		switch outcome, _, _ := runTests(bin, r.pkgDir(), []string{t.Name}, timeout, env); {
+		case ctx.Err() != nil:
+			return stTimedOut // interrupted: left out of the report
+		case outcome == failed:
+			return stKilled
+		case outcome == timedOut:
+			return stTimedOut
+		}
 	}
-	return end(stKilled)
+	return stLived
 }
 
 // writeOverlay writes the mutated file and the -overlay JSON naming it.
