@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -218,5 +219,23 @@ func TestEquivalentsParse(t *testing.T) {
 	}
 	if len(eqs) < 50 {
 		t.Errorf("%d records, want the file's (more than 50)", len(eqs))
+	}
+}
+
+// TestBatches: the first n tests run alone, the rest in one batch.
+func TestBatches(t *testing.T) {
+	for _, c := range []struct {
+		sel  []int
+		n    int
+		want string
+	}{
+		{[]int{5, 3, 9, 1, 7, 2}, 4, "[[5] [3] [9] [1] [7 2]]"},
+		{[]int{5, 3}, 4, "[[5] [3]]"},
+		{[]int{5, 3, 9, 1}, 4, "[[5] [3] [9] [1]]"},
+		{nil, 4, "[]"},
+	} {
+		if got := fmt.Sprint(batches(c.sel, c.n)); got != c.want {
+			t.Errorf("batches(%v, %d) = %s, want %s", c.sel, c.n, got, c.want)
+		}
 	}
 }

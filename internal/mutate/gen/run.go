@@ -145,19 +145,49 @@ func (r *runner) testMutant(e Entry, start time.Time, mutant []byte, sel []int) 
 	return end(r.runSelected(bin, overlay, sel))
 }
 
-// runSelected runs the selected tests one process each, the quickest
-// first, and stops at the first that fails or times out: a killed mutant
-// costs its quickest killing test, not every test before it in file
-// order. Each test ran alone in the coverage pass too. A test's timeout
-// is coef times its own time there, with a floor.
+// alone is how many of a mutant's tests, the quickest, run one process
+// each before the rest run in one: a killed mutant usually fails in its
+// quickest tests, and a process per test costs about a second each for
+// a lived mutant that runs them all.
+const alone = 4
+
+// runSelected runs the quickest selected tests one process each, then
+// the rest in one process, and stops at the first failure or timeout: a
+// killed mutant costs its quickest killing test, not every test before it
+// in file order. A run's timeout is coef times its tests' own time in the
+// coverage pass (where each ran alone), with a floor.
 func (r *runner) runSelected(bin, overlay string, sel []int) string {
 	sel = slices.Clone(sel)
 	slices.SortStableFunc(sel, func(a, b int) int { return cmp.Compare(r.cm.Tests[a].Secs, r.cm.Tests[b].Secs) })
 	env := goEnv(overlay, testenv.PatienceEnv+"="+r.patience.String())
-	for _, ti := range sel {
-		t := r.cm.Tests[ti]
-		timeout := max(r.floor, time.Duration(r.coef*t.Secs*float64(time.Second)))
-		switch outcome, _, _ := runTests(bin, r.pkgDir(), []string{t.Name}, timeout, env); {
+	return r.runBatches(bin, env, batches(sel, alone))
+}
+
+// batches splits sel (quickest first) into its first n tests alone and
+// the rest together.
+func batches(sel []int, n int) [][]int {
+	var out [][]int
+	for i, t := range sel {
+		if i >= n {
+			return append(out, sel[i:])
+		}
+		out = append(out, []int{t})
+	}
+	return out
+}
+
+// runBatches runs each batch in one process, in order, and returns the
+// status of the first that fails or times out (lived when none does).
+func (r *runner) runBatches(bin string, env []string, bs [][]int) string {
+	for _, b := range bs {
+		var names []string
+		var own float64
+		for _, ti := range b {
+			names = append(names, r.cm.Tests[ti].Name)
+			own += r.cm.Tests[ti].Secs
+		}
+		timeout := max(r.floor, time.Duration(r.coef*own*float64(time.Second)))
+		switch outcome, _, _ := runTests(bin, r.pkgDir(), names, timeout, env); {
 		case ctx.Err() != nil:
 			return stTimedOut // interrupted: left out of the report
 		case outcome == failed:
