@@ -19,15 +19,15 @@
 //   - per mutant: the mutated file goes to a temporary directory, one
 //     `go test -c -overlay` builds the binary, and it runs only the tests
 //     that cover the mutant's line, the quickest four one process each,
-//     then the rest in one, until one fails. A mutant on a position no block holds (the
-//     case expressions of a tagless switch) runs every test that entered
-//     its function; one outside any function, every test. Killed when a
-//     test fails, TIMED OUT when a run passes its timeout (a multiple of
-//     its tests' own time in the coverage run, with a floor), lived when
-//     all pass,
-//     NOT COVERED when no test reaches the line, NOT VIABLE when the
-//     mutant does not compile. Two mutators that make the same change (- as
-//     INVERT_NEGATIVES and ARITHMETIC_BASE) are tested once.
+//     then the rest in one, until one fails. A mutant on a position no
+//     block holds (the case expressions of a tagless switch) runs every
+//     test that entered its function; one outside any function, every
+//     test. Killed when a test fails, TIMED OUT when a run passes its
+//     timeout (a multiple of its tests' own time in the coverage run, with
+//     a floor), lived when all pass, NOT COVERED when no test reaches the
+//     line, NOT VIABLE when the mutant does not compile. Two mutators that
+//     make the same change (- as INVERT_NEGATIVES and ARITHMETIC_BASE) are
+//     tested once.
 //
 // DIR/<pkg>.select.txt is the report, one line per mutant (status, mutator,
 // file:line:col, tests run, seconds, the line's code), appended as each
