@@ -54,3 +54,15 @@ func TestReplyFrameAtTheLimitRead(t *testing.T) {
 		t.Fatalf("error %q, want the frame read and refused for its request id", err)
 	}
 }
+
+// TestDefaultMaxFrameBytesIsTheDefault: the exported DefaultMaxFrameBytes
+// is what a Spec with every cap at its default gets (its doc says so, and
+// embedders size by it): 13971712 bytes, the limit the oversized-header
+// test sees in the error.
+func TestDefaultMaxFrameBytesIsTheDefault(t *testing.T) {
+	var s Spec
+	s.fillCaps()
+	if s.MaxFrameBytes != DefaultMaxFrameBytes || DefaultMaxFrameBytes != 13971712 {
+		t.Fatalf("a default Spec's MaxFrameBytes is %d, DefaultMaxFrameBytes %d; want both 13971712", s.MaxFrameBytes, DefaultMaxFrameBytes)
+	}
+}
