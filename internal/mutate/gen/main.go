@@ -114,27 +114,29 @@ func (r *runner) plan(o options, reportPath string) ([]Mutant, error) {
 	if err != nil {
 		return nil, err
 	}
-	retest := strings.Split(o.retest, ",")
-	have := map[string]Entry{}
-	for _, e := range old {
-		if e.Code == r.src.line(e.File, e.Line) && !slices.Contains(retest, e.Status) {
-			have[e.key()] = e
-		}
-	}
-	var kept []string
-	var todo []Mutant
 	var only *regexp.Regexp
 	if o.only != "" {
 		if only, err = regexp.Compile(o.only); err != nil {
 			return nil, fmt.Errorf("-only: %w", err)
 		}
 	}
+	selected := func(m Mutant) bool { return only == nil || only.MatchString(m.Mutator+" "+m.Pos()) }
+	retest := strings.Split(o.retest, ",")
+	have := map[string]Entry{}
+	for _, e := range old {
+		// -retest applies to the mutants -only selects; the rest are kept.
+		if e.Code == r.src.line(e.File, e.Line) && !(slices.Contains(retest, e.Status) && selected(e.Mutant)) {
+			have[e.key()] = e
+		}
+	}
+	var kept []string
+	var todo []Mutant
 	for _, m := range ms {
 		e, ok := have[Entry{Mutant: m}.key()]
 		switch {
 		case ok:
 			kept = append(kept, e.String())
-		case only == nil || only.MatchString(m.Mutator+" "+m.Pos()):
+		case selected(m):
 			todo = append(todo, m)
 		}
 	}
