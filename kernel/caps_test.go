@@ -10,28 +10,34 @@ import (
 // cell at every cap at once settles normally, within the frame limit and
 // the kernel's budget. Two worst cases: 4-byte characters (the most
 // decoded bytes, near the budget) and control characters (escaped 6 bytes
-// each, the longest frame, near the frame limit).
+// each, the longest frame, near the frame limit). Both also fill the
+// cell's displays (DisplayCellBytes) and fd-level streams: the budget
+// counts each, and an honest cell may use them all at once.
 func TestHonestWorstCaseFitsTheBounds(t *testing.T) {
 	cases := []struct {
 		name, char string
 		runeLen    int
 		minCharged int64
 	}{
-		{"4-byte characters", `\U0001F600`, 4, 4_000_000},
-		{"control characters", `\x01`, 1, 4_000_000},
+		{"4-byte characters", `\U0001F600`, 4, 8_000_000},
+		{"control characters", `\x01`, 1, 8_000_000},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			spec := baseSpec(t)
 			k := startKernel(t, spec, "")
 			r := mustExec(t, k, `import os, sys
+class D:
+    def _repr_html_(self): return "h" * 4_100_000
+    def __repr__(self): return "D()"
+display(D())
 sys.stdout.write("`+c.char+`" * 1_100_000)
 sys.stderr.write("`+c.char+`" * 1_100_000)
 os.write(1, b"y" * 1_100_000)
 os.write(2, b"z" * 1_100_000)
 raise ValueError("v" * 200_000)`)
-			if r.Status != "error" || !r.StdoutClipped {
-				t.Fatalf("status %q clipped %v", r.Status, r.StdoutClipped)
+			if r.Status != "error" || !r.StdoutClipped || len(r.Displays) != 1 {
+				t.Fatalf("status %q clipped %v, %d displays", r.Status, r.StdoutClipped, len(r.Displays))
 			}
 			if len(r.Stdout) != CaptureChars || len(r.StdoutTail) != DefaultTailBytes || r.StdoutBytesTotal != 1_100_000*(c.runeLen+1) {
 				t.Fatalf("stdout %d + %d bytes of %d", len(r.Stdout), len(r.StdoutTail), r.StdoutBytesTotal)

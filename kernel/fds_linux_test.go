@@ -37,3 +37,26 @@ func TestOnlyStdioFdsInChild(t *testing.T) {
 		t.Fatalf("stdout %q, want %q", r.Stdout, want)
 	}
 }
+
+// TestNoHostFdsLeftAfterKill: a kernel started and killed leaves no file
+// descriptor open in the host, however many come and go (the daemon
+// starts kernels for as long as it runs). A first kernel warms what the
+// runtime opens once (its poller).
+func TestNoHostFdsLeftAfterKill(t *testing.T) {
+	requireProc(t)
+	openFds := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ents)
+	}
+	requireGone(t, startKernel(t, baseSpec(t), ""))
+	before := openFds()
+	for range 3 {
+		requireGone(t, startKernel(t, baseSpec(t), ""))
+	}
+	if after := openFds(); after != before {
+		t.Fatalf("%d fds open after three kernels came and went, %d before", after, before)
+	}
+}

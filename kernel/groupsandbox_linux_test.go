@@ -70,3 +70,41 @@ func TestGroupSandboxKillKillsWholeTree(t *testing.T) {
 		t.Fatalf("Release after Kill: %v", err)
 	}
 }
+
+// TestGroupSandboxReleaseWaitsForDyingMembers: Release right after Kill,
+// while a member is still dying (freeing 128 MiB of touched memory takes
+// the kernel a while after SIGKILL), waits for it and succeeds, and no
+// member runs once it returned. A Release that gave up at its first look
+// would report the group as surviving.
+func TestGroupSandboxReleaseWaitsForDyingMembers(t *testing.T) {
+	requireProc(t)
+	sb := NewProcessGroup()
+	cmd := exec.Command(testenv.Python, "-c", "import time\nb = bytearray(128 << 20)\nprint('ready', flush=True)\ntime.sleep(1000)")
+	if err := sb.Prepare(cmd, ""); err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Wait() }()
+	if err := sb.Started(cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	if sc := bufio.NewScanner(out); !sc.Scan() || sc.Text() != "ready" {
+		_ = cmd.Process.Kill()
+		t.Fatalf("member did not start: %q", sc.Text())
+	}
+	if err := sb.Kill(); err != nil {
+		t.Fatalf("Kill: %v", err)
+	}
+	if _, err := sb.Release(); err != nil {
+		t.Fatalf("Release right after Kill: %v", err)
+	}
+	if live := liveGroupMembers(cmd.Process.Pid); len(live) > 0 {
+		t.Fatalf("members %v run after Release returned", live)
+	}
+}

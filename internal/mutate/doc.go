@@ -23,4 +23,6 @@
 // reports per package what the tests killed; a survivor gets a test that
 // kills it (and, when it protects something that matters, a record here),
 // or a record in equivalent.txt saying why no test can tell it apart.
+// Its --select mode (internal/mutate/gen) runs each of gremlins' mutants
+// against only the tests that execute its line.
 package main

@@ -1,0 +1,41 @@
+// Command gen runs gremlins' generated mutants of one package, each against
+// only the tests that execute the mutated line: gremlins (.ci/gremlins) runs
+// a package's whole suite per mutant, 40-500 s for kernel, pool, pool/api,
+// isolate and pool/daemon on a 2-core host, days per package.
+//
+//	go run ./internal/mutate/gen -pkg kernel -out DIR
+//
+// The steps, per package:
+//
+//   - the mutants: gremlins itself lists them (`unleash --dry-run`, JSON
+//     report). Its coverage run is told to run no test (-run=^$ through
+//     GOFLAGS): the list is what is wanted, and coverage comes next;
+//   - the coverage map, built once: the test binary is compiled with
+//     -cover -coverpkg=PKG, each top-level test (-test.list) runs alone with
+//     its own profile, and each covered block records the tests that ran it.
+//     GOCOVERDIR is set too, so a test's re-executed helper processes count.
+//     The map is cached in DIR and rebuilt for the tests whose file changed
+//     (all of it when a non-test file changed);
+//   - per mutant: the mutated file goes to a temporary directory, one
+//     `go test -c -overlay` builds the binary, and it runs only the tests
+//     that cover the mutant's line, the quickest four one process each,
+//     then the rest in one, until one fails. A mutant on a position no
+//     block holds (the case expressions of a tagless switch) runs every
+//     test that entered its function; one outside any function, every
+//     test. Killed when a test fails, TIMED OUT when a run passes its
+//     timeout (a multiple of its tests' own time in the coverage run, with
+//     a floor), lived when all pass, NOT COVERED when no test reaches the
+//     line, NOT VIABLE when the mutant does not compile. Two mutators that
+//     make the same change (- as INVERT_NEGATIVES and ARITHMETIC_BASE) are
+//     tested once.
+//
+// DIR/<pkg>.select.txt is the report, one line per mutant (status, mutator,
+// file:line:col, tests run, seconds, the line's code), appended as each
+// finishes: a re-run skips the mutants already in it whose line is
+// unchanged, so a package can take several sessions. -retest LIVED tests
+// the survivors again (after a test was added to kill them). The summary
+// line has .ci/gremlins' columns; a lived mutant recorded in
+// internal/mutate/equivalent.txt counts as equivalent.
+//
+// .ci/gremlins --select runs this instead of gremlins' own test loop.
+package main

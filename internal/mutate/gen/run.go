@@ -1,0 +1,214 @@
+package main
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/kernpool/kernpool/internal/testenv"
+)
+
+type runner struct {
+	root, pkg string
+	info      *pkgInfo
+	work      string // temporary files of this run
+	cm        *CoverMap
+	fr        funcRanges
+	src       sourceLines
+	coef      float64
+	floor     time.Duration
+	patience  time.Duration
+	// done remembers, per change (file, offset, new token), a result: two
+	// mutators that make the same change are tested once.
+	done map[string]Entry
+}
+
+func (r *runner) pkgDir() string { return filepath.Join(r.root, r.pkg) }
+
+// coverage loads the cached map at path, runs again the tests it lacks
+// or whose file changed (all when a non-test file changed, or fresh), and
+// saves it.
+func (r *runner) coverage(path string, fresh bool) error {
+	srcHash, err := hashFiles(r.pkgDir(), append(slices.Clone(r.info.GoFiles), r.info.CgoFiles...))
+	if err != nil {
+		return err
+	}
+	testHash, err := hashFiles(r.pkgDir(), r.info.TestGoFiles)
+	if err != nil {
+		return err
+	}
+	decls, err := testDecls(r.pkgDir(), r.info.TestGoFiles)
+	if err != nil {
+		return err
+	}
+	cm, err := loadCoverMap(path)
+	if err != nil || fresh || cm.Source != combined(srcHash) {
+		cm = &CoverMap{}
+		cm.index()
+	}
+	r.cm = cm
+	bin := filepath.Join(r.work, "cover.test")
+	if out, err := buildTest(r.root, r.pkg, bin, "", "-cover", "-covermode=set", "-coverpkg="+r.info.ImportPath); err != nil {
+		return fmt.Errorf("building the coverage binary: %v\n%s", err, out)
+	}
+	names, err := listTests(bin, r.pkgDir())
+	if err != nil {
+		return err
+	}
+	kept := map[string]TestRun{}
+	for _, t := range cm.Tests {
+		if t.File != "" && cm.TestFiles[t.File] == testHash[t.File] {
+			kept[t.Name] = t
+		}
+	}
+	cm.Tests = nil
+	start := time.Now()
+	for i, n := range names {
+		t, ok := kept[n]
+		if !ok {
+			if t, err = r.coverTest(bin, n); err != nil {
+				return err
+			}
+			t.File = decls[n]
+			fmt.Printf("cover %3d/%d %-50s %6.1fs %5d blocks\n", i+1, len(names), n, t.Secs, len(t.Blocks))
+		}
+		cm.Tests = append(cm.Tests, t)
+	}
+	cm.Source, cm.TestFiles = combined(srcHash), testHash
+	fmt.Printf("cover: %d tests, %d blocks executed (%s)\n", len(cm.Tests), len(cm.Blocks), time.Since(start).Round(time.Second))
+	return cm.save(path)
+}
+
+// test runs one mutant against the tests that cover its line.
+func (r *runner) test(m Mutant) Entry {
+	start := time.Now()
+	e := Entry{Mutant: m, Code: r.src.line(m.File, m.Line)}
+	end := func(st string) Entry {
+		e.Status, e.Secs = st, time.Since(start).Seconds()
+		return e
+	}
+	if !slices.Contains(append(slices.Clone(r.info.GoFiles), r.info.CgoFiles...), filepath.Base(m.File)) {
+		// Another system's file: it never builds here, no test runs it.
+		return end(stNotCovered)
+	}
+	sel := r.cm.selectTests(m, r.fr.find)
+	e.Tests = len(sel)
+	if len(sel) == 0 {
+		return end(stNotCovered)
+	}
+	src, err := os.ReadFile(filepath.Join(r.root, m.File))
+	if err != nil {
+		fmt.Println("   ", err)
+		return end(stNotViable)
+	}
+	mutant, off, repl, err := apply(src, m)
+	if err != nil {
+		fmt.Println("   ", err)
+		return end(stNotViable)
+	}
+	change := fmt.Sprintf("%s:%d:%s", m.File, off, repl)
+	if prev, ok := r.done[change]; ok {
+		e.Status = prev.Status
+		return e
+	}
+	e = r.testMutant(e, start, mutant, sel)
+	r.done[change] = e
+	return e
+}
+
+// testMutant builds the mutant through an overlay and runs sel on it.
+func (r *runner) testMutant(e Entry, start time.Time, mutant []byte, sel []int) Entry {
+	end := func(st string) Entry {
+		e.Status, e.Secs = st, time.Since(start).Seconds()
+		return e
+	}
+	dir, err := os.MkdirTemp(r.work, "mutant-")
+	if err != nil {
+		fmt.Println("   ", err)
+		return end(stNotViable)
+	}
+	defer os.RemoveAll(dir)
+	overlay, err := writeOverlay(dir, filepath.Join(r.root, e.File), mutant)
+	if err != nil {
+		fmt.Println("   ", err)
+		return end(stNotViable)
+	}
+	bin := filepath.Join(dir, "mutant.test")
+	if out, err := buildTest(r.root, r.pkg, bin, overlay); err != nil {
+		fmt.Printf("    does not compile:\n%s\n", indent(tail(out, 4)))
+		return end(stNotViable)
+	}
+	return end(r.runSelected(bin, overlay, sel))
+}
+
+// alone is how many of a mutant's tests, the quickest, run one process
+// each before the rest run in one: a killed mutant usually fails in its
+// quickest tests, and a process per test costs about a second each for
+// a lived mutant that runs them all.
+const alone = 4
+
+// runSelected runs the quickest selected tests one process each, then
+// the rest in one process, and stops at the first failure or timeout: a
+// killed mutant costs its quickest killing test, not every test before it
+// in file order. A run's timeout is coef times its tests' own time in the
+// coverage pass (where each ran alone), with a floor.
+func (r *runner) runSelected(bin, overlay string, sel []int) string {
+	sel = slices.Clone(sel)
+	slices.SortStableFunc(sel, func(a, b int) int { return cmp.Compare(r.cm.Tests[a].Secs, r.cm.Tests[b].Secs) })
+	env := goEnv(overlay, testenv.PatienceEnv+"="+r.patience.String())
+	return r.runBatches(bin, env, batches(sel, alone))
+}
+
+// batches splits sel (quickest first) into its first n tests alone and
+// the rest together.
+func batches(sel []int, n int) [][]int {
+	var out [][]int
+	for i, t := range sel {
+		if i >= n {
+			return append(out, sel[i:])
+		}
+		out = append(out, []int{t})
+	}
+	return out
+}
+
+// runBatches runs each batch in one process, in order, and returns the
+// status of the first that fails or times out (lived when none does).
+func (r *runner) runBatches(bin string, env []string, bs [][]int) string {
+	for _, b := range bs {
+		var names []string
+		var own float64
+		for _, ti := range b {
+			names = append(names, r.cm.Tests[ti].Name)
+			own += r.cm.Tests[ti].Secs
+		}
+		timeout := max(r.floor, time.Duration(r.coef*own*float64(time.Second)))
+		switch outcome, _, _ := runTests(bin, r.pkgDir(), names, timeout, env); {
+		case ctx.Err() != nil:
+			return stTimedOut // interrupted: left out of the report
+		case outcome == failed:
+			return stKilled
+		case outcome == timedOut:
+			return stTimedOut
+		}
+	}
+	return stLived
+}
+
+// writeOverlay writes the mutated file and the -overlay JSON naming it.
+func writeOverlay(dir, file string, mutant []byte) (string, error) {
+	repl := filepath.Join(dir, filepath.Base(file))
+	if err := os.WriteFile(repl, mutant, 0o600); err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(map[string]map[string]string{"Replace": {file: repl}})
+	if err != nil {
+		return "", err
+	}
+	overlay := filepath.Join(dir, "overlay.json")
+	return overlay, os.WriteFile(overlay, b, 0o600)
+}

@@ -1,0 +1,68 @@
+//go:build unix
+
+package kernel
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// A display of exactly DisplayBytes is within the limit: it is read,
+// decoded and delivered, and the kernel lives (one byte more is refused,
+// TestForgedFrames' siblings check that side). The D frame is forged by
+// the cell through the test sentinel.
+func TestDisplayAtTheLimitDelivered(t *testing.T) {
+	k := startKernel(t, baseSpec(t), testSentinel)
+	code := "import os\n" +
+		"head, tail = b'{\"data\":{\"text/plain\":\"', b'\"}}'\n" +
+		"n = " + itoa(DisplayBytes) + "\n" +
+		"body = head + b'x' * (n - len(head) - len(tail)) + tail\n" +
+		"assert len(body) == n\n" +
+		"os.write(1, b'\\n" + testSentinel + " D ' + str(n).encode() + b'\\n' + body)\n" +
+		"None"
+	rep := mustExec(t, k, code)
+	if len(rep.Displays) != 1 {
+		t.Fatalf("%d displays, want the one of exactly the limit", len(rep.Displays))
+	}
+	var text string
+	if err := json.Unmarshal(rep.Displays[0].Data["text/plain"], &text); err != nil {
+		t.Fatal(err)
+	}
+	if want := DisplayBytes - len(`{"data":{"text/plain":""}}`); len(text) != want || strings.Trim(text, "x") != "" {
+		t.Fatalf("display text of %d bytes, want %d x's", len(text), want)
+	}
+	mustExec(t, k, "1") // still in sync
+}
+
+// A reply frame of exactly Spec.MaxFrameBytes is within the limit: its
+// header is accepted and its body read. The forged frame names another
+// request, so the kernel then dies of that, not of the frame's size.
+func TestReplyFrameAtTheLimitRead(t *testing.T) {
+	const limit = 4096
+	spec := baseSpec(t)
+	spec.MaxFrameBytes = limit
+	k := startKernel(t, spec, testSentinel)
+	code := "import os, time\n" +
+		"head, tail = b'{\"id\":\"99\",\"status\":\"ok\",\"stdout\":\"', b'\"}'\n" +
+		"body = head + b'x' * (" + itoa(limit) + " - len(head) - len(tail)) + tail\n" +
+		"os.write(1, b'\\n" + testSentinel + " ' + str(len(body)).encode() + b'\\n' + body)\n" +
+		"time.sleep(60)"
+	err := execErr(t, k, context.Background(), code, ErrProtocol)
+	if !strings.Contains(err.Error(), `reply frame for request "99"`) {
+		t.Fatalf("error %q, want the frame read and refused for its request id", err)
+	}
+}
+
+// TestDefaultMaxFrameBytesIsTheDefault: the exported DefaultMaxFrameBytes
+// is what a Spec with every cap at its default gets (its doc says so, and
+// embedders size by it): 13971712 bytes, the limit the oversized-header
+// test sees in the error.
+func TestDefaultMaxFrameBytesIsTheDefault(t *testing.T) {
+	var s Spec
+	s.fillCaps()
+	if s.MaxFrameBytes != DefaultMaxFrameBytes || DefaultMaxFrameBytes != 13971712 {
+		t.Fatalf("a default Spec's MaxFrameBytes is %d, DefaultMaxFrameBytes %d; want both 13971712", s.MaxFrameBytes, DefaultMaxFrameBytes)
+	}
+}
