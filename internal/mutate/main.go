@@ -4,11 +4,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"time"
+
+	"github.com/kernpool/kernpool/internal/mutate/overlay"
 )
 
 func main() {
@@ -26,7 +26,7 @@ func run() int {
 	jobs := flag.Int("j", 1, "mutants tested at once (each its own go test; baselines stay one at a time)")
 	flag.Parse()
 
-	root, err := repoRoot()
+	root, err := overlay.RepoRoot()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mutate:", err)
 		return 2
@@ -103,17 +103,4 @@ func selectMutations(ms []Mutation, only string, sample int) ([]Mutation, error)
 		out = append(out, ms[i*len(ms)/sample])
 	}
 	return out, nil
-}
-
-// repoRoot is the directory of the main module's go.mod.
-func repoRoot() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	mod := strings.TrimSpace(string(out))
-	if mod == "" || mod == os.DevNull {
-		return "", fmt.Errorf("not inside the kernpool module")
-	}
-	return filepath.Dir(mod), nil
 }

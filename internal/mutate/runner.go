@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"iter"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kernpool/kernpool/internal/mutate/overlay"
 	"github.com/kernpool/kernpool/internal/testenv"
 )
 
@@ -93,7 +93,7 @@ func (r *runner) mutate(m Mutation) result {
 		return res(verdictInvalid, err.Error())
 	}
 	defer os.RemoveAll(dir)
-	overlay, err := writeOverlay(dir, filepath.Join(r.root, m.File), mutant)
+	overlay, err := overlay.Write(dir, filepath.Join(r.root, m.File), mutant)
 	if err != nil {
 		return res(verdictInvalid, err.Error())
 	}
@@ -105,20 +105,6 @@ func (r *runner) mutate(m Mutation) result {
 		return res(verdictInvalid, "the mutant does not compile:\n"+indent(tail(out, 8)))
 	}
 	return res(verdictCaught, "")
-}
-
-// writeOverlay writes the mutated file and the -overlay JSON naming it.
-func writeOverlay(dir, file string, mutant []byte) (string, error) {
-	repl := filepath.Join(dir, filepath.Base(file))
-	if err := os.WriteFile(repl, mutant, 0o600); err != nil {
-		return "", err
-	}
-	b, err := json.Marshal(map[string]map[string]string{"Replace": {file: repl}})
-	if err != nil {
-		return "", err
-	}
-	overlay := filepath.Join(dir, "overlay.json")
-	return overlay, os.WriteFile(overlay, b, 0o600)
 }
 
 // baseline runs, per package and tag set, the union of the named tests on

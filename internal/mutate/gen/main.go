@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"regexp"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/kernpool/kernpool/internal/mutate/overlay"
 )
 
 // ctx ends on SIGINT or SIGTERM (.ci/gremlins' --budget): the mutant in
@@ -64,7 +65,7 @@ func run() int {
 		return 2
 	}
 	o.pkg = strings.TrimSuffix(o.pkg, "/")
-	root, err := repoRoot()
+	root, err := overlay.RepoRoot()
 	if err == nil {
 		err = os.MkdirAll(o.out, 0o755)
 	}
@@ -240,17 +241,4 @@ func summarise(root string, o options, reportPath string, src *sourceLines, took
 	}
 	fmt.Print(strings.Join(append(surv, ""), "\n"))
 	return os.WriteFile(reportPath+".survivors", []byte(strings.Join(append(surv, ""), "\n")), 0o644)
-}
-
-// repoRoot is the directory of the main module's go.mod.
-func repoRoot() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	mod := strings.TrimSpace(string(out))
-	if mod == "" || mod == os.DevNull {
-		return "", fmt.Errorf("not inside the kernpool module")
-	}
-	return filepath.Dir(mod), nil
 }

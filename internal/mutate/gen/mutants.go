@@ -23,7 +23,7 @@ type Mutant struct {
 func (m Mutant) Pos() string { return fmt.Sprintf("%s:%d:%d", m.File, m.Line, m.Col) }
 
 // replacements is gremlins v0.6.0's tokenMutations table
-// (internal/engine/mappings.go): what each mutator turns a token into.
+// (the mappings of its engine package): what each mutator turns a token into.
 var replacements = map[string]map[token.Token]token.Token{
 	"ARITHMETIC_BASE": {token.ADD: token.SUB, token.MUL: token.QUO, token.QUO: token.MUL,
 		token.REM: token.MUL, token.SUB: token.ADD},

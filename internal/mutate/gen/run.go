@@ -2,7 +2,6 @@ package main
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +9,8 @@ import (
 	"time"
 
 	"github.com/kernpool/kernpool/internal/testenv"
+
+	"github.com/kernpool/kernpool/internal/mutate/overlay"
 )
 
 type runner struct {
@@ -132,7 +133,7 @@ func (r *runner) testMutant(e Entry, start time.Time, mutant []byte, sel []int) 
 		return end(stNotViable)
 	}
 	defer os.RemoveAll(dir)
-	overlay, err := writeOverlay(dir, filepath.Join(r.root, e.File), mutant)
+	overlay, err := overlay.Write(dir, filepath.Join(r.root, e.File), mutant)
 	if err != nil {
 		fmt.Println("   ", err)
 		return end(stNotViable)
@@ -197,18 +198,4 @@ func (r *runner) runBatches(bin string, env []string, bs [][]int) string {
 		}
 	}
 	return stLived
-}
-
-// writeOverlay writes the mutated file and the -overlay JSON naming it.
-func writeOverlay(dir, file string, mutant []byte) (string, error) {
-	repl := filepath.Join(dir, filepath.Base(file))
-	if err := os.WriteFile(repl, mutant, 0o600); err != nil {
-		return "", err
-	}
-	b, err := json.Marshal(map[string]map[string]string{"Replace": {file: repl}})
-	if err != nil {
-		return "", err
-	}
-	overlay := filepath.Join(dir, "overlay.json")
-	return overlay, os.WriteFile(overlay, b, 0o600)
 }
