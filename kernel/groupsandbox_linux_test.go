@@ -3,6 +3,7 @@ package kernel
 import (
 	"bufio"
 	"errors"
+	"io"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -19,16 +20,7 @@ func TestGroupSandboxKillKillsWholeTree(t *testing.T) {
 	requireProc(t)
 	sb := NewProcessGroup()
 	cmd := exec.Command("/bin/sh", "-c", "sleep 1000 & echo $!; sleep 1000 & echo $!; wait")
-	if err := sb.Prepare(cmd, ""); err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	out := startPrepared(t, sb, cmd)
 	waited := false
 	t.Cleanup(func() {
 		if !waited {
@@ -80,16 +72,7 @@ func TestGroupSandboxReleaseWaitsForDyingMembers(t *testing.T) {
 	requireProc(t)
 	sb := NewProcessGroup()
 	cmd := exec.Command(testenv.Python, "-c", "import time\nb = bytearray(128 << 20)\nprint('ready', flush=True)\ntime.sleep(1000)")
-	if err := sb.Prepare(cmd, ""); err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	out := startPrepared(t, sb, cmd)
 	defer func() { _ = cmd.Wait() }()
 	if err := sb.Started(cmd.Process.Pid); err != nil {
 		t.Fatal(err)
@@ -107,4 +90,20 @@ func TestGroupSandboxReleaseWaitsForDyingMembers(t *testing.T) {
 	if live := liveGroupMembers(cmd.Process.Pid); len(live) > 0 {
 		t.Fatalf("members %v run after Release returned", live)
 	}
+}
+
+// startPrepared starts cmd in sb and returns its stdout.
+func startPrepared(t *testing.T, sb *ProcessGroup, cmd *exec.Cmd) io.ReadCloser {
+	t.Helper()
+	if err := sb.Prepare(cmd, ""); err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
