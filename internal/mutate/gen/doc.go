@@ -37,5 +37,12 @@
 // line has .ci/gremlins' columns; a lived mutant recorded in
 // internal/mutate/equivalent.txt counts as equivalent.
 //
+// What the map cannot see: code that runs in a binary a test builds itself
+// without -cover (pool/daemon's and the integration tests' `go build` of
+// kernpool). The overlay reaches those builds, but a line only they run
+// reads as not covered, and a survivor whose killer would be such a test
+// reads as lived: run the package's whole suite on it (go test -overlay)
+// before recording it as equivalent.
+//
 // .ci/gremlins --select runs this instead of gremlins' own test loop.
 package main
