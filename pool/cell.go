@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/kernpool/kernpool/kernel"
@@ -172,6 +173,32 @@ func (c *cell) write(ctx context.Context, f fate) *Result {
 		return c.p.settled(cs)
 	}
 	return c.p.failed(ctx, cs, c.err, f.reason)
+}
+
+// runAttached runs the cell on its kernel, which is attached to the
+// cell's slot, and carries out the fate the cell decides. A fresh kernel
+// (cold or a bound spare) has run none of the key's cells: the place for
+// a step that must precede the key's first cell (persist's restore).
+func (c *cell) runAttached(ctx context.Context, fresh bool) (*Result, fate, error) {
+	p, lv, rq := c.p, c.lv, c.rq
+	var restored *restoreNote
+	if fresh {
+		restored = p.restore(ctx, lv, rq)
+	}
+	c.m.uid = lv.uid
+	if err := p.maskCellEnv(lv, rq.cellEnv); err != nil {
+		return nil, fate{}, fmt.Errorf("execute: %w", err)
+	}
+	outs := p.outputsBefore(lv, rq)
+	res, f := c.run(ctx)
+	outs.apply(res)
+	p.settle(c.s, lv, f)
+	restored.apply(res)
+	if note := p.toolSetNote(rq, c.use.reused || c.use.stateReset); note != "" && res != nil {
+		res.Warning = strings.TrimSpace(res.Warning + " " + note)
+	}
+	c.m.takeRedactions(lv.filter) // still under the slot's semaphore
+	return res, f, nil
 }
 
 // settle carries out a cell's fate: a kernel that does not live on is
