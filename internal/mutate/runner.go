@@ -93,11 +93,11 @@ func (r *runner) mutate(m Mutation) result {
 		return res(verdictInvalid, err.Error())
 	}
 	defer os.RemoveAll(dir)
-	overlay, err := overlay.Write(dir, filepath.Join(r.root, m.File), mutant)
+	ov, err := overlay.Write(dir, filepath.Join(r.root, m.File), mutant)
 	if err != nil {
 		return res(verdictInvalid, err.Error())
 	}
-	out, err := r.goTest(overlay, m.Tags, m.Run, m.Pkgs, m.Timeout, r.patience)
+	out, err := r.goTest(ov, m.Tags, m.Run, m.Pkgs, m.Timeout, r.patience)
 	switch {
 	case err == nil:
 		return res(verdictMissed, fmt.Sprintf("go test %s -run '%s' passed with the mutant", strings.Join(m.Pkgs, " "), m.Run))

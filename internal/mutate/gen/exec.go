@@ -18,7 +18,7 @@ import (
 type pkgInfo struct {
 	ImportPath   string
 	Dir          string
-	GoFiles      []string
+	GoFiles      []string // with CgoFiles appended by listPkg
 	CgoFiles     []string
 	TestGoFiles  []string
 	XTestGoFiles []string
@@ -41,6 +41,9 @@ func listPkg(root, pkg string) (*pkgInfo, error) {
 		// way; only their declaring files are read from both lists.
 		p.TestGoFiles = append(p.TestGoFiles, p.XTestGoFiles...)
 	}
+	// The package's own sources, this system's build of them: mutants of
+	// other files never build here.
+	p.GoFiles = append(p.GoFiles, p.CgoFiles...)
 	return &p, nil
 }
 

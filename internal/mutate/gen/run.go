@@ -8,9 +8,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/kernpool/kernpool/internal/testenv"
-
 	"github.com/kernpool/kernpool/internal/mutate/overlay"
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 type runner struct {
@@ -34,7 +33,7 @@ func (r *runner) pkgDir() string { return filepath.Join(r.root, r.pkg) }
 // or whose file changed (all when a non-test file changed, or fresh), and
 // saves it.
 func (r *runner) coverage(path string, fresh bool) error {
-	srcHash, err := hashFiles(r.pkgDir(), append(slices.Clone(r.info.GoFiles), r.info.CgoFiles...))
+	srcHash, err := hashFiles(r.pkgDir(), r.info.GoFiles)
 	if err != nil {
 		return err
 	}
@@ -92,7 +91,7 @@ func (r *runner) test(m Mutant) Entry {
 		e.Status, e.Secs = st, time.Since(start).Seconds()
 		return e
 	}
-	if !slices.Contains(append(slices.Clone(r.info.GoFiles), r.info.CgoFiles...), filepath.Base(m.File)) {
+	if !slices.Contains(r.info.GoFiles, filepath.Base(m.File)) {
 		// Another system's file: it never builds here, no test runs it.
 		return end(stNotCovered)
 	}
@@ -133,17 +132,17 @@ func (r *runner) testMutant(e Entry, start time.Time, mutant []byte, sel []int) 
 		return end(stNotViable)
 	}
 	defer os.RemoveAll(dir)
-	overlay, err := overlay.Write(dir, filepath.Join(r.root, e.File), mutant)
+	ov, err := overlay.Write(dir, filepath.Join(r.root, e.File), mutant)
 	if err != nil {
 		fmt.Println("   ", err)
 		return end(stNotViable)
 	}
 	bin := filepath.Join(dir, "mutant.test")
-	if out, err := buildTest(r.root, r.pkg, bin, overlay); err != nil {
+	if out, err := buildTest(r.root, r.pkg, bin, ov); err != nil {
 		fmt.Printf("    does not compile:\n%s\n", indent(tail(out, 4)))
 		return end(stNotViable)
 	}
-	return end(r.runSelected(bin, overlay, sel))
+	return end(r.runSelected(bin, ov, sel))
 }
 
 // alone is how many of a mutant's tests, the quickest, run one process
