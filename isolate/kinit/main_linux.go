@@ -46,6 +46,11 @@ func run(raw, seccomp string) int {
 		// v1 placement first: nothing runs outside the kernel's cgroup.
 		err = joinCgroups(cfg.CgroupProcs)
 	}
+	reaper := -1
+	if err == nil && !cfg.Probe {
+		// Before the seccomp filter; -1 (the error) keeps the Go supervisor.
+		reaper, _ = newReaperFile()
+	}
 	var ready Ready
 	if err == nil {
 		ready, err = setup(&cfg)
@@ -64,8 +69,12 @@ func run(raw, seccomp string) int {
 		return exitSetup
 	}
 	ready.Pid = pid
+	// Returns only when the init is still this program (reaper off,
+	// missing or refused): the Go supervisor then takes over.
+	unblock, _ := execReaper(reaper, pid, ready, cfg.NoReaper)
+	ready.Supervisor = SupervisorGo
 	_, _ = status.WriteString(ready.line())
-	return supervise(pid, status)
+	return supervise(pid, status, unblock)
 }
 
 func fail(status *os.File, err error) {

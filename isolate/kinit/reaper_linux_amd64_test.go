@@ -1,0 +1,169 @@
+package kinit
+
+import (
+	"bufio"
+	"bytes"
+	"debug/elf"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestReaperCode: the embedded machine code is what reaper_amd64.asm
+// assembles to, so that reviewing the source reviews the bytes.
+func TestReaperCode(t *testing.T) {
+	for _, tool := range []string{"as", "objcopy"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("no %s (GNU binutils) to reassemble reaper_amd64.asm: %v", tool, err)
+		}
+	}
+	dir := t.TempDir()
+	obj, bin := filepath.Join(dir, "r.o"), filepath.Join(dir, "r.bin")
+	for _, args := range [][]string{
+		{"as", "--64", "-o", obj, "reaper_amd64.asm"},
+		{"objcopy", "-O", "binary", "-j", ".text", obj, bin},
+	} {
+		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	want, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(reaperCode, want) {
+		var lit strings.Builder
+		for i, b := range want {
+			if i%16 == 0 {
+				lit.WriteString("\n\t")
+			}
+			fmt.Fprintf(&lit, "0x%02x, ", b)
+		}
+		t.Fatalf("reaperCode (%d bytes) is not reaper_amd64.asm assembled (%d bytes); its bytes:%s", len(reaperCode), len(want), lit.String())
+	}
+}
+
+// TestReaperImage: the ELF around the code is one read+execute segment
+// entered at the code's first byte, and a non-executable stack.
+func TestReaperImage(t *testing.T) {
+	img := reaperImage()
+	f, err := elf.NewFile(bytes.NewReader(img))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Class != elf.ELFCLASS64 || f.Data != elf.ELFDATA2LSB || f.Type != elf.ET_DYN || f.Machine != elf.EM_X86_64 {
+		t.Fatalf("header %+v", f.FileHeader)
+	}
+	if len(f.Progs) != 2 {
+		t.Fatalf("%d program headers, want PT_LOAD and PT_GNU_STACK", len(f.Progs))
+	}
+	load, stack := f.Progs[0], f.Progs[1]
+	if load.Type != elf.PT_LOAD || load.Flags != elf.PF_R|elf.PF_X || load.Off != 0 || load.Vaddr != 0 ||
+		load.Filesz != uint64(len(img)) || load.Memsz != load.Filesz {
+		t.Fatalf("load segment %+v for a %d-byte file", load.ProgHeader, len(img))
+	}
+	if stack.Type != elf.PT_GNU_STACK || stack.Flags&elf.PF_X != 0 {
+		t.Fatalf("stack segment %+v", stack.ProgHeader)
+	}
+	if entry := f.Entry; entry != uint64(len(img)-len(reaperCode)) || !bytes.Equal(img[entry:], reaperCode) {
+		t.Fatalf("entry %#x: not the code's first byte", entry)
+	}
+}
+
+// envReaperChild makes this test binary fork `sh -c <value>` and exec
+// into the reaper (TestReaperHelper); status pipe on fd 3.
+const envReaperChild = "KINIT_TEST_REAPER_CHILD"
+
+// TestReaperHelper is the init stand-in of TestReaper (a child process):
+// as the init does, it forks the command on a locked thread, then execs
+// into the reaper, which becomes its child subreaper in place of pid 1.
+func TestReaperHelper(t *testing.T) {
+	script, ok := os.LookupEnv(envReaperChild)
+	if !ok {
+		return
+	}
+	runtime.LockOSThread()
+	file, err := newReaperFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	pid, err := syscall.ForkExec("/bin/sh", []string{"sh", "-c", script}, &syscall.ProcAttr{Files: []uintptr{0, 1, 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = execReaper(file, pid, Ready{Pid: pid}, false)
+	t.Fatal(err)
+}
+
+// TestReaper runs the reaper over a shell: the ready line, then how the
+// shell ended, on the status fd, and the same as its own exit code; a
+// signal to the reaper reaches the shell.
+func TestReaper(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("the reaper is x86-64 code")
+	}
+	cases := []struct {
+		name, script string
+		signal       syscall.Signal // sent to the reaper once the shell printed "go"
+		status       string
+		exit         int
+	}{
+		{"exit code", "exit 7", 0, "exit 7", 7},
+		{"exit code 255", "exit 255", 0, "exit 255", 255},
+		{"exit 0 after orphans", "(sleep 0 &); (true &); exit 0", 0, "exit 0", 0},
+		{"killed", "kill -9 $$", 0, "signal 9", 128 + 9},
+		{"forwards SIGTERM", "trap 'exit 42' TERM; echo go; while :; do sleep 0.01; done", syscall.SIGTERM, "exit 42", 42},
+		{"forwards SIGUSR1", "trap 'exit 43' USR1; echo go; while :; do sleep 0.01; done", syscall.SIGUSR1, "exit 43", 43},
+		{"forwards SIGINT", "trap 'exit 44' INT; echo go; while :; do sleep 0.01; done", syscall.SIGINT, "exit 44", 44},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			status, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer status.Close()
+			cmd := exec.Command(os.Args[0], "-test.run=^TestReaperHelper$")
+			cmd.Env = append(os.Environ(), envReaperChild+"="+c.script)
+			cmd.ExtraFiles = []*os.File{w}
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			_ = w.Close()
+			lines := bufio.NewReader(status)
+			ready, _ := lines.ReadString('\n')
+			r, _, _, _, _ := ParseStatus(ready)
+			if r == nil || r.Supervisor != SupervisorReaper || r.Pid <= 0 {
+				_ = cmd.Process.Kill()
+				t.Fatalf("first status line %q, want a ready line with init=reaper", ready)
+			}
+			if c.signal != 0 {
+				if line, _ := bufio.NewReader(out).ReadString('\n'); line != "go\n" {
+					t.Fatalf("the shell printed %q", line)
+				}
+				if err := cmd.Process.Signal(c.signal); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rest, _ := lines.ReadString('\n')
+			_ = cmd.Wait()
+			if rest != c.status+"\n" || cmd.ProcessState.ExitCode() != c.exit {
+				t.Fatalf("status %q and exit code %d (%v), want %q and %d", rest, cmd.ProcessState.ExitCode(), cmd.ProcessState, c.status, c.exit)
+			}
+		})
+	}
+}

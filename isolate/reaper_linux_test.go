@@ -1,0 +1,219 @@
+package isolate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kernpool/kernpool/internal/testenv"
+	"github.com/kernpool/kernpool/isolate/kinit"
+	"github.com/kernpool/kernpool/kernel"
+)
+
+// supervisors are the two ways an init supervises its interpreter: the
+// reaper it execs into, and the Go loop it falls back to.
+var supervisors = []struct {
+	name     string
+	noReaper bool
+}{{kinit.SupervisorReaper, false}, {kinit.SupervisorGo, true}}
+
+// supervisedIso is an Isolator whose inits use the supervisor named.
+func supervisedIso(t *testing.T, noReaper bool) *Isolator {
+	t.Helper()
+	testenv.RequireRoot(t)
+	testenv.RequirePython(t)
+	iso := newIso(t, nil)
+	iso.noReaper = noReaper
+	return iso
+}
+
+// procStatus is the fields of /proc/<pid>/status.
+func procStatus(t *testing.T, pid int) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok {
+			out[k] = strings.TrimSpace(v)
+		}
+	}
+	return out
+}
+
+// TestInitBecomesReaper: once the kernel runs, its init is the small
+// reaper (a few kB of anonymous memory, its signals blocked for its
+// signalfd), or, with the reaper off, the Go init (over a MiB), and the
+// init's ready line says which.
+func TestInitBecomesReaper(t *testing.T) {
+	for _, c := range supervisors {
+		t.Run(c.name, func(t *testing.T) {
+			iso := supervisedIso(t, c.noReaper)
+			k, sb := startKernel(t, iso, "alice", "default", Limits{})
+			run(t, k, "x = 1")
+			if got := sb.Supervisor(); got != c.name {
+				t.Fatalf("the init reported supervisor %q, want %q", got, c.name)
+			}
+			st := procStatus(t, k.Pid())
+			anon, err := strconv.Atoi(strings.TrimSuffix(st["RssAnon"], " kB"))
+			if err != nil {
+				t.Fatalf("RssAnon %q: %v", st["RssAnon"], err)
+			}
+			t.Logf("init %s: RssAnon %d kB, VmRSS %s, SigBlk %s", st["Name"], anon, st["VmRSS"], st["SigBlk"])
+			if c.noReaper {
+				if anon < 1024 {
+					t.Fatalf("Go init's RssAnon %d kB: the reaper test's bound would not tell them apart", anon)
+				}
+				return
+			}
+			if st["Name"] != kinit.ReaperName || anon >= 64 {
+				t.Fatalf("init is %q with RssAnon %d kB, want %s under 64 kB", st["Name"], anon, kinit.ReaperName)
+			}
+			blocked, err := strconv.ParseUint(st["SigBlk"], 16, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range []syscall.Signal{syscall.SIGCHLD, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP,
+				syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGCONT} {
+				if blocked&(1<<(s-1)) == 0 {
+					t.Errorf("the reaper does not block %v (SigBlk %s): it would take its default action", s, st["SigBlk"])
+				}
+			}
+		})
+	}
+}
+
+// TestInitForwardsSignals: an interrupt reaches a running cell through
+// the init (KeyboardInterrupt, the kernel lives on), and a SIGTERM to the
+// init ends the interpreter with it.
+func TestInitForwardsSignals(t *testing.T) {
+	for _, c := range supervisors {
+		t.Run(c.name, func(t *testing.T) {
+			iso := supervisedIso(t, c.noReaper)
+			k, sb := startKernel(t, iso, "alice", "default", Limits{})
+			run(t, k, "x = 1")
+			if got := sb.Supervisor(); got != c.name {
+				t.Fatalf("supervisor %q, want %q", got, c.name)
+			}
+			type result struct {
+				r   *kernel.Reply
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+				defer cancel()
+				r, err := k.Exec(ctx, kernel.Cell{Code: "import time\ntime.sleep(600)"})
+				done <- result{r, err}
+			}()
+			for { // until the cell runs
+				err := k.Interrupt()
+				if err == nil {
+					break
+				}
+				if !errors.Is(err, kernel.ErrIdle) {
+					t.Fatalf("Interrupt: %v", err)
+				}
+				time.Sleep(time.Millisecond)
+			}
+			res := <-done
+			if res.err != nil || res.r.Status != "error" || !strings.Contains(res.r.Traceback, "KeyboardInterrupt") {
+				t.Fatalf("interrupted cell: %+v, %v; want a KeyboardInterrupt", res.r, res.err)
+			}
+			run(t, k, "x = 2")
+			if err := syscall.Kill(k.Pid(), syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			<-k.Done()
+			var d *kernel.DeathError
+			if !errors.As(k.Err(), &d) || d.Signal != "SIGTERM" {
+				t.Fatalf("kernel died with %v (%+v), want the interpreter's SIGTERM", k.Err(), d)
+			}
+		})
+	}
+}
+
+// TestInitReapsOrphans: processes a cell double-forks end as orphans of
+// the init, which reaps them: no zombie stays in the kernel.
+func TestInitReapsOrphans(t *testing.T) {
+	code := `import os
+for _ in range(5):
+    pid = os.fork()
+    if pid == 0:
+        if os.fork() == 0:
+            os._exit(0)
+        os._exit(0)
+    os.waitpid(pid, 0)
+`
+	for _, c := range supervisors {
+		t.Run(c.name, func(t *testing.T) {
+			iso := supervisedIso(t, c.noReaper)
+			k, sb := startKernel(t, iso, "alice", "default", Limits{})
+			run(t, k, code)
+			if got := sb.Supervisor(); got != c.name {
+				t.Fatalf("supervisor %q, want %q", got, c.name)
+			}
+			var zombies []int
+			for i := 0; i < 1000; i++ { // until the init saw every SIGCHLD
+				zombies = zombies[:0]
+				for _, pid := range procsOf(t, sb) {
+					if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && !alive(pid) && len(b) > 0 {
+						zombies = append(zombies, pid)
+					}
+				}
+				if len(zombies) == 0 {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if len(zombies) > 0 {
+				t.Fatalf("zombies left in the kernel: %v", zombies)
+			}
+			run(t, k, "x = 1")
+		})
+	}
+}
+
+// TestTenantCannotTouchInit: the interpreter (the kernel uid) can neither
+// signal nor trace its init, nor read its memory or environment.
+func TestTenantCannotTouchInit(t *testing.T) {
+	code := `import ctypes, os, signal
+libc = ctypes.CDLL(None, use_errno=True)
+def ptrace():
+    if libc.ptrace(16, 1, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "ptrace")
+out = []
+for name, f in [("kill", lambda: os.kill(1, signal.SIGTERM)), ("kill0", lambda: os.kill(1, 0)),
+                ("ptrace", ptrace), ("mem", lambda: open("/proc/1/mem", "rb").read(1)),
+                ("environ", lambda: open("/proc/1/environ", "rb").read())]:
+    try:
+        f()
+        out.append(name + "=ok")
+    except OSError as e:
+        out.append(name + "=" + ("denied" if e.errno in (1, 13) else str(e.errno)))
+print(" ".join(out))
+`
+	for _, c := range supervisors {
+		t.Run(c.name, func(t *testing.T) {
+			iso := supervisedIso(t, c.noReaper)
+			k, sb := startKernel(t, iso, "alice", "default", Limits{})
+			r := run(t, k, code)
+			want := "kill=denied kill0=denied ptrace=denied mem=denied environ=denied"
+			if got := strings.TrimSpace(r.Stdout); got != want {
+				t.Fatalf("the tenant's attempts on pid 1: %q, want %q", got, want)
+			}
+			run(t, k, "x = 1")
+			if got := sb.Supervisor(); got != c.name {
+				t.Fatalf("supervisor %q, want %q", got, c.name)
+			}
+		})
+	}
+}
