@@ -124,7 +124,12 @@ func TestInitForwardsSignals(t *testing.T) {
 				}
 				time.Sleep(time.Millisecond)
 			}
-			res := <-done
+			var res result
+			select {
+			case res = <-done:
+			case <-time.After(2 * time.Minute): // the interrupt grace kills the kernel long before
+				t.Fatal("the interrupted cell never ended")
+			}
 			if res.err != nil || res.r.Status != "error" || !strings.Contains(res.r.Traceback, "KeyboardInterrupt") {
 				t.Fatalf("interrupted cell: %+v, %v; want a KeyboardInterrupt", res.r, res.err)
 			}
@@ -132,7 +137,11 @@ func TestInitForwardsSignals(t *testing.T) {
 			if err := syscall.Kill(k.Pid(), syscall.SIGTERM); err != nil {
 				t.Fatal(err)
 			}
-			<-k.Done()
+			select {
+			case <-k.Done():
+			case <-time.After(time.Minute):
+				t.Fatal("the kernel outlived a SIGTERM to its init")
+			}
 			var d *kernel.DeathError
 			if !errors.As(k.Err(), &d) || d.Signal != "SIGTERM" {
 				t.Fatalf("kernel died with %v (%+v), want the interpreter's SIGTERM", k.Err(), d)
@@ -142,34 +151,54 @@ func TestInitForwardsSignals(t *testing.T) {
 }
 
 // TestInitReapsOrphans: processes a cell double-forks end as orphans of
-// the init, which reaps them: no zombie stays in the kernel.
+// the init, which reaps them: no zombie stays in the kernel. They end
+// while the init is stopped, so it gets one SIGCHLD for all of them and
+// must reap until none is left.
 func TestInitReapsOrphans(t *testing.T) {
-	code := `import os
-for _ in range(5):
+	orphans := `import os, time
+r, w = os.pipe()
+pr, pw = os.pipe()
+orphans = []
+for _ in range(8):
     pid = os.fork()
     if pid == 0:
         if os.fork() == 0:
+            os.close(w)
+            os.write(pw, b"%8d" % os.getpid())
+            os.read(r, 1)
             os._exit(0)
         os._exit(0)
     os.waitpid(pid, 0)
+    orphans.append(int(os.read(pr, 8)))
+os.close(r)
+`
+	end := `os.close(w)
+def state(p):
+    return open("/proc/%d/stat" % p).read().rsplit(")", 1)[1].split()[0]
+while any(state(p) != "Z" for p in orphans):
+    time.sleep(0.001)
 `
 	for _, c := range supervisors {
 		t.Run(c.name, func(t *testing.T) {
 			iso := supervisedIso(t, c.noReaper)
 			k, sb := startKernel(t, iso, "alice", "default", Limits{})
-			run(t, k, code)
+			run(t, k, orphans)
 			if got := sb.Supervisor(); got != c.name {
 				t.Fatalf("supervisor %q, want %q", got, c.name)
 			}
+			if err := syscall.Kill(k.Pid(), syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			for procState(t, k.Pid()) != "T" { // until the init stopped
+				time.Sleep(time.Millisecond)
+			}
+			run(t, k, end) // the orphans are zombies, the init's SIGCHLDs pending
+			if err := syscall.Kill(k.Pid(), syscall.SIGCONT); err != nil {
+				t.Fatal(err)
+			}
 			var zombies []int
-			for i := 0; i < 1000; i++ { // until the init saw every SIGCHLD
-				zombies = zombies[:0]
-				for _, pid := range procsOf(t, sb) {
-					if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && !alive(pid) && len(b) > 0 {
-						zombies = append(zombies, pid)
-					}
-				}
-				if len(zombies) == 0 {
+			for i := 0; i < 1000; i++ { // until the init reaped them all
+				if zombies = zombiesOf(t, k.Pid()); len(zombies) == 0 {
 					break
 				}
 				time.Sleep(10 * time.Millisecond)
@@ -180,6 +209,48 @@ for _ in range(5):
 			run(t, k, "x = 1")
 		})
 	}
+}
+
+// procState is a process's state letter and its parent's pid (zero
+// values once it is gone).
+func procStat(t *testing.T, pid int) (state string, ppid int) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	f := strings.Fields(s[i+1:])
+	if i < 0 || len(f) < 2 {
+		t.Fatalf("/proc/%d/stat: %q", pid, s)
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	return f[0], ppid
+}
+
+func procState(t *testing.T, pid int) string {
+	s, _ := procStat(t, pid)
+	return s
+}
+
+// zombiesOf lists parent's zombie children (cgroup.procs does not list
+// zombies: a process leaves its cgroup when it exits).
+func zombiesOf(t *testing.T, parent int) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if s, pp := procStat(t, pid); pp == parent && s == "Z" {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 // TestTenantCannotTouchInit: the interpreter (the kernel uid) can neither

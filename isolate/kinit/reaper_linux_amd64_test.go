@@ -90,6 +90,9 @@ func TestReaperHelper(t *testing.T) {
 		return
 	}
 	runtime.LockOSThread()
+	if _, err := unix.FcntlInt(StatusFD, unix.F_SETFD, unix.FD_CLOEXEC); err != nil { // as run does
+		t.Fatal(err)
+	}
 	file, err := newReaperFile()
 	if err != nil {
 		t.Fatal(err)
@@ -151,6 +154,11 @@ func TestReaper(t *testing.T) {
 				_ = cmd.Process.Kill()
 				t.Fatalf("first status line %q, want a ready line with init=reaper", ready)
 			}
+			t.Cleanup(func() {
+				if t.Failed() { // the shell may loop on, orphaned
+					_ = syscall.Kill(r.Pid, syscall.SIGKILL)
+				}
+			})
 			if c.signal != 0 {
 				if line, _ := bufio.NewReader(out).ReadString('\n'); line != "go\n" {
 					t.Fatalf("the shell printed %q", line)
