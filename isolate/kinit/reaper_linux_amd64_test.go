@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -80,6 +81,28 @@ func TestReaperImage(t *testing.T) {
 // envReaperChild makes this test binary fork `sh -c <value>` and exec
 // into the reaper (TestReaperHelper); status pipe on fd 3.
 const envReaperChild = "KINIT_TEST_REAPER_CHILD"
+
+// envReaperParent makes this test binary start the TestReaperHelper child
+// with a parent-death signal, SIGTERM, and wait for it.
+const envReaperParent = "KINIT_TEST_REAPER_PARENT"
+
+// TestReaperParentHelper is the daemon stand-in of
+// TestReaperKeepsParentDeathSignal (a child process).
+func TestReaperParentHelper(t *testing.T) {
+	script, ok := os.LookupEnv(envReaperParent)
+	if !ok {
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestReaperHelper$")
+	cmd.Env = append(os.Environ(), envReaperChild+"="+script)
+	cmd.Stdout, cmd.ExtraFiles = os.Stdout, []*os.File{os.NewFile(StatusFD, "status")}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	t.Fatal("the reaper ended before its parent")
+}
 
 // TestReaperHelper is the init stand-in of TestReaper (a child process):
 // as the init does, it forks the command on a locked thread, then execs
@@ -173,5 +196,47 @@ func TestReaper(t *testing.T) {
 				t.Fatalf("status %q and exit code %d (%v), want %q and %d", rest, cmd.ProcessState.ExitCode(), cmd.ProcessState, c.status, c.exit)
 			}
 		})
+	}
+}
+
+// TestReaperKeepsParentDeathSignal: the exec into the reaper keeps the
+// init's parent-death signal (the credentials do not change), so a killed
+// daemon still ends the kernel. Here the signal is SIGTERM, which the
+// reaper forwards to a shell that exits 42 on it.
+func TestReaperKeepsParentDeathSignal(t *testing.T) {
+	status, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer status.Close()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestReaperParentHelper$")
+	cmd.Env = append(os.Environ(), envReaperParent+"=trap 'exit 42' TERM; echo go; while :; do sleep 0.01; done")
+	cmd.ExtraFiles = []*os.File{w}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	_ = w.Close()
+	lines := bufio.NewReader(status)
+	ready, _ := lines.ReadString('\n')
+	r, _, _, _, _ := ParseStatus(ready)
+	if r == nil || r.Supervisor != SupervisorReaper {
+		t.Fatalf("first status line %q, want a ready line with init=reaper", ready)
+	}
+	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "go\n" {
+		t.Fatalf("the shell printed %q", line)
+	}
+	if err := cmd.Process.Kill(); err != nil { // the reaper's parent
+		t.Fatal(err)
+	}
+	_ = status.SetReadDeadline(time.Now().Add(time.Minute)) // a failure's bound
+	rest, err := lines.ReadString('\n')
+	if rest != "exit 42\n" {
+		_ = syscall.Kill(r.Pid, syscall.SIGKILL)
+		t.Fatalf("after its parent died the reaper reported %q (%v), want the shell's exit 42 on the forwarded SIGTERM", rest, err)
 	}
 }
