@@ -240,3 +240,43 @@ func TestReaperKeepsParentDeathSignal(t *testing.T) {
 		t.Fatalf("after its parent died the reaper reported %q (%v), want the shell's exit 42 on the forwarded SIGTERM", rest, err)
 	}
 }
+
+// envReaperNoexec makes this test binary, as pid 1 of a pid namespace of
+// its own, set that namespace's vm.memfd_noexec to 2 and try
+// newReaperFile (TestReaperFileRefusedByMemfdNoexec).
+const envReaperNoexec = "KINIT_TEST_REAPER_NOEXEC"
+
+func TestReaperNoexecHelper(t *testing.T) {
+	if os.Getenv(envReaperNoexec) == "" {
+		return
+	}
+	// The sysctl is per pid namespace: this writes this namespace's.
+	if err := os.WriteFile("/proc/sys/vm/memfd_noexec", []byte("2"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newReaperFile(); err != nil {
+		fmt.Println("refused:", err)
+		return
+	}
+	fmt.Println("created")
+}
+
+// TestReaperFileRefusedByMemfdNoexec: where executable memfds are
+// forbidden (vm.memfd_noexec = 2) newReaperFile fails, and the init keeps
+// its Go supervisor (TestInitBecomesReaper's go case covers that path)
+// rather than exec a file it cannot.
+func TestReaperFileRefusedByMemfdNoexec(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: a pid namespace and its vm.memfd_noexec")
+	}
+	if _, err := os.Stat("/proc/sys/vm/memfd_noexec"); err != nil {
+		t.Skipf("no vm.memfd_noexec (Linux before 6.3): %v", err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestReaperNoexecHelper$")
+	cmd.Env = append(os.Environ(), envReaperNoexec+"=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "refused: reaper: memfd_create") {
+		t.Fatalf("newReaperFile under vm.memfd_noexec = 2: %v\n%s", err, out)
+	}
+}
