@@ -33,10 +33,15 @@ func supervisedIso(t *testing.T, noReaper bool) *Isolator {
 	return iso
 }
 
-// procStatus is the fields of /proc/<pid>/status.
-func procStatus(t *testing.T, pid int) map[string]string {
+// procStatus is the fields of /proc/<pid>/status, or with a tid of
+// /proc/<pid>/task/<tid>/status.
+func procStatus(t *testing.T, pid int, tid ...int) map[string]string {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	path := fmt.Sprintf("/proc/%d/status", pid)
+	if len(tid) > 0 {
+		path = fmt.Sprintf("/proc/%d/task/%d/status", pid, tid[0])
+	}
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,27 +73,52 @@ func TestInitBecomesReaper(t *testing.T) {
 				t.Fatalf("RssAnon %q: %v", st["RssAnon"], err)
 			}
 			t.Logf("init %s: RssAnon %d kB, VmRSS %s, SigBlk %s", st["Name"], anon, st["VmRSS"], st["SigBlk"])
+			sigs := []syscall.Signal{syscall.SIGCHLD, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP,
+				syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGCONT}
 			if c.noReaper {
 				if anon < 1024 {
 					t.Fatalf("Go init's RssAnon %d kB: the reaper test's bound would not tell them apart", anon)
+				}
+				// The fallback undid the block: no thread keeps one.
+				tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", k.Pid()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, task := range tasks {
+					tid, _ := strconv.Atoi(task.Name())
+					if blocked := sigBlk(t, procStatus(t, k.Pid(), tid)); blocked&sigMask(sigs) != 0 {
+						t.Errorf("Go init thread %d still blocks signals %#x", tid, blocked)
+					}
 				}
 				return
 			}
 			if st["Name"] != kinit.ReaperName || anon >= 64 {
 				t.Fatalf("init is %q with RssAnon %d kB, want %s under 64 kB", st["Name"], anon, kinit.ReaperName)
 			}
-			blocked, err := strconv.ParseUint(st["SigBlk"], 16, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, s := range []syscall.Signal{syscall.SIGCHLD, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP,
-				syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGCONT} {
-				if blocked&(1<<(s-1)) == 0 {
+			blocked := sigBlk(t, st)
+			for _, s := range sigs {
+				if blocked&sigMask([]syscall.Signal{s}) == 0 {
 					t.Errorf("the reaper does not block %v (SigBlk %s): it would take its default action", s, st["SigBlk"])
 				}
 			}
 		})
 	}
+}
+
+func sigMask(sigs []syscall.Signal) uint64 {
+	var m uint64
+	for _, s := range sigs {
+		m |= 1 << (s - 1)
+	}
+	return m
+}
+
+func sigBlk(t *testing.T, st map[string]string) uint64 {
+	blocked, err := strconv.ParseUint(st["SigBlk"], 16, 64)
+	if err != nil {
+		t.Fatalf("SigBlk %q: %v", st["SigBlk"], err)
+	}
+	return blocked
 }
 
 // TestInitForwardsSignals: an interrupt reaches a running cell through
