@@ -70,11 +70,12 @@ func run(raw, seccomp string) int {
 	}
 	ready.Pid = pid
 	// Returns only when the init is still this program (reaper off,
-	// missing or refused): the Go supervisor then takes over.
+	// missing or refused): the Go supervisor then takes over. Either
+	// writes the ready line only once it handles the forwarded signals:
+	// the daemon sends none before that line.
 	unblock, _ := execReaper(reaper, pid, ready, cfg.NoReaper)
 	ready.Supervisor = SupervisorGo
-	_, _ = status.WriteString(ready.line())
-	return supervise(pid, status, unblock)
+	return supervise(pid, status, unblock, ready.line())
 }
 
 func fail(status *os.File, err error) {
