@@ -135,9 +135,6 @@ func TestReaperHelper(t *testing.T) {
 // shell ended, on the status fd, and the same as its own exit code; a
 // signal to the reaper reaches the shell.
 func TestReaper(t *testing.T) {
-	if runtime.GOARCH != "amd64" {
-		t.Skip("the reaper is x86-64 code")
-	}
 	cases := []struct {
 		name, script string
 		signal       syscall.Signal // sent to the reaper once the shell printed "go"
