@@ -64,10 +64,17 @@ func newReaperFile() (int, error) {
 //
 // It must run on the thread that forked the interpreter (Main locks it):
 // the interpreter's Pdeathsig fires when that thread ends, and exec ends
-// every other thread.
+// every other thread. That must be the main thread: the kernel keeps a
+// parent-death signal per thread, the daemon's is on the main thread
+// only, and an exec from another thread would drop it (the exec'ing
+// thread takes the process over with its own, none).
 func execReaper(file, pid int, ready Ready, off bool) (unblock func(), err error) {
 	if file < 0 {
 		return func() {}, errors.New("reaper: no executable")
+	}
+	if unix.Gettid() != unix.Getpid() {
+		_ = unix.Close(file)
+		return func() {}, errors.New("reaper: not on the main thread, whose parent-death signal the exec would drop")
 	}
 	defer func() { _ = unix.Close(file) }()
 	set := sigset(reaperSignals())

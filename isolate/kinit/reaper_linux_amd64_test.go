@@ -79,10 +79,10 @@ func TestReaperImage(t *testing.T) {
 }
 
 // envReaperChild makes this test binary fork `sh -c <value>` and exec
-// into the reaper (TestReaperHelper); status pipe on fd 3.
+// into the reaper (reaperHelper); status pipe on fd 3.
 const envReaperChild = "KINIT_TEST_REAPER_CHILD"
 
-// envReaperParent makes this test binary start the TestReaperHelper child
+// envReaperParent makes this test binary start the reaperHelper child
 // with a parent-death signal, SIGTERM, and wait for it.
 const envReaperParent = "KINIT_TEST_REAPER_PARENT"
 
@@ -93,8 +93,7 @@ func TestReaperParentHelper(t *testing.T) {
 	if !ok {
 		return
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestReaperHelper$")
-	cmd.Env = append(os.Environ(), envReaperChild+"="+script)
+	cmd := reaperInitCmd(script)
 	cmd.Stdout, cmd.ExtraFiles = os.Stdout, []*os.File{os.NewFile(StatusFD, "status")}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {
@@ -104,31 +103,76 @@ func TestReaperParentHelper(t *testing.T) {
 	t.Fatal("the reaper ended before its parent")
 }
 
-// TestReaperHelper is the init stand-in of TestReaper (a child process):
-// as the init does, it forks the command on a locked thread, then execs
-// into the reaper, which becomes its child subreaper in place of pid 1.
-func TestReaperHelper(t *testing.T) {
-	script, ok := os.LookupEnv(envReaperChild)
-	if !ok {
-		return
+// TestMain runs reaperHelper instead of the tests when this binary was
+// started as the reaper's stand-in init. Started with argv[0] = Arg0, the
+// package's init kept the main goroutine on the main thread, as in a real
+// init.
+func TestMain(m *testing.M) {
+	if script, ok := os.LookupEnv(envReaperChild); ok {
+		fmt.Fprintln(os.Stderr, "reaper helper:", reaperHelper(script))
+		os.Exit(3)
 	}
-	runtime.LockOSThread()
+	os.Exit(m.Run())
+}
+
+// reaperHelper does what the init does (on fd 3, the status pipe): it
+// forks `sh -c script` on its locked main thread, then execs into the
+// reaper, which becomes the shell's child subreaper in place of a pid 1.
+// It returns only on failure.
+func reaperHelper(script string) error {
 	if _, err := unix.FcntlInt(StatusFD, unix.F_SETFD, unix.FD_CLOEXEC); err != nil { // as run does
-		t.Fatal(err)
+		return err
 	}
 	file, err := newReaperFile()
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	pid, err := syscall.ForkExec("/bin/sh", []string{"sh", "-c", script}, &syscall.ProcAttr{Files: []uintptr{0, 1, 2}})
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	_, err = execReaper(file, pid, Ready{Pid: pid}, false)
-	t.Fatal(err)
+	return err
+}
+
+// reaperInitCmd is this binary started as the reaper's stand-in init
+// over `sh -c script`.
+func reaperInitCmd(script string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0])
+	cmd.Args = []string{Arg0}
+	cmd.Env = append(os.Environ(), envReaperChild+"="+script)
+	return cmd
+}
+
+// TestExecReaperOnlyFromMainThread: off the main thread execReaper
+// refuses (the exec would drop the parent-death signal) before it
+// changes anything.
+func TestExecReaperOnlyFromMainThread(t *testing.T) {
+	done := make(chan error)
+	go func() {
+		runtime.LockOSThread() // the thread ends with this goroutine
+		if unix.Gettid() == unix.Getpid() {
+			done <- nil
+			return
+		}
+		file, err := newReaperFile()
+		if err != nil {
+			done <- err
+			return
+		}
+		_, err = execReaper(file, 1, Ready{}, true)
+		done <- err
+	}()
+	err := <-done
+	if err == nil {
+		t.Skip("the new goroutine's thread is the main one")
+	}
+	if !strings.Contains(err.Error(), "main thread") {
+		t.Fatalf("execReaper off the main thread: %v, want a refusal naming the main thread", err)
+	}
 }
 
 // TestReaper runs the reaper over a shell: the ready line, then how the
@@ -156,8 +200,7 @@ func TestReaper(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer status.Close()
-			cmd := exec.Command(os.Args[0], "-test.run=^TestReaperHelper$")
-			cmd.Env = append(os.Environ(), envReaperChild+"="+c.script)
+			cmd := reaperInitCmd(c.script)
 			cmd.ExtraFiles = []*os.File{w}
 			out, err := cmd.StdoutPipe()
 			if err != nil {
