@@ -236,33 +236,54 @@ func BenchmarkColdStart(b *testing.B) {
 	b.Run("paired", func(b *testing.B) {
 		with := newIso(b, func(cfg *Config) { cfg.InitPath = small })
 		without := newIso(b, func(cfg *Config) { cfg.InitStep, cfg.CgroupParent = false, cfg.CgroupParent+"-noinit" })
-		var tWith, tWithout, cWith, cWithout time.Duration
-		n := 0
-		for b.Loop() {
-			order := []*Isolator{with, without}
-			if n%2 == 1 {
-				order[0], order[1] = without, with
-			}
-			for _, iso := range order {
-				before := childrenCPU(b)
-				d := coldStart(b, iso)
-				cpu := childrenCPU(b) - before
-				if iso == with {
-					tWith, cWith = tWith+d, cWith+cpu
-				} else {
-					tWithout, cWithout = tWithout+d, cWithout+cpu
-				}
-			}
-			n++
-		}
-		per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(n) }
-		b.ReportMetric(per(tWith), "init-ns/op")
-		b.ReportMetric(per(tWithout), "noinit-ns/op")
-		b.ReportMetric(per(tWith-tWithout), "delta-ns/op")
-		b.ReportMetric(per(cWith), "init-cpu-ns/op")
-		b.ReportMetric(per(cWithout), "noinit-cpu-ns/op")
-		b.ReportMetric(per(cWith-cWithout), "delta-cpu-ns/op")
+		pairedColdStarts(b, with, without, "init", "noinit")
 	})
+}
+
+// pairedColdStarts times one cold start in a and one in z per iteration,
+// in alternating order, and reports both means (wall, and CPU of the
+// kernel's process tree) named an and zn, and their differences.
+func pairedColdStarts(b *testing.B, a, z *Isolator, an, zn string) {
+	var tA, tZ, cA, cZ time.Duration
+	n := 0
+	for b.Loop() {
+		order := []*Isolator{a, z}
+		if n%2 == 1 {
+			order[0], order[1] = z, a
+		}
+		for _, iso := range order {
+			before := childrenCPU(b)
+			d := coldStart(b, iso)
+			cpu := childrenCPU(b) - before
+			if iso == a {
+				tA, cA = tA+d, cA+cpu
+			} else {
+				tZ, cZ = tZ+d, cZ+cpu
+			}
+		}
+		n++
+	}
+	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(n) }
+	b.ReportMetric(per(tA), an+"-ns/op")
+	b.ReportMetric(per(tZ), zn+"-ns/op")
+	b.ReportMetric(per(tA-tZ), "delta-ns/op")
+	b.ReportMetric(per(cA), an+"-cpu-ns/op")
+	b.ReportMetric(per(cZ), zn+"-cpu-ns/op")
+	b.ReportMetric(per(cA-cZ), "delta-cpu-ns/op")
+}
+
+// BenchmarkColdStartReaper: the cold start of BenchmarkColdStart (small
+// init binary) whose init execs into the reaper against one that keeps
+// its Go supervisor, paired: the delta is what the exec costs a start.
+func BenchmarkColdStartReaper(b *testing.B) {
+	testenv.RequireRoot(b)
+	testenv.RequireCgroupMode(b, cgroup.DetectMode(""), cgroup.ModeLegacy, cgroup.ModeHybrid, cgroup.ModeUnified)
+	testenv.RequirePython(b)
+	small := buildInit(b)
+	reaper := newIso(b, func(cfg *Config) { cfg.InitPath = small })
+	goInit := newIso(b, func(cfg *Config) { cfg.InitPath, cfg.CgroupParent = small, cfg.CgroupParent+"-go" })
+	goInit.noReaper = true
+	pairedColdStarts(b, reaper, goInit, "reaper", "go")
 }
 
 // childrenCPU is the user+system CPU time of this process's reaped
@@ -318,32 +339,7 @@ func BenchmarkColdStartMounts(b *testing.B) {
 	all := newIso(b, func(cfg *Config) { cfg.InitPath = small })
 	base := newIso(b, func(cfg *Config) { cfg.InitPath, cfg.CgroupParent = small, cfg.CgroupParent+"-base" })
 	base.baseMounts = true
-	var tAll, tBase, cAll, cBase time.Duration
-	n := 0
-	for b.Loop() {
-		order := []*Isolator{all, base}
-		if n%2 == 1 {
-			order[0], order[1] = base, all
-		}
-		for _, iso := range order {
-			before := childrenCPU(b)
-			d := coldStart(b, iso)
-			cpu := childrenCPU(b) - before
-			if iso == all {
-				tAll, cAll = tAll+d, cAll+cpu
-			} else {
-				tBase, cBase = tBase+d, cBase+cpu
-			}
-		}
-		n++
-	}
-	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(n) }
-	b.ReportMetric(per(tAll), "mounts-ns/op")
-	b.ReportMetric(per(tBase), "base-ns/op")
-	b.ReportMetric(per(tAll-tBase), "delta-ns/op")
-	b.ReportMetric(per(cAll), "mounts-cpu-ns/op")
-	b.ReportMetric(per(cBase), "base-cpu-ns/op")
-	b.ReportMetric(per(cAll-cBase), "delta-cpu-ns/op")
+	pairedColdStarts(b, all, base, "mounts", "base")
 	b.ReportMetric(float64(len(all.hostPaths.Private)+len(all.hostPaths.ReadOnly)), "host-paths")
 }
 

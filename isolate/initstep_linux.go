@@ -89,7 +89,7 @@ func (s *Sandbox) wrapInit(cmd *exec.Cmd, staging string, placement []string) er
 		Private: s.iso.hostPaths.Private, ReadOnly: s.iso.hostPaths.ReadOnly,
 		Staging: staging, Hide: filepath.Dir(staging),
 		Keep: []string{s.iso.cfg.StateDir, staging, cmd.Dir}, Peer: os.Getpid(), Seccomp: s.iso.seccomp,
-		BaseMounts: s.iso.baseMounts, MemoryMerge: s.profile.MemoryMerge,
+		BaseMounts: s.iso.baseMounts, MemoryMerge: s.profile.MemoryMerge, NoReaper: s.iso.noReaper,
 	}
 	if cfg.MemoryMerge {
 		cfg.HashSeed = s.iso.hashSeed
@@ -208,4 +208,17 @@ func (s *Sandbox) Seccomp() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.init != nil && s.init.ready != nil && s.init.ready.Seccomp
+}
+
+// Supervisor is what its init reported supervises the kernel's
+// interpreter: kinit.SupervisorReaper (the init exec'd into the small
+// reaper) or kinit.SupervisorGo (its Go fallback); "" without the init
+// step or before the kernel started.
+func (s *Sandbox) Supervisor() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.init == nil || s.init.ready == nil {
+		return ""
+	}
+	return s.init.ready.Supervisor
 }

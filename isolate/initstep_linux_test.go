@@ -96,11 +96,9 @@ func TestKernelStartFailsClosed(t *testing.T) {
 }
 
 // TestInterpreterStatusThroughInit: the kernel's death is the
-// interpreter's, as its init saw it, not the init's own exit status.
+// interpreter's, as its init saw it, not the init's own exit status,
+// under the reaper and under the Go supervisor alike.
 func TestInterpreterStatusThroughInit(t *testing.T) {
-	testenv.RequireRoot(t)
-	testenv.RequirePython(t)
-	iso := newIso(t, nil)
 	cases := []struct {
 		name, code string
 		exit       int
@@ -109,16 +107,24 @@ func TestInterpreterStatusThroughInit(t *testing.T) {
 		{"exit code", "import os\nos._exit(7)", 7, ""},
 		{"killed by a signal", "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", -1, "SIGKILL"},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			k, _ := startKernel(t, iso, "alice", "default", Limits{})
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			_, _ = k.Exec(ctx, kernel.Cell{Code: c.code})
-			<-k.Done()
-			var d *kernel.DeathError
-			if !errors.As(k.Err(), &d) || d.ExitCode != c.exit || d.Signal != c.signal {
-				t.Fatalf("kernel died with %v (%+v), want exit %d signal %q", k.Err(), d, c.exit, c.signal)
+	for _, sup := range supervisors {
+		t.Run(sup.name, func(t *testing.T) {
+			iso := supervisedIso(t, sup.noReaper)
+			for _, c := range cases {
+				t.Run(c.name, func(t *testing.T) {
+					k, sb := startKernel(t, iso, "alice", "default", Limits{})
+					if got := sb.Supervisor(); got != sup.name {
+						t.Fatalf("supervisor %q, want %q", got, sup.name)
+					}
+					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+					defer cancel()
+					_, _ = k.Exec(ctx, kernel.Cell{Code: c.code})
+					<-k.Done()
+					var d *kernel.DeathError
+					if !errors.As(k.Err(), &d) || d.ExitCode != c.exit || d.Signal != c.signal {
+						t.Fatalf("kernel died with %v (%+v), want exit %d signal %q", k.Err(), d, c.exit, c.signal)
+					}
+				})
 			}
 		})
 	}

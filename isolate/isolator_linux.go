@@ -31,6 +31,9 @@ type Isolator struct {
 	// baseMounts: only the earlier sandbox's mounts (benchmarks set it to
 	// measure the others; kinit.Config.BaseMounts).
 	baseMounts bool
+	// noReaper: kernels' inits keep the Go supervisor (tests set it to
+	// check the fallback; kinit.Config.NoReaper).
+	noReaper bool
 	// hashSeed is the PYTHONHASHSEED of every kernel of a MemoryMerge
 	// profile: one per daemon start, so that their dicts lay out alike.
 	hashSeed uint32

@@ -99,6 +99,10 @@ type Config struct {
 	MemoryMerge bool `json:"memory_merge,omitempty"`
 	// HashSeed is the interpreter's PYTHONHASHSEED under MemoryMerge.
 	HashSeed uint32 `json:"hash_seed,omitempty"`
+	// NoReaper keeps the Go supervisor: the init does everything up to the
+	// exec into the reaper, then falls back as when the exec fails. Tests
+	// set it to check that fallback; the daemon never does.
+	NoReaper bool `json:"no_reaper,omitempty"`
 	// Probe: set everything up, check that the seccomp filter refuses a
 	// new user namespace, report and exit 0 without forking anything.
 	Probe bool `json:"probe,omitempty"`

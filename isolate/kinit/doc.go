@@ -16,7 +16,11 @@
 // a fresh /proc, brings loopback up, sets umask 077, rlimits and
 // no_new_privs, loads the seccomp filter, forks the interpreter as the
 // kernel uid, reports on the status pipe (fd 3), forwards signals, reaps
-// orphans and exits with the interpreter's status.
+// orphans and exits with the interpreter's status. For that last part,
+// on x86-64, it execs into the reaper (reaper_amd64.asm: a few hundred
+// bytes of machine code in a sealed memfd) so that no Go runtime stays
+// resident in every idle kernel; where that cannot run it supervises in
+// Go, and its ready line says which (init=reaper or init=go).
 //
 // Every binary that starts kernels through package isolate must call Main
 // first thing in main (and in TestMain for tests that start kernels): on

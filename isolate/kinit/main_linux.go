@@ -16,6 +16,18 @@ const (
 	exitUsage = 121 // no status pipe or no config: not started by the daemon
 )
 
+// init keeps the main goroutine of a process started as a kernel init on
+// the main thread (the Go runtime guarantees that only for a lock taken
+// during package initialisation): the daemon's parent-death signal is an
+// attribute of that thread alone, so only an exec from it keeps the
+// signal for the reaper, and the interpreter's Pdeathsig ends with the
+// thread that forks it.
+func init() {
+	if len(os.Args) > 0 && os.Args[0] == Arg0 {
+		runtime.LockOSThread()
+	}
+}
+
 // Main runs the kernel init and exits when this process was started as
 // one (argv[0] is Arg0 and EnvConfig is set); otherwise it returns at once.
 // Call it first thing in main and in TestMain.
@@ -27,8 +39,8 @@ func Main() {
 	if !ok {
 		return
 	}
-	// Everything below runs on this thread: no_new_privs is per thread, and
-	// the interpreter is forked from it.
+	// Everything below runs on this thread (the main one, see init):
+	// no_new_privs is per thread, and the interpreter is forked from it.
 	runtime.LockOSThread()
 	os.Exit(run(raw, os.Getenv(EnvSeccomp)))
 }
@@ -45,6 +57,11 @@ func run(raw, seccomp string) int {
 	if err == nil {
 		// v1 placement first: nothing runs outside the kernel's cgroup.
 		err = joinCgroups(cfg.CgroupProcs)
+	}
+	reaper := -1
+	if err == nil && !cfg.Probe {
+		// Before the seccomp filter; -1 (the error) keeps the Go supervisor.
+		reaper, _ = newReaperFile()
 	}
 	var ready Ready
 	if err == nil {
@@ -64,8 +81,13 @@ func run(raw, seccomp string) int {
 		return exitSetup
 	}
 	ready.Pid = pid
-	_, _ = status.WriteString(ready.line())
-	return supervise(pid, status)
+	// Returns only when the init is still this program (reaper off,
+	// missing or refused): the Go supervisor then takes over. Either
+	// writes the ready line only once it handles the forwarded signals:
+	// the daemon sends none before that line.
+	unblock, _ := execReaper(reaper, pid, ready, cfg.NoReaper)
+	ready.Supervisor = SupervisorGo
+	return supervise(pid, status, unblock, ready.line())
 }
 
 func fail(status *os.File, err error) {

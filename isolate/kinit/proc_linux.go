@@ -55,10 +55,16 @@ func forkInterpreter(cfg Config) (int, error) {
 // supervise forwards signals to the interpreter and reaps every process
 // that ends in the kernel's pid namespace (orphans are re-parented to the
 // init). When the interpreter ends it reports how and returns its exit
-// code; the kernel then kills whatever is left in the namespace.
-func supervise(pid int, status *os.File) int {
+// code; the kernel then kills whatever is left in the namespace. It is
+// the fallback of the reaper (reaper_amd64.asm), which does the same
+// without the Go runtime. It writes ready (the ready line) once it
+// forwards signals; unblock undoes execReaper's signal mask, after
+// Notify, so that a signal held meanwhile is forwarded, not fatal.
+func supervise(pid int, status *os.File, unblock func(), ready string) int {
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, forwarded()...)
+	unblock()
+	_, _ = status.WriteString(ready)
 	go func() {
 		for s := range sigs {
 			_ = syscall.Kill(pid, s.(syscall.Signal))

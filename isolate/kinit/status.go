@@ -8,13 +8,19 @@ import (
 
 // Status lines on the status pipe, one per line:
 //
-//	ready <pid> ns=<mnt,pid,...> seccomp=<0|1> [merge=1]
+//	ready <pid> ns=<mnt,pid,...> seccomp=<0|1> [merge=1] [init=<reaper|go>]
 //	                                            setup done, interpreter forked
 //	fail <message>                              setup failed, nothing forked
 //	exit <code> | signal <number>               the interpreter ended
 //
 // The daemon reads the first line before Start returns (fail closed) and
 // the last after the init was reaped.
+
+// Supervisors a Ready line names (init=...).
+const (
+	SupervisorReaper = "reaper" // the init exec'd into the reaper
+	SupervisorGo     = "go"     // the init's own Go supervise loop
+)
 
 // Ready is what the init reports once the interpreter runs.
 type Ready struct {
@@ -27,6 +33,10 @@ type Ready struct {
 	// MemoryMerge: the kernel's pages are open to samepage merging
 	// (PR_GET_MEMORY_MERGE said so after the init asked for it).
 	MemoryMerge bool
+	// Supervisor is what supervises the interpreter: SupervisorReaper
+	// (the init exec'd into the reaper), SupervisorGo, or "" (a probe, or
+	// an init from before the field).
+	Supervisor string
 }
 
 func (r Ready) line() string {
@@ -34,11 +44,14 @@ func (r Ready) line() string {
 	if r.Seccomp {
 		s = "1"
 	}
-	merge := ""
+	extra := ""
 	if r.MemoryMerge {
-		merge = " merge=1"
+		extra = " merge=1"
 	}
-	return fmt.Sprintf("ready %d ns=%s seccomp=%s%s\n", r.Pid, strings.Join(r.Namespaces, ","), s, merge)
+	if r.Supervisor != "" {
+		extra += " init=" + r.Supervisor
+	}
+	return fmt.Sprintf("ready %d ns=%s seccomp=%s%s\n", r.Pid, strings.Join(r.Namespaces, ","), s, extra)
 }
 
 // ParseStatus reads the status lines the init wrote. ready is nil unless a
@@ -82,6 +95,8 @@ func parseReady(rest string) *Ready {
 			r.Seccomp = true
 		case f == "merge=1":
 			r.MemoryMerge = true
+		case strings.HasPrefix(f, "init="):
+			r.Supervisor = strings.TrimPrefix(f, "init=")
 		}
 	}
 	return r

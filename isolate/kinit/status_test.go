@@ -22,6 +22,8 @@ func TestParseStatus(t *testing.T) {
 			ready: &Ready{Pid: 2, Namespaces: []string{"mnt"}, Seccomp: true}, exited: true, code: -1, signal: 9},
 		{name: "merging kernel", text: "ready 3 ns=mnt seccomp=1 merge=1\n",
 			ready: &Ready{Pid: 3, Namespaces: []string{"mnt"}, Seccomp: true, MemoryMerge: true}},
+		{name: "reaper supervises", text: "ready 3 ns=mnt seccomp=1 merge=1 init=reaper\nexit 0\n",
+			ready: &Ready{Pid: 3, Namespaces: []string{"mnt"}, Seccomp: true, MemoryMerge: true, Supervisor: SupervisorReaper}, exited: true},
 		{name: "no seccomp claimed", text: "ready 2 ns= seccomp=0\n", ready: &Ready{Pid: 2}},
 		{name: "setup failed", text: "fail mount tmpfs on /tmp: operation not permitted\n", failure: "mount tmpfs on /tmp: operation not permitted"},
 		{name: "init killed before reporting", text: ""},
@@ -42,6 +44,7 @@ func TestReadyLineRoundTrip(t *testing.T) {
 	for _, in := range []Ready{
 		{Pid: 5, Namespaces: []string{"mnt", "pid", "ipc", "uts"}, Seccomp: true},
 		{Pid: 6, Namespaces: []string{"mnt"}, Seccomp: true, MemoryMerge: true},
+		{Pid: 7, Namespaces: []string{"mnt"}, Seccomp: true, Supervisor: SupervisorGo},
 	} {
 		got, _, _, _, _ := ParseStatus(in.line())
 		if !reflect.DeepEqual(got, &in) {
