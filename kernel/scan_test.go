@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"reflect"
 	"runtime"
@@ -245,5 +246,80 @@ func TestFrameMemberCapsAndBudget(t *testing.T) {
 				t.Fatalf("peak %d over the budget %d", acct.peak.Load(), c.limit)
 			}
 		})
+	}
+}
+
+// parseHeader against headers written out by hand: the kinds at both ends
+// of the letter range, a kind letter followed by no space, and 19 digits
+// (the most a header may have) after a kind letter and without one.
+func TestParseHeaderKindsAndDigits(t *testing.T) {
+	const nineteen = "1234567890123456789"
+	cases := []struct {
+		in, kinds string
+		kind      byte
+		n         int64
+		size      int
+		status    int
+	}{
+		{"A 7\n", "A", 'A', 7, 4, headerOK},
+		{"Z 7\n", "Z", 'Z', 7, 4, headerOK},
+		{"C 123\nrest", " BC", 'C', 123, 6, headerOK},
+		{"9\n", " B", 0, 9, 2, headerOK},
+		{"B " + nineteen + "\n", "B", 'B', 1234567890123456789, 22, headerOK},
+		{nineteen + "\n", " ", 0, 1234567890123456789, 20, headerOK},
+		{"B " + nineteen + "0\n", "B", 0, 0, 0, headerTooLong},
+		{nineteen + "0\n", " ", 0, 0, 0, headerTooLong},
+		{"Cx", "C", 0, 0, 0, headerNone},
+		{"Cx 1\n", "C", 0, 0, 0, headerNone},
+		{"A 7\n", " B", 0, 0, 0, headerNone},
+		{"7\n", "B", 0, 0, 0, headerNone},
+		{"\n", " ", 0, 0, 0, headerNone},
+		{"12x\n", " ", 0, 0, 0, headerNone},
+		{"", " ", 0, 0, 0, headerIncomplete},
+		{"C", "C", 0, 0, 0, headerIncomplete},
+		{"C ", "C", 0, 0, 0, headerIncomplete},
+		{"C 12", "C", 0, 0, 0, headerIncomplete},
+		{"12", " ", 0, 0, 0, headerIncomplete},
+	}
+	for _, c := range cases {
+		kind, n, size, st := parseHeader([]byte(c.in), c.kinds)
+		if kind != c.kind || n != c.n || size != c.size || st != c.status {
+			t.Errorf("parseHeader(%q, %q) = %q %d %d status %d; want %q %d %d status %d",
+				c.in, c.kinds, kind, n, size, st, c.kind, c.n, c.size, c.status)
+		}
+	}
+}
+
+// epochReader hands out one chunk per Read and moves the epoch first, as
+// if a cell had begun between the two reads.
+type epochReader struct {
+	chunks []string
+	epochs []uint64
+	epoch  *atomic.Uint64
+}
+
+func (r *epochReader) Read(p []byte) (int, error) {
+	if len(r.chunks) == 0 {
+		return 0, io.EOF
+	}
+	r.epoch.Store(r.epochs[0])
+	n := copy(p, r.chunks[0])
+	r.chunks, r.epochs = r.chunks[1:], r.epochs[1:]
+	return n, nil
+}
+
+// Bytes held back as a possible marker start keep the epoch they were read
+// in when a later read shows they are output: they belong to the cell that
+// wrote them, not to the one running when the next bytes came.
+func TestScannerHeldBytesKeepTheirEpoch(t *testing.T) {
+	var epoch atomic.Uint64
+	r := &epochReader{chunks: []string{"ab\n@@S", "x"}, epochs: []uint64{1, 2}, epoch: &epoch}
+	s := newScanner(r, []byte("\n@@S@@ "), " ", &epoch)
+	var got []string
+	err := s.run(func(p []byte, e uint64) { got = append(got, fmt.Sprintf("%d:%s", e, p)) },
+		func(byte, int64) error { return errors.New("no header expected") })
+	want := []string{"1:ab", "1:\n@@S", "2:x"}
+	if !errors.Is(err, io.EOF) || strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("raw %q, error %v; want %q and EOF", got, err, want)
 	}
 }
