@@ -61,6 +61,8 @@ func TestScannerSplitsFramesAndRaw(t *testing.T) {
 		"whole":    func(s string) io.Reader { return strings.NewReader(s) },
 		"bytewise": func(s string) io.Reader { return iotest.OneByteReader(strings.NewReader(s)) },
 		"halves":   func(s string) io.Reader { return iotest.HalfReader(strings.NewReader(s)) },
+		// io.EOF comes with the last byte (a frame's body may end there).
+		"bytewise, EOF with data": func(s string) io.Reader { return iotest.DataErrReader(iotest.OneByteReader(strings.NewReader(s))) },
 	}
 	for _, c := range cases {
 		for rname, mk := range readers {
