@@ -1,6 +1,8 @@
 package kernel
 
 import (
+	"errors"
+	"strings"
 	"testing"
 )
 
@@ -46,5 +48,48 @@ func TestControlCharactersRoundTrip(t *testing.T) {
 	rep := mustExec(t, k, "print('\\x10\\x19\\x1a\\x1f', end='')")
 	if rep.Stdout != "\x10\x19\x1a\x1f" {
 		t.Fatalf("stdout %q", rep.Stdout)
+	}
+}
+
+// A member's buffer holds (and the budget is charged) exactly what it
+// keeps: bytes that fill its array need no growth (512 bytes fit a
+// 600-byte budget in two adds), and a member with invalid UTF-8 ends up
+// charged for its replaced copy alone, which must fit the member's cap.
+func TestFieldBufHoldsWhatItKeeps(t *testing.T) {
+	cases := []struct {
+		name   string
+		adds   []string
+		limit  int
+		budget int64
+		want   string // "" for a refusal
+	}{
+		{"exact fill in two adds", []string{"a", strings.Repeat("b", 511)}, 1 << 20, 600, "a" + strings.Repeat("b", 511)},
+		{"one invalid byte", []string{"a\xffb"}, 100, 1 << 20, "a\uFFFDb"},
+		{"replaced copy at its cap", []string{"\xffa\xffa"}, 8, 1 << 20, "\uFFFDa\uFFFDa"},
+		{"replaced copy over its cap", []string{"\xffa\xffa"}, 7, 1 << 20, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			acct := &budget{limit: c.budget}
+			f := fieldBuf{limit: c.limit, name: "stdout", acct: acct}
+			for _, p := range c.adds {
+				if err := f.add([]byte(p)); err != nil {
+					t.Fatalf("add %d bytes: %v", len(p), err)
+				}
+			}
+			s, err := f.finish()
+			if c.want == "" {
+				if !errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), "exceeds its cap of 7 bytes") {
+					t.Fatalf("finish = %q, %v; want the cap refused", s, err)
+				}
+				return
+			}
+			if err != nil || s != c.want {
+				t.Fatalf("finish = %q, %v; want %q", s, err, c.want)
+			}
+			if held := acct.held.Load(); held != int64(len(c.want)) {
+				t.Fatalf("%d bytes charged for a %d-byte member", held, len(c.want))
+			}
+		})
 	}
 }
