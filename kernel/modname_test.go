@@ -6,8 +6,8 @@ import (
 )
 
 // ValidModuleName against names written out by hand: the length limit,
-// digits at the ends of their range leading a part, and characters
-// outside the identifier set after a valid first one.
+// digits at the ends of their range leading a part, and each end of the
+// identifier ranges after a first letter, with its outside neighbour.
 func TestValidModuleNameEdges(t *testing.T) {
 	long := strings.Repeat("a", 256)
 	cases := []struct {
@@ -17,6 +17,7 @@ func TestValidModuleNameEdges(t *testing.T) {
 		{"email.mime.text", true},
 		{"_private", true},
 		{"A_Z.a9", true},
+		{"az09AZ.z0", true},
 		{long, true},
 		{long + "a", false},
 		{"", false},
@@ -24,7 +25,12 @@ func TestValidModuleNameEdges(t *testing.T) {
 		{"9x", false},
 		{"a.0b", false},
 		{"a-b", false},
-		{"ab/c", false},
+		{"a/", false},
+		{"a:", false},
+		{"a@", false},
+		{"a[", false},
+		{"a`", false},
+		{"a{", false},
 		{"a..b", false},
 		{".a", false},
 		{"a.", false},
