@@ -26,3 +26,28 @@ func TestCapBufExactFillChargesNothingMore(t *testing.T) {
 		t.Fatalf("%d bytes charged for 4096 bytes of output", held)
 	}
 }
+
+// A charge that would pass the limit fails and changes nothing; one that
+// reaches the limit exactly succeeds.
+func TestBudgetChargeAtTheLimit(t *testing.T) {
+	b := &budget{limit: 100}
+	steps := []struct {
+		n        int
+		ok       bool
+		held     int64
+		peak     int64
+		scenario string
+	}{
+		{80, true, 80, 80, "under the limit"},
+		{50, false, 80, 80, "past the limit: refused, nothing held"},
+		{20, true, 100, 100, "exactly at the limit"},
+		{1, false, 100, 100, "one byte past it"},
+	}
+	for _, s := range steps {
+		err := b.charge(s.n)
+		if (err == nil) != s.ok || b.held.Load() != s.held || b.peak.Load() != s.peak {
+			t.Fatalf("%s: charge(%d) = %v, held %d, peak %d; want ok=%v, %d, %d",
+				s.scenario, s.n, err, b.held.Load(), b.peak.Load(), s.ok, s.held, s.peak)
+		}
+	}
+}
