@@ -51,3 +51,15 @@ func TestBudgetChargeAtTheLimit(t *testing.T) {
 		}
 	}
 }
+
+// quote cuts what a protocol error repeats of the kernel's words at 64
+// bytes, and only past them.
+func TestQuoteCutsPast64Bytes(t *testing.T) {
+	s64 := strings.Repeat("a", 64)
+	if got := quote(s64); got != `"`+s64+`"` {
+		t.Errorf("quote of 64 bytes = %s", got)
+	}
+	if got := quote(s64 + "b"); got != `"`+s64+`..."` {
+		t.Errorf("quote of 65 bytes = %s", got)
+	}
+}

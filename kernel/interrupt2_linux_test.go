@@ -149,3 +149,38 @@ func TestGroupSandboxReleaseKillsTheGroup(t *testing.T) {
 		t.Fatalf("child %d alive %v, members %v after Release", child, alive(child), liveGroupMembers(cmd.Process.Pid))
 	}
 }
+
+// Release of a group whose leader already exited (and was reaped) still
+// waits for the members, here one freeing 128 MiB after its SIGKILL: it
+// probes the group, not the leader's pid.
+func TestGroupSandboxReleaseWithoutItsLeader(t *testing.T) {
+	requireProc(t)
+	testenv.RequirePython(t)
+	sb := NewProcessGroup()
+	member := testenv.Python + ` -c "import time; b = bytearray(128 << 20); print('ready', flush=True); time.sleep(1000)" &`
+	cmd := exec.Command("/bin/sh", "-c", member)
+	out := startPrepared(t, sb, cmd)
+	if err := sb.Started(cmd.Process.Pid); err != nil {
+		_ = cmd.Process.Kill()
+		t.Fatal(err)
+	}
+	pgid := cmd.Process.Pid
+	if sc := bufio.NewScanner(out); !sc.Scan() || sc.Text() != "ready" {
+		_ = sb.Kill()
+		t.Fatalf("member did not start: %q", sc.Text())
+	}
+	if err := cmd.Wait(); err != nil {
+		_ = sb.Kill()
+		t.Fatalf("leader: %v", err)
+	}
+	if len(liveGroupMembers(pgid)) != 1 {
+		_ = sb.Kill()
+		t.Fatalf("members %v, want the one left by the leader", liveGroupMembers(pgid))
+	}
+	if _, err := sb.Release(); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if live := liveGroupMembers(pgid); len(live) > 0 {
+		t.Fatalf("members %v run after Release returned", live)
+	}
+}
