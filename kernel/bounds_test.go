@@ -99,14 +99,43 @@ func TestBudgetAtTheLimit(t *testing.T) {
 	}
 	t.Run("at the limit", func(t *testing.T) {
 		k := startKernel(t, baseSpec(t), testSentinel)
-		rep, err := k.Exec(context.Background(), Cell{Code: forge(defaultBudget, "os.kill(os.getpid(), 9)")})
-		var death *DeathError
-		if !errors.As(err, &death) || rep == nil || len(rep.Displays) != 3 {
-			n := -1
-			if rep != nil {
-				n = len(rep.Displays)
+		// The cell kills itself once the test saw its third display (a
+		// death drains the pipes only for a while: a slow host could lose
+		// a display still in the pipe).
+		flag := testTempDir(t) + "/seen"
+		seen := make(chan struct{})
+		displays := 0
+		sink := func(e Event) { // called by the stdout reader alone
+			if e.Kind == EventDisplay {
+				if displays++; displays == 3 {
+					close(seen)
+				}
 			}
-			t.Fatalf("%d displays (-1: no reply), error %v; want 3 and the cell's own SIGKILL", n, err)
+		}
+		type result struct {
+			rep *Reply
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			code := forge(defaultBudget, "while not os.path.exists("+pyStr(flag)+"):\n    time.sleep(0.01)\nos.kill(os.getpid(), 9)")
+			rep, err := k.Exec(context.Background(), Cell{Code: code, Stream: sink})
+			done <- result{rep, err}
+		}()
+		var r result
+		select {
+		case <-seen:
+			mustWrite(t, flag, "")
+			r = <-done
+		case r = <-done:
+		}
+		var death *DeathError
+		if !errors.As(r.err, &death) || r.rep == nil || len(r.rep.Displays) != 3 {
+			n := -1
+			if r.rep != nil {
+				n = len(r.rep.Displays)
+			}
+			t.Fatalf("%d displays (-1: no reply), error %v; want 3 and the cell's own SIGKILL", n, r.err)
 		}
 	})
 	t.Run("one byte past it", func(t *testing.T) {
