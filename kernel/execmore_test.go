@@ -41,29 +41,52 @@ func TestCellEnvForOneCell(t *testing.T) {
 
 // A cell that kills its kernel returns the fd-level output and displays it
 // already produced with the error; one that produced nothing returns no
-// reply at all.
+// reply at all. The cell dies once the test saw its output streamed (a
+// death drains the pipes only for a while).
 func TestKilledCellKeepsWhatItProduced(t *testing.T) {
-	const die = "\nimport os\nos.kill(os.getpid(), 9)"
 	cases := []struct {
 		name, code     string
 		reply          bool
 		stdout, stderr string
 		html           string // the one display's text/html, "" for none
 	}{
-		{"nothing", "pass" + die, false, "", "", ""},
-		{"fd-level stdout", "import os\nos.write(1, b'partial')" + die, true, "partial", "", ""},
-		{"fd-level stderr only", "import os\nos.write(2, b'last words')" + die, true, "", "last words", ""},
+		{"nothing", "pass", false, "", "", ""},
+		{"fd-level stdout", "import os\nos.write(1, b'partial')", true, "partial", "", ""},
+		{"fd-level stderr only", "import os\nos.write(2, b'last words')", true, "", "last words", ""},
 		{"a display only", "class H:\n    def _repr_html_(self): return '<b>kept</b>'\n    def __repr__(self): return 'H()'\n" +
-			"display(H())" + die, true, "", "", "<b>kept</b>"},
+			"display(H())", true, "", "", "<b>kept</b>"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			k := startKernel(t, baseSpec(t), "")
-			rep, err := k.Exec(context.Background(), Cell{Code: c.code})
-			var death *DeathError
-			if !errors.As(err, &death) || death.Signal != "SIGKILL" {
-				t.Fatalf("error %v, want a SIGKILL DeathError", err)
+			flag := testTempDir(t) + "/seen"
+			log := newEventLog()
+			code := c.code + "\nimport os, time\n"
+			if c.reply {
+				code += "while not os.path.exists(" + pyStr(flag) + "):\n    time.sleep(0.01)\n"
 			}
+			code += "os.kill(os.getpid(), 9)"
+			type result struct {
+				rep *Reply
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				rep, err := k.Exec(context.Background(), Cell{Code: code, Stream: log.add})
+				done <- result{rep, err}
+			}()
+			var r result
+			select {
+			case <-log.first:
+				mustWrite(t, flag, "")
+				r = <-done
+			case r = <-done:
+			}
+			var death *DeathError
+			if !errors.As(r.err, &death) || death.Signal != "SIGKILL" {
+				t.Fatalf("error %v, want a SIGKILL DeathError", r.err)
+			}
+			rep := r.rep
 			if !c.reply {
 				if rep != nil {
 					t.Fatalf("a reply %+v for a cell that produced nothing", rep)
