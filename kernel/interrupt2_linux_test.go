@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -182,5 +183,49 @@ func TestGroupSandboxReleaseWithoutItsLeader(t *testing.T) {
 	}
 	if live := liveGroupMembers(pgid); len(live) > 0 {
 		t.Fatalf("members %v run after Release returned", live)
+	}
+}
+
+// pidNSSandbox is the process-group sandbox with the runner in a pid
+// namespace of its own, as package isolate's init step puts it: the
+// runner's H marks then name its helpers by their pids in that namespace.
+type pidNSSandbox struct{ *ProcessGroup }
+
+func (s pidNSSandbox) Prepare(cmd *exec.Cmd, staging string) error {
+	if err := s.ProcessGroup.Prepare(cmd, staging); err != nil {
+		return err
+	}
+	cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWPID
+	return nil
+}
+
+// An interrupt spares the runner's own helpers when the runner lives in a
+// pid namespace: they are told apart by their pid in that namespace
+// (/proc/<pid>/status NSpid), not by the host's.
+func TestInterruptSparesHelpersInAPidNamespace(t *testing.T) {
+	requireProc(t)
+	spec := baseSpec(t)
+	spec.Sandbox = pidNSSandbox{NewProcessGroup()}
+	k := startKernel(t, spec, "")
+	if got := mustExec(t, k, "import os\nos.getpid()").Stdout; got != "1\n" {
+		t.Fatalf("the runner's pid in its namespace is %q, want 1", got)
+	}
+	var helpers []int
+	for _, p := range liveGroupMembers(k.Pid()) {
+		if p != k.Pid() {
+			helpers = append(helpers, p)
+		}
+	}
+	if len(helpers) == 0 || len(k.cell.helperPids()) == 0 {
+		t.Fatalf("group members %v besides the runner, H marks %v", helpers, k.cell.helperPids())
+	}
+	rep, err, _ := execInterrupted(t, k, "import time\nprint('running', flush=True)\ntime.sleep(60)", testenv.Patience)
+	if err != nil || !errors.Is(rep.Interrupted, ErrInterrupted) {
+		t.Fatalf("reply %+v, err %v", rep, err)
+	}
+	for _, p := range helpers {
+		if !alive(p) {
+			t.Errorf("helper %d was killed by the interrupt", p)
+		}
 	}
 }
