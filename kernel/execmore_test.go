@@ -197,3 +197,14 @@ func (c *endsOnAfterFunc) AfterFunc(func()) func() bool {
 	}
 	return func() bool { return true }
 }
+
+// A namespace of more than MaxVariables names lists exactly MaxVariables
+// of them, with the true total.
+func TestVariablesAtTheirLimit(t *testing.T) {
+	k := startKernel(t, baseSpec(t), "")
+	mustExec(t, k, "globals().update({'v%04d' % j: j for j in range(1005)})")
+	v, err := k.Variables(context.Background())
+	if err != nil || len(v.Variables) != 1000 || v.Total != 1005 || v.Variables[0].Name != "v0000" {
+		t.Fatalf("listing %d of %d, %v; want 1000 of 1005", len(v.Variables), v.Total, err)
+	}
+}

@@ -29,3 +29,44 @@ func TestSegmentThenTailCut(t *testing.T) {
 		}
 	}
 }
+
+// wireSegment's total is at least what the frame kept, whatever length it
+// claims (a quiet frame leaves stdout_len out).
+func TestWireSegmentTotal(t *testing.T) {
+	cases := []struct {
+		head, tail  string
+		total, want int
+	}{
+		{"abc", "de", 0, 5},
+		{"abc", "de", 4, 5},
+		{"abc", "de", 9, 9},
+		{"abc", "", 0, 3},
+	}
+	for _, c := range cases {
+		if got := wireSegment(c.head, c.tail, c.total).total; got != c.want {
+			t.Errorf("wireSegment(%q, %q, %d).total = %d, want %d", c.head, c.tail, c.total, got, c.want)
+		}
+	}
+}
+
+// clipUTF8 keeps a string of exactly n bytes and cuts a longer one before
+// the character that would cross n.
+func TestClipUTF8(t *testing.T) {
+	cases := []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"abc", 3, "abc"},
+		{"abé", 4, "abé"},
+		{"abé", 3, "ab"},
+		{"abcd", 3, "abc"},
+		{"é", 1, ""},
+		{"", 0, ""},
+	}
+	for _, c := range cases {
+		if got := clipUTF8(c.s, c.n); got != c.want {
+			t.Errorf("clipUTF8(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
+		}
+	}
+}
