@@ -62,6 +62,7 @@ func TestClipUTF8(t *testing.T) {
 		{"abé", 3, "ab"},
 		{"abcd", 3, "abc"},
 		{"é", 1, ""},
+		{"\xa9\xa9x", 1, ""},
 		{"", 0, ""},
 	}
 	for _, c := range cases {

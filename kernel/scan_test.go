@@ -101,6 +101,10 @@ func TestDecodeReply(t *testing.T) {
 		{`{"id":"1","status":"weird"}`, false},
 		{`{"id":1,"status":"ok"}`, false},
 		{`{"id":"1",`, false},
+		// A number token of maxNumberLen (32) characters is read, a longer one
+		// refused: here in a member the decoder skips.
+		{`{"id":"1","status":"ok","extra":1.` + strings.Repeat("0", 30) + `}`, true},
+		{`{"id":"1","status":"ok","extra":1.` + strings.Repeat("0", 32) + `}`, false},
 	}
 	for _, c := range cases {
 		_, err := decodeReply([]byte(c.body))
