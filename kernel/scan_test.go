@@ -105,6 +105,9 @@ func TestDecodeReply(t *testing.T) {
 		// refused: here in a member the decoder skips.
 		{`{"id":"1","status":"ok","extra":1.` + strings.Repeat("0", 30) + `}`, true},
 		{`{"id":"1","status":"ok","extra":1.` + strings.Repeat("0", 32) + `}`, false},
+		// A member name may have smallFieldBytes (64) bytes, not more.
+		{`{"id":"1","status":"ok","` + strings.Repeat("n", 64) + `":1}`, true},
+		{`{"id":"1","status":"ok","` + strings.Repeat("n", 65) + `":1}`, false},
 	}
 	for _, c := range cases {
 		_, err := decodeReply([]byte(c.body))
