@@ -105,6 +105,13 @@ func TestDecodeReply(t *testing.T) {
 		// refused: here in a member the decoder skips.
 		{`{"id":"1","status":"ok","extra":1.` + strings.Repeat("0", 30) + `}`, true},
 		{`{"id":"1","status":"ok","extra":1.` + strings.Repeat("0", 32) + `}`, false},
+		// Digits and letters at the ends of a token's ranges.
+		{`{"id":"1","status":"ok","exit_code":9,"stdout_clipped":false}`, true},
+		// Unknown members, before a known one and several: skipped, never
+		// taken for a repeat; a known member twice is refused.
+		{`{"id":"1","extra":1,"status":"ok"}`, true},
+		{`{"id":"1","status":"ok","a":1,"b":2}`, true},
+		{`{"id":"1","id":"2","status":"ok"}`, false},
 		// A member name may have smallFieldBytes (64) bytes, not more.
 		{`{"id":"1","status":"ok","` + strings.Repeat("n", 64) + `":1}`, true},
 		{`{"id":"1","status":"ok","` + strings.Repeat("n", 65) + `":1}`, false},
