@@ -107,6 +107,11 @@ func TestDecodeReply(t *testing.T) {
 		{`{"id":"1","status":"ok","extra":1.` + strings.Repeat("0", 32) + `}`, false},
 		// Digits and letters at the ends of a token's ranges.
 		{`{"id":"1","status":"ok","exit_code":9,"stdout_clipped":false}`, true},
+		// Integers: 0 and -0, but no leading zero.
+		{`{"id":"1","status":"ok","exit_code":0}`, true},
+		{`{"id":"1","status":"ok","exit_code":-0}`, true},
+		{`{"id":"1","status":"ok","exit_code":01}`, false},
+		{`{"id":"1","status":"ok","exit_code":-01}`, false},
 		// Unknown members, before a known one and several: skipped, never
 		// taken for a repeat; a known member twice is refused.
 		{`{"id":"1","extra":1,"status":"ok"}`, true},
