@@ -117,6 +117,14 @@ func TestDecodeReply(t *testing.T) {
 		{`{"id":"1","extra":1,"status":"ok"}`, true},
 		{`{"id":"1","status":"ok","a":1,"b":2}`, true},
 		{`{"id":"1","id":"2","status":"ok"}`, false},
+		// An unknown member's scalar: a string or a JSON number, true, false
+		// or null; nothing else.
+		{`{"id":"1","status":"ok","note":"hi","n":null,"t":true,"f":false,"x":-1.5e3}`, true},
+		{`{"id":"1","status":"ok","extra":tru}`, false},
+		{`{"id":"1","status":"ok","extra":+1}`, false},
+		{`{"id":"1","status":"ok","extra":.5}`, false},
+		{`{"id":"1","status":"ok","extra":}`, false},
+		{`{"id":"1","status":"ok","stdout_clipped":nope}`, false},
 		// A member name may have smallFieldBytes (64) bytes, not more.
 		{`{"id":"1","status":"ok","` + strings.Repeat("n", 64) + `":1}`, true},
 		{`{"id":"1","status":"ok","` + strings.Repeat("n", 65) + `":1}`, false},
