@@ -352,3 +352,44 @@ func TestScannerHeldBytesKeepTheirEpoch(t *testing.T) {
 		t.Fatalf("raw %q, error %v; want %q and EOF", got, err, want)
 	}
 }
+
+// Decoded strings, escapes at the string's start and end and near the
+// frame's end included, against the values written out by hand.
+func TestDecodeReplyStrings(t *testing.T) {
+	cases := []struct{ json, want string }{
+		{`""`, ""},
+		{`"\"q\" and a long enough rest"`, `"q" and a long enough rest`},
+		{`"line\n"`, "line\n"},
+		{`"\\"`, `\`},
+		{`"\t\t\t\t\t\t\t\t"`, "\t\t\t\t\t\t\t\t"},
+		{`"é \u00e9 \ud83d\ude00 /\/"`, "é é 😀 //"},
+		{`"x\ud83d\ude00"`, "x😀"},
+	}
+	for _, c := range cases {
+		for _, body := range []string{`{"id":"1","status":"ok","stdout":` + c.json + `}`, `{"id":"1","stdout":` + c.json + `,"status":"ok"}`} {
+			rep, err := decodeReply([]byte(body))
+			if err != nil {
+				t.Errorf("%s: %v", body, err)
+			} else if rep.Stdout != c.want {
+				t.Errorf("%s: stdout %q, want %q", body, rep.Stdout, c.want)
+			}
+		}
+	}
+}
+
+// An escape that crosses the end of the reader's buffer (4096 bytes for
+// decodeReply) decodes as one anywhere else does: a surrogate pair placed
+// at each offset around that end.
+func TestDecodeReplyEscapeAcrossTheBuffer(t *testing.T) {
+	const head = `{"id":"1","status":"ok","stdout":"`
+	for at := 4080; at <= 4100; at++ {
+		pad := strings.Repeat("a", at-len(head))
+		rep, err := decodeReply([]byte(head + pad + `\ud83d\ude00z"}`))
+		if err != nil {
+			t.Fatalf("escape at byte %d: %v", at, err)
+		}
+		if rep.Stdout != pad+"😀z" {
+			t.Fatalf("escape at byte %d: stdout ends %q", at, rep.Stdout[max(len(rep.Stdout)-8, 0):])
+		}
+	}
+}
