@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -61,5 +62,40 @@ func TestQuoteCutsPast64Bytes(t *testing.T) {
 	}
 	if got := quote(s64 + "b"); got != `"`+s64+`..."` {
 		t.Errorf("quote of 65 bytes = %s", got)
+	}
+}
+
+// A display may carry maxDisplayMimes (32) mime types and as many metadata
+// entries, each mime type of up to maxMimeLen (128) bytes; one more of any
+// is a protocol error.
+func TestDisplayShapeLimits(t *testing.T) {
+	members := func(n int, name func(int) string) string {
+		var b strings.Builder
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(`"` + name(i) + `":"x"`)
+		}
+		return b.String()
+	}
+	mime := func(i int) string { return "text/x-" + itoa(i) }
+	cases := []struct {
+		name, body string
+		ok         bool
+	}{
+		{"32 mime types", `{"data":{` + members(32, mime) + `}}`, true},
+		{"33 mime types", `{"data":{` + members(33, mime) + `}}`, false},
+		{"32 metadata", `{"data":{"text/plain":"x"},"metadata":{` + members(32, mime) + `}}`, true},
+		{"33 metadata", `{"data":{"text/plain":"x"},"metadata":{` + members(33, mime) + `}}`, false},
+		{"a 128-byte mime type", `{"data":{"` + strings.Repeat("m", 128) + `":"x"}}`, true},
+		{"a 129-byte mime type", `{"data":{"` + strings.Repeat("m", 129) + `":"x"}}`, false},
+		{"no mime type", `{"data":{}}`, false},
+	}
+	for _, c := range cases {
+		d, err := decodeDisplay(strings.NewReader(c.body), int64(len(c.body)), &budget{limit: 1 << 20})
+		if c.ok != (err == nil) || (err != nil && !errors.Is(err, ErrProtocol)) || (c.ok && d == nil) {
+			t.Errorf("%s: %v, want ok=%v", c.name, err, c.ok)
+		}
 	}
 }
