@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -97,5 +98,24 @@ func TestDisplayShapeLimits(t *testing.T) {
 		if c.ok != (err == nil) || (err != nil && !errors.Is(err, ErrProtocol)) || (c.ok && d == nil) {
 			t.Errorf("%s: %v, want ok=%v", c.name, err, c.ok)
 		}
+	}
+}
+
+// The runner's H marks: up to maxHelpers (4) pids kept, each in
+// 1..2^31-1, and none once the first cell began.
+func TestHelperMarksBounds(t *testing.T) {
+	c := newCellState(100, 100, 10, 1<<20)
+	for _, pid := range []int64{0, -1, 1 << 31, 1<<31 - 1, 1, 2, 3, 5} {
+		c.helper(pid)
+	}
+	if got := fmt.Sprint(c.helperPids()); got != "[2147483647 1 2 3]" {
+		t.Fatalf("helpers %s, want [2147483647 1 2 3]", got)
+	}
+	c = newCellState(100, 100, 10, 1<<20)
+	c.helper(7)
+	c.begun(true, 0) // the first cell's begin mark on stderr
+	c.helper(8)
+	if got := fmt.Sprint(c.helperPids()); got != "[7]" {
+		t.Fatalf("helpers %s after the first cell began, want [7]", got)
 	}
 }
