@@ -90,20 +90,45 @@ func TestCheckpointRestoreToAClosedRequestPipe(t *testing.T) {
 }
 
 // A restore whose reader ends early is padded with zeros; when the kernel
-// stopped reading, the padding's write blocks until ctx's deadline, which
-// kills the kernel (its request pipe is mid-blob): a timeout, not a short
-// read that would leave the kernel out of step.
-func TestCheckpointRestorePaddingCutByTheDeadline(t *testing.T) {
+// stopped reading, the padding's write blocks until ctx ends (here once
+// the request pipe is full), which kills the kernel (its request pipe is
+// mid-blob): a cancellation, not a short read that would leave the kernel
+// out of step.
+func TestCheckpointRestorePaddingCutByTheContext(t *testing.T) {
 	k := startKernel(t, baseSpec(t), "")
 	redirectRequestPipe(t, k, false)
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	rc, err := k.stdin.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	_, err := k.RestoreCheckpoint(ctx, strings.NewReader("abc"), 64<<20, 0)
-	if !errors.Is(err, ErrTimeout) {
-		t.Fatalf("err = %v, want ErrTimeout", err)
+	go func() { // polling is fine in a test
+		for {
+			select {
+			case <-k.Done():
+				return
+			default:
+			}
+			full := false
+			_ = rc.Control(func(fd uintptr) {
+				p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
+				n, err := unix.Poll(p, 0)
+				full = err == nil && n == 0
+			})
+			if full {
+				cancel()
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	_, err = k.RestoreCheckpoint(ctx, strings.NewReader("abc"), 64<<20, 0)
+	if !errors.Is(err, ErrCanceled) {
+		t.Fatalf("err = %v, want ErrCanceled", err)
 	}
 	<-k.Done()
-	if !errors.Is(k.Err(), ErrTimeout) {
-		t.Fatalf("Err() = %v, want ErrTimeout", k.Err())
+	if !errors.Is(k.Err(), ErrCanceled) {
+		t.Fatalf("Err() = %v, want ErrCanceled", k.Err())
 	}
 }
