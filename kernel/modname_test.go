@@ -42,3 +42,19 @@ func TestValidModuleNameEdges(t *testing.T) {
 		}
 	}
 }
+
+// Isolation.Summary against the line its doc shows, and with no limits.
+func TestIsolationSummary(t *testing.T) {
+	full := Isolation{Mode: "sandbox", UID: 60001, MemoryMax: 512 << 20, PidsMax: 256, CPUMax: 1,
+		Namespaces: []string{"net", "pid"}, Network: true}
+	if got, want := full.Summary(), "sandbox uid=60001 mem=512MiB pids=256 cpu=1 ns=net,pid seccomp=off net=on"; got != want {
+		t.Errorf("Summary() = %q, want %q", got, want)
+	}
+	merged := Isolation{Mode: "sandbox", UID: 60001, MemoryMax: 512 << 20, PidsMax: 1, CPUMax: 0.5, Seccomp: true, MemoryMerge: true}
+	if got, want := merged.Summary(), "sandbox uid=60001 mem=512MiB pids=1 cpu=0.5 ns=none seccomp=on net=off merge=on"; got != want {
+		t.Errorf("Summary() = %q, want %q", got, want)
+	}
+	if got := (Isolation{Mode: "process-group", UID: -1}).Summary(); !strings.Contains(got, " pids=unlimited cpu=unlimited ns=none ") {
+		t.Errorf("Summary() without limits = %q, want pids and cpu unlimited", got)
+	}
+}
