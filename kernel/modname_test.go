@@ -58,3 +58,16 @@ func TestIsolationSummary(t *testing.T) {
 		t.Errorf("Summary() without limits = %q, want pids and cpu unlimited", got)
 	}
 }
+
+// ParseIsolationMode: "" is sandbox, each mode parses to itself, anything
+// else is refused naming the modes.
+func TestParseIsolationMode(t *testing.T) {
+	for in, want := range map[string]IsolationMode{"": "sandbox", "sandbox": "sandbox", "process": "process"} {
+		if got, err := ParseIsolationMode(in); err != nil || got != want {
+			t.Errorf("ParseIsolationMode(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	if got, err := ParseIsolationMode("Sandbox"); err == nil || !strings.Contains(err.Error(), "not one of sandbox, process") {
+		t.Errorf("ParseIsolationMode(Sandbox) = %q, %v; want refused", got, err)
+	}
+}
