@@ -119,3 +119,10 @@ func TestHelperMarksBounds(t *testing.T) {
 		t.Fatalf("helpers %s after the first cell began, want [7]", got)
 	}
 }
+
+// The process-group sandbox keeps the daemon's uid and says so with -1.
+func TestProcessGroupUID(t *testing.T) {
+	if uid := NewProcessGroup().UID(); uid != -1 {
+		t.Fatalf("UID() = %d, want -1", uid)
+	}
+}

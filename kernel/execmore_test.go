@@ -25,6 +25,7 @@ func TestCellEnvForOneCell(t *testing.T) {
 	}{
 		{"set and override", map[string]string{"KP_CELL": "one", "LANG": "C", "KP_QUOTE": `a"b é\n`}, false, "one C a\"b é\\n\n"},
 		{"streamed", map[string]string{"KP_CELL": "two"}, true, "two C.UTF-8 None\n"},
+		{"a value larger than the request", map[string]string{"KP_CELL": strings.Repeat("v", 4096)}, false, strings.Repeat("v", 4096) + " C.UTF-8 None\n"},
 		{"restored after", nil, false, "None C.UTF-8 None\n"},
 	}
 	for _, c := range cases {
