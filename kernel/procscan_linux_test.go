@@ -61,3 +61,17 @@ func runScanPid9() int {
 	fmt.Println("pid", pid, "members", strings.ReplaceAll(fmt.Sprint(liveGroupMembers(pid)), " ", ","), "runs", groupRuns(pid))
 	return 0
 }
+
+// Unreaped is true while the runner lives and false once it was reaped.
+func TestUnreaped(t *testing.T) {
+	k := startKernel(t, baseSpec(t), "")
+	if !k.Unreaped() {
+		t.Fatal("a live kernel reads as reaped")
+	}
+	if err := k.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if k.Unreaped() {
+		t.Fatal("a killed (and reaped) kernel reads as unreaped")
+	}
+}
