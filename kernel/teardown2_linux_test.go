@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
@@ -62,5 +63,29 @@ func TestTeardownWarnsOnlyOnFailures(t *testing.T) {
 				t.Errorf("failing %v: warning %q logged %v; logs:\n%s", failing, w, got, logs.String())
 			}
 		}
+	}
+}
+
+// A kernel that dies with output still in its pipe, read by a reader that a
+// slow streaming client held up until the runner was reaped: teardown
+// drains the pipe (for a while) before it closes it, so the cell's reply
+// counts every byte it wrote.
+func TestDeathDrainsThePipeAfterASlowClient(t *testing.T) {
+	k := startKernel(t, baseSpec(t), "")
+	var once sync.Once
+	sink := func(e Event) {
+		if e.Kind == EventStdout {
+			once.Do(func() { <-k.exited }) // holds up the stdout reader
+		}
+	}
+	code := "import os\nos.write(1, b'a' * 1000)\n" +
+		"data = b'b' * 500_000\nwhile data:\n    data = data[os.write(1, data):]\nos._exit(3)"
+	rep, err := k.Exec(context.Background(), Cell{Code: code, Stream: sink})
+	var death *DeathError
+	if !errors.As(err, &death) || death.ExitCode != 3 || rep == nil {
+		t.Fatalf("reply %v, error %v; want exit 3 with a reply", rep != nil, err)
+	}
+	if rep.StdoutBytesTotal != 501_000 {
+		t.Fatalf("%d bytes of stdout counted, want all 501000", rep.StdoutBytesTotal)
 	}
 }
