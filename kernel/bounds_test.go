@@ -5,6 +5,7 @@ package kernel
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -65,4 +66,83 @@ func TestDefaultMaxFrameBytesIsTheDefault(t *testing.T) {
 	if s.MaxFrameBytes != DefaultMaxFrameBytes || DefaultMaxFrameBytes != 13971712 {
 		t.Fatalf("a default Spec's MaxFrameBytes is %d, DefaultMaxFrameBytes %d; want both 13971712", s.MaxFrameBytes, DefaultMaxFrameBytes)
 	}
+}
+
+// defaultBudget is Budget() of a Spec with every cap at its default, added
+// up by hand from the documented caps: the reply frame's members at their
+// caps (stdout and stderr 1_000_000 each, their tails 65_536 each, the
+// exception's traceback, evalue and frames 65_536 each and ename 256, and
+// eight small members of 64 bytes), the fd-level output kept (heads of
+// 1_000_000 each, tails of 65_536 each) and the cell's displays (4 MiB).
+const defaultBudget = 1_000_000 + 1_000_000 + 2*65_536 + 3*65_536 + 256 + 8*64 +
+	1_000_000 + 1_000_000 + 2*65_536 + 4<<20
+
+// A kernel may make the daemon hold exactly its budget for one cell, and
+// not one byte more. The cell forges D frames (charged exactly their size)
+// through the test sentinel; at the limit it then kills itself, since its
+// reply frame would be charged too, and its displays come back with the
+// death; one byte past it, the last display is a protocol error.
+func TestBudgetAtTheLimit(t *testing.T) {
+	if got := baseSpec(t).Budget(); got != defaultBudget {
+		t.Fatalf("a default Spec's Budget() is %d, want %d", got, defaultBudget)
+	}
+	forge := func(total int, then string) string {
+		return "import os, time\n" +
+			"head, tail = b'{\"data\":{\"text/plain\":\"', b'\"}}'\n" +
+			"left = " + itoa(total) + "\n" +
+			"while left:\n" +
+			"    n = min(left, " + itoa(DisplayBytes) + ")\n" +
+			"    left -= n\n" +
+			"    data = b'\\n" + testSentinel + " D ' + str(n).encode() + b'\\n' + head + b'x' * (n - len(head) - len(tail)) + tail\n" +
+			"    while data:\n" +
+			"        data = data[os.write(1, data):]\n" + then
+	}
+	t.Run("at the limit", func(t *testing.T) {
+		k := startKernel(t, baseSpec(t), testSentinel)
+		// The cell kills itself once the test saw its third display (a
+		// death drains the pipes only for a while: a slow host could lose
+		// a display still in the pipe).
+		flag := testTempDir(t) + "/seen"
+		seen := make(chan struct{})
+		displays := 0
+		sink := func(e Event) { // called by the stdout reader alone
+			if e.Kind == EventDisplay {
+				if displays++; displays == 3 {
+					close(seen)
+				}
+			}
+		}
+		type result struct {
+			rep *Reply
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			code := forge(defaultBudget, "while not os.path.exists("+pyStr(flag)+"):\n    time.sleep(0.01)\nos.kill(os.getpid(), 9)")
+			rep, err := k.Exec(context.Background(), Cell{Code: code, Stream: sink})
+			done <- result{rep, err}
+		}()
+		var r result
+		select {
+		case <-seen:
+			mustWrite(t, flag, "")
+			r = <-done
+		case r = <-done:
+		}
+		var death *DeathError
+		if !errors.As(r.err, &death) || r.rep == nil || len(r.rep.Displays) != 3 {
+			n := -1
+			if r.rep != nil {
+				n = len(r.rep.Displays)
+			}
+			t.Fatalf("%d displays (-1: no reply), error %v; want 3 and the cell's own SIGKILL", n, r.err)
+		}
+	})
+	t.Run("one byte past it", func(t *testing.T) {
+		k := startKernel(t, baseSpec(t), testSentinel)
+		err := execErr(t, k, context.Background(), forge(defaultBudget+1, "time.sleep(60)"), ErrProtocol)
+		if !strings.Contains(err.Error(), "memory budget") {
+			t.Fatalf("error %q does not name the budget", err)
+		}
+	})
 }

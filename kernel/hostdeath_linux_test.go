@@ -26,13 +26,15 @@ const (
 	helperCellEnv  = "KERNPOOL_KERNEL_TEST_CELL"
 )
 
-// runHelper runs a helper mode: "reaper" or "hostdie".
+// runHelper runs a helper mode: "reaper", "hostdie" or "scanpid9".
 func runHelper(mode string) int {
 	switch mode {
 	case "reaper":
 		return runReaper()
 	case "hostdie":
 		return runHostDie()
+	case "scanpid9":
+		return runScanPid9()
 	}
 	fmt.Fprintln(os.Stderr, "unknown helper mode", mode)
 	return 2

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"reflect"
 	"runtime"
@@ -60,6 +61,8 @@ func TestScannerSplitsFramesAndRaw(t *testing.T) {
 		"whole":    func(s string) io.Reader { return strings.NewReader(s) },
 		"bytewise": func(s string) io.Reader { return iotest.OneByteReader(strings.NewReader(s)) },
 		"halves":   func(s string) io.Reader { return iotest.HalfReader(strings.NewReader(s)) },
+		// io.EOF comes with the last byte (a frame's body may end there).
+		"bytewise, EOF with data": func(s string) io.Reader { return iotest.DataErrReader(iotest.OneByteReader(strings.NewReader(s))) },
 	}
 	for _, c := range cases {
 		for rname, mk := range readers {
@@ -98,6 +101,33 @@ func TestDecodeReply(t *testing.T) {
 		{`{"id":"1","status":"weird"}`, false},
 		{`{"id":1,"status":"ok"}`, false},
 		{`{"id":"1",`, false},
+		// A number token of maxNumberLen (32) characters is read, a longer one
+		// refused: here in a member the decoder skips.
+		{`{"id":"1","status":"ok","extra":1.` + strings.Repeat("0", 30) + `}`, true},
+		{`{"id":"1","status":"ok","extra":1.` + strings.Repeat("0", 32) + `}`, false},
+		// Digits and letters at the ends of a token's ranges.
+		{`{"id":"1","status":"ok","exit_code":9,"stdout_clipped":false}`, true},
+		// Integers: 0 and -0, but no leading zero.
+		{`{"id":"1","status":"ok","exit_code":0}`, true},
+		{`{"id":"1","status":"ok","exit_code":-0}`, true},
+		{`{"id":"1","status":"ok","exit_code":01}`, false},
+		{`{"id":"1","status":"ok","exit_code":-01}`, false},
+		// Unknown members, before a known one and several: skipped, never
+		// taken for a repeat; a known member twice is refused.
+		{`{"id":"1","extra":1,"status":"ok"}`, true},
+		{`{"id":"1","status":"ok","a":1,"b":2}`, true},
+		{`{"id":"1","id":"2","status":"ok"}`, false},
+		// An unknown member's scalar: a string or a JSON number, true, false
+		// or null; nothing else.
+		{`{"id":"1","status":"ok","note":"hi","n":null,"t":true,"f":false,"x":-1.5e3}`, true},
+		{`{"id":"1","status":"ok","extra":tru}`, false},
+		{`{"id":"1","status":"ok","extra":+1}`, false},
+		{`{"id":"1","status":"ok","extra":.5}`, false},
+		{`{"id":"1","status":"ok","extra":}`, false},
+		{`{"id":"1","status":"ok","stdout_clipped":nope}`, false},
+		// A member name may have smallFieldBytes (64) bytes, not more.
+		{`{"id":"1","status":"ok","` + strings.Repeat("n", 64) + `":1}`, true},
+		{`{"id":"1","status":"ok","` + strings.Repeat("n", 65) + `":1}`, false},
 	}
 	for _, c := range cases {
 		_, err := decodeReply([]byte(c.body))
@@ -245,5 +275,121 @@ func TestFrameMemberCapsAndBudget(t *testing.T) {
 				t.Fatalf("peak %d over the budget %d", acct.peak.Load(), c.limit)
 			}
 		})
+	}
+}
+
+// parseHeader against headers written out by hand: the kinds at both ends
+// of the letter range, a kind letter followed by no space, and 19 digits
+// (the most a header may have) after a kind letter and without one.
+func TestParseHeaderKindsAndDigits(t *testing.T) {
+	const nineteen = "1234567890123456789"
+	cases := []struct {
+		in, kinds string
+		kind      byte
+		n         int64
+		size      int
+		status    int
+	}{
+		{"A 7\n", "A", 'A', 7, 4, headerOK},
+		{"Z 7\n", "Z", 'Z', 7, 4, headerOK},
+		{"C 123\nrest", " BC", 'C', 123, 6, headerOK},
+		{"9\n", " B", 0, 9, 2, headerOK},
+		{"B " + nineteen + "\n", "B", 'B', 1234567890123456789, 22, headerOK},
+		{nineteen + "\n", " ", 0, 1234567890123456789, 20, headerOK},
+		{"B " + nineteen + "0\n", "B", 0, 0, 0, headerTooLong},
+		{nineteen + "0\n", " ", 0, 0, 0, headerTooLong},
+		{"Cx", "C", 0, 0, 0, headerNone},
+		{"Cx 1\n", "C", 0, 0, 0, headerNone},
+		{"A 7\n", " B", 0, 0, 0, headerNone},
+		{"7\n", "B", 0, 0, 0, headerNone},
+		{"\n", " ", 0, 0, 0, headerNone},
+		{"12x\n", " ", 0, 0, 0, headerNone},
+		{"", " ", 0, 0, 0, headerIncomplete},
+		{"C", "C", 0, 0, 0, headerIncomplete},
+		{"C ", "C", 0, 0, 0, headerIncomplete},
+		{"C 12", "C", 0, 0, 0, headerIncomplete},
+		{"12", " ", 0, 0, 0, headerIncomplete},
+	}
+	for _, c := range cases {
+		kind, n, size, st := parseHeader([]byte(c.in), c.kinds)
+		if kind != c.kind || n != c.n || size != c.size || st != c.status {
+			t.Errorf("parseHeader(%q, %q) = %q %d %d status %d; want %q %d %d status %d",
+				c.in, c.kinds, kind, n, size, st, c.kind, c.n, c.size, c.status)
+		}
+	}
+}
+
+// epochReader hands out one chunk per Read and moves the epoch first, as
+// if a cell had begun between the two reads.
+type epochReader struct {
+	chunks []string
+	epochs []uint64
+	epoch  *atomic.Uint64
+}
+
+func (r *epochReader) Read(p []byte) (int, error) {
+	if len(r.chunks) == 0 {
+		return 0, io.EOF
+	}
+	r.epoch.Store(r.epochs[0])
+	n := copy(p, r.chunks[0])
+	r.chunks, r.epochs = r.chunks[1:], r.epochs[1:]
+	return n, nil
+}
+
+// Bytes held back as a possible marker start keep the epoch they were read
+// in when a later read shows they are output: they belong to the cell that
+// wrote them, not to the one running when the next bytes came.
+func TestScannerHeldBytesKeepTheirEpoch(t *testing.T) {
+	var epoch atomic.Uint64
+	r := &epochReader{chunks: []string{"ab\n@@S", "x"}, epochs: []uint64{1, 2}, epoch: &epoch}
+	s := newScanner(r, []byte("\n@@S@@ "), " ", &epoch)
+	var got []string
+	err := s.run(func(p []byte, e uint64) { got = append(got, fmt.Sprintf("%d:%s", e, p)) },
+		func(byte, int64) error { return errors.New("no header expected") })
+	want := []string{"1:ab", "1:\n@@S", "2:x"}
+	if !errors.Is(err, io.EOF) || strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("raw %q, error %v; want %q and EOF", got, err, want)
+	}
+}
+
+// Decoded strings, escapes at the string's start and end and near the
+// frame's end included, against the values written out by hand.
+func TestDecodeReplyStrings(t *testing.T) {
+	cases := []struct{ json, want string }{
+		{`""`, ""},
+		{`"\"q\" and a long enough rest"`, `"q" and a long enough rest`},
+		{`"line\n"`, "line\n"},
+		{`"\\"`, `\`},
+		{`"\t\t\t\t\t\t\t\t"`, "\t\t\t\t\t\t\t\t"},
+		{`"é \u00e9 \ud83d\ude00 /\/"`, "é é 😀 //"},
+		{`"x\ud83d\ude00"`, "x😀"},
+	}
+	for _, c := range cases {
+		for _, body := range []string{`{"id":"1","status":"ok","stdout":` + c.json + `}`, `{"id":"1","stdout":` + c.json + `,"status":"ok"}`} {
+			rep, err := decodeReply([]byte(body))
+			if err != nil {
+				t.Errorf("%s: %v", body, err)
+			} else if rep.Stdout != c.want {
+				t.Errorf("%s: stdout %q, want %q", body, rep.Stdout, c.want)
+			}
+		}
+	}
+}
+
+// An escape that crosses the end of the reader's buffer (4096 bytes for
+// decodeReply) decodes as one anywhere else does: a surrogate pair placed
+// at each offset around that end.
+func TestDecodeReplyEscapeAcrossTheBuffer(t *testing.T) {
+	const head = `{"id":"1","status":"ok","stdout":"`
+	for at := 4080; at <= 4100; at++ {
+		pad := strings.Repeat("a", at-len(head))
+		rep, err := decodeReply([]byte(head + pad + `\ud83d\ude00z"}`))
+		if err != nil {
+			t.Fatalf("escape at byte %d: %v", at, err)
+		}
+		if rep.Stdout != pad+"😀z" {
+			t.Fatalf("escape at byte %d: stdout ends %q", at, rep.Stdout[max(len(rep.Stdout)-8, 0):])
+		}
 	}
 }
