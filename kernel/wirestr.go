@@ -117,10 +117,10 @@ func (f *fieldBuf) finish() (string, error) {
 		return "", err
 	}
 	s := strings.ToValidUTF8(unsafeString(f.b), "\uFFFD")
+	if len(s) > f.limit { // an honest runner's replacements never grow a member
+		return "", protocolErr(fmt.Sprintf("frame member %s exceeds its cap of %d bytes", quote(f.name), f.limit))
+	}
 	if extra := len(s) - len(f.b) - 3; extra > 0 {
-		if len(s) > f.limit {
-			return "", protocolErr(fmt.Sprintf("frame member %s exceeds its cap of %d bytes", quote(f.name), f.limit))
-		}
 		if err := f.acct.charge(extra); err != nil {
 			return "", err
 		}

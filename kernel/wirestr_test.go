@@ -67,6 +67,10 @@ func TestFieldBufHoldsWhatItKeeps(t *testing.T) {
 		{"one invalid byte", []string{"a\xffb"}, 100, 1 << 20, "a\uFFFDb"},
 		{"replaced copy at its cap", []string{"\xffa\xffa"}, 8, 1 << 20, "\uFFFDa\uFFFDa"},
 		{"replaced copy over its cap", []string{"\xffa\xffa"}, 7, 1 << 20, ""},
+		// grows by 2 bytes only, less than the 3 finish charges up front
+		{"replaced copy 2 bytes over its cap", []string{"abcdef\xff"}, 7, 1 << 20, ""},
+		// a runner's lone surrogate (surrogatepass: 3 bytes) keeps its length
+		{"lone surrogate at its cap", []string{"abcd\xed\xa0\x80"}, 7, 1 << 20, "abcd\uFFFD"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
