@@ -104,6 +104,7 @@ func TestDecodeReply(t *testing.T) {
 		// A number token of maxNumberLen (32) characters is read, a longer one
 		// refused: here in a member the decoder skips.
 		{`{"id":"1","status":"ok","extra":1.` + strings.Repeat("0", 30) + `}`, true},
+		{`{"id":"1","status":"ok","extra":1.` + strings.Repeat("0", 31) + `}`, false},
 		{`{"id":"1","status":"ok","extra":1.` + strings.Repeat("0", 32) + `}`, false},
 		// Digits and letters at the ends of a token's ranges.
 		{`{"id":"1","status":"ok","exit_code":9,"stdout_clipped":false}`, true},

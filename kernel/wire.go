@@ -109,7 +109,7 @@ type wireParser struct {
 	// Scratch for member names and number tokens: nothing is allocated
 	// per member, however many members a frame repeats.
 	name [smallFieldBytes]byte
-	tok  [maxNumberLen + 1]byte
+	tok  [maxNumberLen]byte
 }
 
 // memberNames are the members the runner writes; memberName returns one of
