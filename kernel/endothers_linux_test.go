@@ -1,10 +1,17 @@
 package kernel
 
 import (
+	"bufio"
 	"errors"
+	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 // startSleeper starts a sleep in process group pgid (0: its own group)
@@ -73,4 +80,109 @@ func TestEndOthersCountsWhatItKills(t *testing.T) {
 			t.Errorf("%s %d ended by %v, want %v", c.name, c.cmd.Process.Pid, got, c.want)
 		}
 	}
+}
+
+// A helper the runner names by its pid in the kernel's own pid namespace
+// (an isolated kernel has one) is kept: endOthers matches the last NSpid
+// field of /proc/<pid>/status, not the daemon's pid. The helper here is
+// the first process of a fresh pid namespace, so its name is 1.
+func TestEndOthersKeepsAHelperNamedInItsPidNamespace(t *testing.T) {
+	requireProc(t)
+	testenv.RequireRoot(t)
+	testenv.RequirePython(t)
+	runner := startSleeper(t, 0)
+	// exit 3 on SIGTERM: a namespace's first process ignores signals it
+	// has no handler for, SIGKILL aside.
+	helper := exec.Command(testenv.Python, "-c", "import signal, sys, time\n"+
+		"signal.signal(signal.SIGTERM, lambda *a: sys.exit(3))\nprint('ready', flush=True)\ntime.sleep(1000)")
+	helper.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID, Setpgid: true}
+	out, err := helper.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := helper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = helper.Process.Kill()
+		_ = helper.Wait() // an error once the test reaped it
+	})
+	if sc := bufio.NewScanner(out); !sc.Scan() || sc.Text() != "ready" {
+		t.Fatalf("helper did not start: %q", sc.Text())
+	}
+	if n := endOthers(runner.Process.Pid, []int{helper.Process.Pid}, []int{1}); n != 0 {
+		t.Errorf("endOthers signalled %d processes, want 0", n)
+	}
+	_ = helper.Process.Signal(syscall.SIGTERM)
+	err = helper.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("helper ended with %v, want its exit 3 on SIGTERM (it was killed before)", err)
+	}
+}
+
+// procIdentity reads the first 4096 bytes of /proc/<pid>/status; a process
+// with many supplementary groups (their list comes before NSpid) can have
+// that read end right after "NSpid:", with no pid in the line. The pid is
+// then the one it had, and nothing panics. The groups are tuned until the
+// read ends there; a stopped process keeps its status' length.
+func TestProcIdentityStatusCutAfterNSpid(t *testing.T) {
+	requireProc(t)
+	testenv.RequireRoot(t)
+	const buf = 4096
+	groupBytes := 3000 // the Groups line's "<gid> " items, tuned below
+	for try := 0; try < 5; try++ {
+		cmd := exec.Command("/bin/sleep", "1000")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Groups: gidsOfBytes(groupBytes)}}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		})
+		pid := cmd.Process.Pid
+		_ = cmd.Process.Signal(syscall.SIGSTOP)
+		status := stoppedStatus(t, pid)
+		at := strings.Index(status, "\nNSpid:") + len("\nNSpid:")
+		if at == buf {
+			nspid, live := procIdentity(pid, make([]byte, buf))
+			if nspid != pid || !live {
+				t.Fatalf("procIdentity = %d, %v; want %d, true", nspid, live, pid)
+			}
+			return
+		}
+		groupBytes += buf - at
+	}
+	t.Fatal("could not end the status read right after NSpid:")
+}
+
+// gidsOfBytes returns distinct gids whose Groups line items ("<gid> ")
+// take n bytes (n >= 7): six-digit gids of 7 bytes, n%7 of them seven-digit.
+func gidsOfBytes(n int) []uint32 {
+	gids := make([]uint32, 0, n/7)
+	for i := 0; i < n/7; i++ {
+		g := uint32(100000 + i)
+		if i < n%7 {
+			g = uint32(1000000 + i)
+		}
+		gids = append(gids, g)
+	}
+	return gids
+}
+
+// stoppedStatus waits until pid shows as stopped and returns its status.
+func stoppedStatus(t *testing.T, pid int) string {
+	t.Helper()
+	for end := time.Now().Add(testenv.Patience); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), "\nState:\tT (stopped)\n") {
+			return string(b)
+		}
+	}
+	t.Fatalf("pid %d did not stop", pid)
+	return ""
 }
