@@ -8,7 +8,7 @@ import (
 // The runner's H marks name at most four helpers, each a pid in 1 to
 // 2^31-1, and only until the first cell's begin mark on stderr: pid 0,
 // 2^31, a fifth helper and marks after that begin are dropped.
-func TestHelperMarksBounds(t *testing.T) {
+func TestRunnerHelperMarksWithinBounds(t *testing.T) {
 	c := newCellState(64, 64, 0, 1<<20)
 	for _, pid := range []int64{0, -1, 1 << 31, 1<<31 - 1, 1, 2, 3, 4} {
 		c.helper(pid)

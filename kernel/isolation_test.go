@@ -24,7 +24,7 @@ func TestParseIsolationMode(t *testing.T) {
 // Summary, the one line `kernpool ps` and the logs show: limits of 0 are
 // "unlimited", a fractional CPU quota keeps its fraction, no namespaces
 // is "none", and only a merging kernel says merge=on.
-func TestIsolationSummary(t *testing.T) {
+func TestIsolationSummaryLine(t *testing.T) {
 	for _, c := range []struct {
 		iso  Isolation
 		want string
