@@ -4,7 +4,7 @@ import "testing"
 
 // The isolation mode names the config and flag accept: "" is the default
 // (sandbox), anything else but the two names is refused, naming both.
-func TestParseIsolationMode(t *testing.T) {
+func TestParseIsolationModeNames(t *testing.T) {
 	for _, c := range []struct {
 		in, want, err string
 	}{
