@@ -19,8 +19,8 @@ import (
 
 // execInterrupted runs code streamed, interrupts it once its first output
 // arrived, and returns the reply, the error and the time from the
-// interrupt to Exec's return.
-func execInterrupted(t *testing.T, k *Kernel, code string, grace time.Duration) (*Reply, error, time.Duration) {
+// interrupt to Exec's return, and the error.
+func execInterrupted(t *testing.T, k *Kernel, code string, grace time.Duration) (*Reply, time.Duration, error) {
 	t.Helper()
 	log := newEventLog()
 	type result struct {
@@ -38,7 +38,7 @@ func execInterrupted(t *testing.T, k *Kernel, code string, grace time.Duration) 
 		t.Fatalf("interrupt: %v", err)
 	}
 	r := <-done
-	return r.rep, r.err, time.Since(start)
+	return r.rep, time.Since(start), r.err
 }
 
 // A cell that ignores SIGINT gets the documented default grace (2 s,
@@ -47,7 +47,7 @@ func execInterrupted(t *testing.T, k *Kernel, code string, grace time.Duration) 
 func TestInterruptDefaultGrace(t *testing.T) {
 	k := startKernel(t, baseSpec(t), "")
 	code := "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nprint('ignoring', flush=True)\ntime.sleep(60)"
-	_, err, took := execInterrupted(t, k, code, 0)
+	_, took, err := execInterrupted(t, k, code, 0)
 	if !errors.Is(err, ErrInterrupted) {
 		t.Fatalf("err = %v, want ErrInterrupted", err)
 	}
@@ -64,7 +64,7 @@ func TestInterruptRepeatSpacing(t *testing.T) {
 	code := "import signal, time\nhits = []\n" +
 		"def on_int(s, f):\n    hits.append(s)\n    if len(hits) == 5:\n        raise KeyboardInterrupt\n" +
 		"signal.signal(signal.SIGINT, on_int)\nprint('waiting', flush=True)\nwhile True:\n    time.sleep(0.01)"
-	rep, err, took := execInterrupted(t, k, code, testenv.Patience)
+	rep, took, err := execInterrupted(t, k, code, testenv.Patience)
 	if err != nil || !errors.Is(rep.Interrupted, ErrInterrupted) || !strings.Contains(rep.Traceback, "KeyboardInterrupt") {
 		t.Fatalf("reply %+v, err %v; want the cell ended by its fifth SIGINT", rep, err)
 	}
@@ -107,7 +107,7 @@ func TestInterruptLogsEndedProcesses(t *testing.T) {
 			spec := baseSpec(t)
 			spec.Logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: &logs})
 			k := startKernel(t, spec, "")
-			rep, err, _ := execInterrupted(t, k, c.code, testenv.Patience)
+			rep, _, err := execInterrupted(t, k, c.code, testenv.Patience)
 			if err != nil || !errors.Is(rep.Interrupted, ErrInterrupted) {
 				t.Fatalf("reply %+v, err %v", rep, err)
 			}
@@ -219,7 +219,7 @@ func TestInterruptSparesHelpersInAPidNamespace(t *testing.T) {
 	if len(helpers) == 0 || len(k.cell.helperPids()) == 0 {
 		t.Fatalf("group members %v besides the runner, H marks %v", helpers, k.cell.helperPids())
 	}
-	rep, err, _ := execInterrupted(t, k, "import time\nprint('running', flush=True)\ntime.sleep(60)", testenv.Patience)
+	rep, _, err := execInterrupted(t, k, "import time\nprint('running', flush=True)\ntime.sleep(60)", testenv.Patience)
 	if err != nil || !errors.Is(rep.Interrupted, ErrInterrupted) {
 		t.Fatalf("reply %+v, err %v", rep, err)
 	}
