@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/kernpool/kernpool/cgroup"
+	"github.com/kernpool/kernpool/isolate/kinit"
 	"github.com/kernpool/kernpool/kernel"
 )
 
@@ -118,6 +119,7 @@ func (i *Isolator) checkNamespaces(root bool) error {
 		}
 		i.useInit, i.initPath = true, i.facts.Path
 		i.report.InitStep, i.report.InitPath, i.report.Seccomp = true, i.initPath, true
+		i.report.Supervisor = supervisorText(kinit.ReaperProbe())
 		i.report.Namespaces = []string{"mnt", "pid", "ipc", "uts"}
 		for _, n := range names {
 			if !i.cfg.Profiles[n].Network {
@@ -386,4 +388,14 @@ func (i *Isolator) Close() error {
 		}
 	}
 	return nil
+}
+
+// supervisorText is doctor's line on what supervises each kernel's
+// interpreter, from kinit.ReaperProbe: the reaper where the init can
+// become it, else the Go supervisor the init keeps, and why.
+func supervisorText(size int, err error) string {
+	if err != nil {
+		return "the init's Go supervisor (about 1 MiB more per kernel): " + err.Error()
+	}
+	return fmt.Sprintf("reaper: once the interpreter runs, each kernel's init execs into a %d-byte reaper (ps: %s)", size, kinit.ReaperName)
 }

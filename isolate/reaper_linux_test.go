@@ -71,6 +71,9 @@ func TestInitBecomesReaper(t *testing.T) {
 			if got := sb.Supervisor(); got != c.name {
 				t.Fatalf("the init reported supervisor %q, want %q", got, c.name)
 			}
+			if got := k.Isolation().Supervisor; got != c.name {
+				t.Errorf("kernel.isolation.supervisor = %q, want %q", got, c.name)
+			}
 			st := procStatus(t, k.Pid())
 			anon, err := strconv.Atoi(strings.TrimSuffix(st["RssAnon"], " kB"))
 			if err != nil {
@@ -320,5 +323,38 @@ print(" ".join(out))
 				t.Fatalf("supervisor %q, want %q", got, c.name)
 			}
 		})
+	}
+}
+
+// Doctor's supervisor line: on x86-64 with executable memfds (this host)
+// the reaper and its size; any probe error names the Go fallback, its
+// cost, and the cause as the probe gave it.
+func TestDoctorNamesSupervisor(t *testing.T) {
+	for _, c := range []struct {
+		size int
+		err  error
+		want string
+	}{
+		{466, nil, "reaper: once the interpreter runs, each kernel's init execs into a 466-byte reaper (ps: kernpool-reaper)"},
+		{0, errors.New("reaper: memfd_create: operation not permitted"),
+			"the init's Go supervisor (about 1 MiB more per kernel): reaper: memfd_create: operation not permitted"},
+	} {
+		if got := supervisorText(c.size, c.err); got != c.want {
+			t.Errorf("supervisorText(%d, %v) = %q, want %q", c.size, c.err, got, c.want)
+		}
+	}
+	iso := supervisedIso(t, false)
+	line := ""
+	for _, l := range strings.Split(iso.Report().String(), "\n") {
+		if strings.HasPrefix(l, "supervisor:") {
+			line = l
+		}
+	}
+	size, err := kinit.ReaperProbe()
+	if err != nil || size <= 0 || size > 4096 {
+		t.Fatalf("ReaperProbe on x86-64 = %d, %v; want a reaper of at most a page", size, err)
+	}
+	if !strings.Contains(line, "-byte reaper (ps: kernpool-reaper)") {
+		t.Errorf("doctor's supervisor line = %q, want the reaper", line)
 	}
 }

@@ -51,6 +51,9 @@ type Report struct {
 	InitStep bool
 	// InitPath is the binary run as each kernel's init.
 	InitPath string
+	// Supervisor says what supervises each kernel's interpreter once it
+	// runs (InitStep): the reaper, or the init's Go fallback and why.
+	Supervisor string
 	// PrivatePaths and ReadOnlyPaths are the host dirs kernel uids could
 	// write, found at start: a private tmpfs, or read-only, in every kernel.
 	PrivatePaths, ReadOnlyPaths []string
@@ -115,6 +118,7 @@ func (r Report) String() string {
 	w("namespaces", orNone(strings.Join(r.Namespaces, ", ")))
 	if r.InitStep {
 		w("init step", r.InitPath+": private /tmp, /var/tmp, /dev/shm, staging dir; own /proc, devpts, mqueue, cgroup namespace; umask 077; orphans reaped")
+		w("supervisor", r.Supervisor)
 		if len(r.PrivatePaths)+len(r.ReadOnlyPaths) > 0 {
 			w("host paths", "private: "+strings.Join(r.PrivatePaths, " ")+"; read-only: "+strings.Join(r.ReadOnlyPaths, " "))
 		}

@@ -304,6 +304,7 @@ func (s *Sandbox) Isolation() kernel.Isolation {
 	if ns := s.Namespaces(); ns != nil {
 		sort.Strings(ns)
 		is.Namespaces, is.Seccomp, is.MemoryMerge = ns, s.Seccomp(), s.MemoryMerge()
+		is.Supervisor = s.Supervisor()
 	}
 	return is
 }

@@ -74,11 +74,17 @@ type Isolation struct {
 	// are those of every merging kernel (docs/design.md, "Sharing idle
 	// kernels' pages"); false for every profile unless configured.
 	MemoryMerge bool `json:"memory_merge"`
+	// Supervisor is what the kernel's init reported supervises its
+	// interpreter as the pid namespace's init: "reaper" (the init exec'd
+	// into a few hundred bytes of machine code) or "go" (its Go fallback,
+	// about 1 MiB more per kernel); empty without the init step.
+	Supervisor string `json:"supervisor,omitempty"`
 }
 
 // Summary renders the isolation on one line, for `kernpool ps` and logs:
 // "sandbox uid=60001 mem=512MiB pids=256 cpu=1 ns=net,pid seccomp=off net=on",
-// and " merge=on" for a kernel open to samepage merging.
+// " merge=on" for a kernel open to samepage merging and " init=reaper" (or
+// "go") for a kernel whose init reported its supervisor.
 func (i Isolation) Summary() string {
 	ns := strings.Join(i.Namespaces, ",")
 	if ns == "" {
@@ -96,6 +102,9 @@ func (i Isolation) Summary() string {
 		i.Mode, i.UID, units.FormatBytes(i.MemoryMax), pids, cpu, ns, onOff(i.Seccomp), onOff(i.Network))
 	if i.MemoryMerge {
 		s += " merge=on"
+	}
+	if i.Supervisor != "" {
+		s += " init=" + i.Supervisor
 	}
 	return s
 }

@@ -23,7 +23,8 @@ func TestParseIsolationModeNames(t *testing.T) {
 
 // Summary, the one line `kernpool ps` and the logs show: limits of 0 are
 // "unlimited", a fractional CPU quota keeps its fraction, no namespaces
-// is "none", and only a merging kernel says merge=on.
+// is "none", only a merging kernel says merge=on, and init= appears only
+// where the kernel's init named its supervisor.
 func TestIsolationSummaryLine(t *testing.T) {
 	for _, c := range []struct {
 		iso  Isolation
@@ -35,6 +36,10 @@ func TestIsolationSummaryLine(t *testing.T) {
 			"process uid=-1 mem=unlimited pids=unlimited cpu=unlimited ns=none seccomp=off net=off"},
 		{Isolation{Mode: IsolationSandbox, UID: 1000, PidsMax: 1, CPUMax: 0.5, Namespaces: []string{"mnt"}, Seccomp: true, MemoryMerge: true},
 			"sandbox uid=1000 mem=unlimited pids=1 cpu=0.5 ns=mnt seccomp=on net=off merge=on"},
+		{Isolation{Mode: IsolationSandbox, UID: 1000, Namespaces: []string{"mnt", "pid"}, Seccomp: true, Supervisor: "go"},
+			"sandbox uid=1000 mem=unlimited pids=unlimited cpu=unlimited ns=mnt,pid seccomp=on net=off init=go"},
+		{Isolation{Mode: IsolationSandbox, UID: 1000, Namespaces: []string{"pid"}, MemoryMerge: true, Supervisor: "reaper"},
+			"sandbox uid=1000 mem=unlimited pids=unlimited cpu=unlimited ns=pid seccomp=off net=off merge=on init=reaper"},
 	} {
 		if got := c.iso.Summary(); got != c.want {
 			t.Errorf("Summary() = %q, want %q", got, c.want)

@@ -56,6 +56,19 @@ func newReaperFile() (int, error) {
 	return fd, nil
 }
 
+// ReaperProbe says whether a kernel's init can become the reaper on this
+// host: the reaper's size in bytes, or why every init keeps its Go
+// supervisor (no reaper for this architecture, executable memfds refused).
+// The daemon asks once, for doctor; each init still decides for itself.
+func ReaperProbe() (int, error) {
+	fd, err := newReaperFile()
+	if err != nil {
+		return 0, err
+	}
+	_ = unix.Close(fd)
+	return len(reaperImage()), nil
+}
+
 // execReaper replaces the init with the reaper (file, from newReaperFile)
 // supervising the interpreter pid; the reaper writes ready's line. It
 // returns only when the exec did not happen (off, no file, an error):
