@@ -28,7 +28,9 @@ func endOthers(pid int, procs, helpers []int) int {
 		if skip {
 			continue
 		}
-		nspid, live := procIdentity(p, buf)
+		var nspid int
+		var live bool
+		nspid, live, buf = procIdentity(p, buf)
 		if !live || contains(helpers, nspid) {
 			continue
 		}
@@ -50,12 +52,29 @@ func contains(list []int, v int) bool {
 
 // procIdentity reads /proc/<pid>/status: the pid in the process's own pid
 // namespace (the last NSpid field) and whether it still runs (not a zombie).
-func procIdentity(pid int, buf []byte) (nspid int, live bool) {
+// It reads the whole file into buf, grown as needed up to procStatusMax
+// (the Groups line, before NSpid, can list 65536 gids): a cut read would
+// lose NSpid and make a helper look like a stranger. It returns buf for
+// the next call.
+func procIdentity(pid int, buf []byte) (nspid int, live bool, _ []byte) {
 	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
-		return 0, false
+		return 0, false, buf
 	}
-	n, _ := f.Read(buf)
+	n := 0
+	for {
+		m, err := f.Read(buf[n:])
+		n += m
+		if err != nil || m == 0 {
+			break
+		}
+		if n == len(buf) {
+			if len(buf) >= procStatusMax {
+				break
+			}
+			buf = append(buf, make([]byte, len(buf))...)
+		}
+	}
 	_ = f.Close()
 	nspid, live = pid, true
 	for _, line := range bytes.Split(buf[:n], []byte("\n")) {
@@ -72,5 +91,9 @@ func procIdentity(pid int, buf []byte) (nspid int, live bool) {
 			}
 		}
 	}
-	return nspid, live
+	return nspid, live, buf
 }
+
+// procStatusMax bounds procIdentity's read: 65536 ten-digit gids and the
+// rest of the file fit.
+const procStatusMax = 1 << 20
