@@ -37,6 +37,21 @@ func supervisedIso(t *testing.T, noReaper bool) *Isolator {
 	return iso
 }
 
+// supervisedKernel starts alice's kernel under the supervisor named, runs
+// code in it, and checks that its init and kernel.isolation name it.
+func supervisedKernel(t *testing.T, name string, noReaper bool, code string) *kernel.Kernel {
+	t.Helper()
+	k, sb := startKernel(t, supervisedIso(t, noReaper), "alice", "default", Limits{})
+	run(t, k, code)
+	if got := sb.Supervisor(); got != name {
+		t.Fatalf("the init reported supervisor %q, want %q", got, name)
+	}
+	if got := k.Isolation().Supervisor; got != name {
+		t.Errorf("kernel.isolation.supervisor = %q, want %q", got, name)
+	}
+	return k
+}
+
 // procStatus is the fields of /proc/<pid>/status, or with a tid of
 // /proc/<pid>/task/<tid>/status.
 func procStatus(t *testing.T, pid int, tid ...int) map[string]string {
@@ -65,15 +80,7 @@ func procStatus(t *testing.T, pid int, tid ...int) map[string]string {
 func TestInitBecomesReaper(t *testing.T) {
 	for _, c := range supervisors {
 		t.Run(c.name, func(t *testing.T) {
-			iso := supervisedIso(t, c.noReaper)
-			k, sb := startKernel(t, iso, "alice", "default", Limits{})
-			run(t, k, "x = 1")
-			if got := sb.Supervisor(); got != c.name {
-				t.Fatalf("the init reported supervisor %q, want %q", got, c.name)
-			}
-			if got := k.Isolation().Supervisor; got != c.name {
-				t.Errorf("kernel.isolation.supervisor = %q, want %q", got, c.name)
-			}
+			k := supervisedKernel(t, c.name, c.noReaper, "x = 1")
 			st := procStatus(t, k.Pid())
 			anon, err := strconv.Atoi(strings.TrimSuffix(st["RssAnon"], " kB"))
 			if err != nil {
@@ -134,12 +141,7 @@ func sigBlk(t *testing.T, st map[string]string) uint64 {
 func TestInitForwardsSignals(t *testing.T) {
 	for _, c := range supervisors {
 		t.Run(c.name, func(t *testing.T) {
-			iso := supervisedIso(t, c.noReaper)
-			k, sb := startKernel(t, iso, "alice", "default", Limits{})
-			run(t, k, "x = 1")
-			if got := sb.Supervisor(); got != c.name {
-				t.Fatalf("supervisor %q, want %q", got, c.name)
-			}
+			k := supervisedKernel(t, c.name, c.noReaper, "x = 1")
 			type result struct {
 				r   *kernel.Reply
 				err error
@@ -217,12 +219,7 @@ while any(state(p) != "Z" for p in orphans):
 `
 	for _, c := range supervisors {
 		t.Run(c.name, func(t *testing.T) {
-			iso := supervisedIso(t, c.noReaper)
-			k, sb := startKernel(t, iso, "alice", "default", Limits{})
-			run(t, k, orphans)
-			if got := sb.Supervisor(); got != c.name {
-				t.Fatalf("supervisor %q, want %q", got, c.name)
-			}
+			k := supervisedKernel(t, c.name, c.noReaper, orphans)
 			if err := syscall.Kill(k.Pid(), syscall.SIGSTOP); err != nil {
 				t.Fatal(err)
 			}
@@ -311,16 +308,11 @@ print(" ".join(out))
 `
 	for _, c := range supervisors {
 		t.Run(c.name, func(t *testing.T) {
-			iso := supervisedIso(t, c.noReaper)
-			k, sb := startKernel(t, iso, "alice", "default", Limits{})
+			k := supervisedKernel(t, c.name, c.noReaper, "x = 1")
 			r := run(t, k, code)
 			want := "kill=denied kill0=denied ptrace=denied mem=denied environ=denied"
 			if got := strings.TrimSpace(r.Stdout); got != want {
 				t.Fatalf("the tenant's attempts on pid 1: %q, want %q", got, want)
-			}
-			run(t, k, "x = 1")
-			if got := sb.Supervisor(); got != c.name {
-				t.Fatalf("supervisor %q, want %q", got, c.name)
 			}
 		})
 	}

@@ -2,12 +2,10 @@ package kernel
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -73,24 +71,6 @@ func TestInterruptRepeatSpacing(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a log sink the kernel's goroutines may share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // The debug log says how many of the cell's processes an interrupt ended,
 // and says nothing when there were none.
 func TestInterruptLogsEndedProcesses(t *testing.T) {
@@ -103,7 +83,7 @@ func TestInterruptLogsEndedProcesses(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var logs lockedBuffer
+			var logs syncBuffer
 			spec := baseSpec(t)
 			spec.Logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: &logs})
 			k := startKernel(t, spec, "")

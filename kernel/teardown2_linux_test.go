@@ -40,7 +40,7 @@ func (f failingSandbox) Release() (Verdict, error) {
 func TestTeardownWarnsOnlyOnFailures(t *testing.T) {
 	warnings := []string{"sandbox kill failed", "sandbox release failed", "cannot remove staging dir"}
 	for _, failing := range []bool{false, true} {
-		var logs lockedBuffer
+		var logs syncBuffer
 		spec := baseSpec(t)
 		spec.Logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: &logs})
 		ms := &mountingSandbox{ProcessGroup: NewProcessGroup(), size: "8m"}
