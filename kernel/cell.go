@@ -140,7 +140,7 @@ type cellState struct {
 	intr       chan struct{}
 	intrSent   bool          // intr is closed
 	helpers    []int         // the runner's own pids, as it sees them (H marks)
-	errBegunCh chan struct{} // closed when errBegun is set
+	errBegunCh chan struct{} // nil until begunCh; closed when errBegun is set
 	started    bool          // the first cell's begin mark arrived on stderr: no more H marks
 }
 
@@ -162,8 +162,11 @@ func (c *cellState) begin(n int, id string, sink func(Event)) {
 	defer c.mu.Unlock()
 	c.n, c.id = n, id
 	c.sink, c.displays = sink, nil
-	c.intr, c.intrSent = make(chan struct{}), false
-	c.errBegunCh = make(chan struct{})
+	if c.intr == nil || c.intrSent { // one nobody closed serves the next cell
+		c.intr = make(chan struct{})
+	}
+	c.intrSent = false
+	c.errBegunCh = nil // made by begunCh, when an interrupt waits for it
 	c.gotFrame, c.gotMark, c.rep = false, false, nil
 	c.outBegun, c.errBegun = false, false
 	c.stdout.reset()
@@ -243,7 +246,7 @@ func (c *cellState) begun(stderr bool, n int64) {
 		return
 	}
 	if stderr {
-		if !c.errBegun {
+		if !c.errBegun && c.errBegunCh != nil {
 			close(c.errBegunCh)
 		}
 		c.errBegun = true

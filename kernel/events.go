@@ -107,6 +107,12 @@ func (c *cellState) helperPids() []int {
 func (c *cellState) begunCh() <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.errBegunCh == nil {
+		c.errBegunCh = make(chan struct{})
+		if c.errBegun {
+			close(c.errBegunCh)
+		}
+	}
 	return c.errBegunCh
 }
 

@@ -39,7 +39,8 @@ func (k *Kernel) Exec(ctx context.Context, cell Cell) (*Reply, error) {
 	k.seq++
 	n := k.seq
 	id := strconv.Itoa(n)
-	req, err := encodeRequest(id, cell.Code, cell.Stream != nil)
+	req, err := k.req.encode(id, cell.Code, cell.Stream != nil)
+	defer k.req.release()
 	if err == nil && len(cell.Env) > 0 {
 		req, err = withEnv(req, cell.Env)
 	}
@@ -83,22 +84,52 @@ func (k *Kernel) Exec(ctx context.Context, cell Cell) (*Reply, error) {
 
 // encodeRequest renders {"id":...,"code":...[,"stream":true]} as one line.
 func encodeRequest(id, code string, stream bool) ([]byte, error) {
-	var buf bytes.Buffer
-	buf.Grow(len(code) + 32)
-	buf.WriteString(`{"id":"`)
-	buf.WriteString(id)
-	buf.WriteString(`","code":`)
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(code); err != nil { // appends '\n'
+	return new(reqEncoder).encode(id, code, stream)
+}
+
+// reqEncoder renders Exec's requests into one buffer kept from cell to
+// cell (Exec holds the kernel busy while it uses it): a cell allocates
+// nothing for its request.
+type reqEncoder struct {
+	buf  bytes.Buffer
+	enc  *json.Encoder // writes to buf
+	code string        // what enc encodes, through a pointer: no boxing
+}
+
+// maxKeptRequest bounds the buffer kept between cells: one big cell must
+// not hold its size for the kernel's life.
+const maxKeptRequest = 64 << 10
+
+// encode renders a request; the bytes are valid until the next encode.
+func (e *reqEncoder) encode(id, code string, stream bool) ([]byte, error) {
+	if e.enc == nil {
+		e.enc = json.NewEncoder(&e.buf)
+		e.enc.SetEscapeHTML(false)
+	}
+	e.buf.Reset()
+	e.buf.Grow(len(code) + 32)
+	e.buf.WriteString(`{"id":"`)
+	e.buf.WriteString(id)
+	e.buf.WriteString(`","code":`)
+	e.code = code
+	err := e.enc.Encode(&e.code) // appends '\n'
+	e.code = ""
+	if err != nil {
 		return nil, fmt.Errorf("encode request: %w", err)
 	}
-	buf.Truncate(buf.Len() - 1)
+	e.buf.Truncate(e.buf.Len() - 1)
 	if stream {
-		buf.WriteString(`,"stream":true`)
+		e.buf.WriteString(`,"stream":true`)
 	}
-	buf.WriteString("}\n")
-	return buf.Bytes(), nil
+	e.buf.WriteString("}\n")
+	return e.buf.Bytes(), nil
+}
+
+// release drops a buffer grown past maxKeptRequest.
+func (e *reqEncoder) release() {
+	if e.buf.Cap() > maxKeptRequest {
+		e.buf = bytes.Buffer{}
+	}
 }
 
 // withEnv adds ,"env":{...} to an encoded request (its last bytes are
@@ -121,8 +152,22 @@ func withEnv(req []byte, env map[string]string) ([]byte, error) {
 // ends or Interrupt is called, the cell is interrupted (interrupted says
 // why) and gets its grace before the kernel is killed.
 func (k *Kernel) run(ctx context.Context, req []byte, cell Cell) (_ *wireReply, interrupted, _ error) {
-	// The write can block on a kernel that stopped reading stdin; ctx's end
-	// moves the write deadline into the past, which unblocks it.
+	// A request the pipe takes at once (the runner reads each before it
+	// answers) needs nothing armed on ctx: only a rest that must wait does.
+	var werr error
+	if n := k.stdinW.tryWrite(req); n < len(req) {
+		werr = k.write(ctx, req[n:])
+	}
+	if werr != nil && ctx.Err() != nil {
+		return nil, nil, k.abort(ctxCause(ctx))
+	}
+	return k.wait(ctx, werr, cell)
+}
+
+// write writes req to the request pipe, waiting for room. The write can
+// block on a kernel that stopped reading stdin; ctx's end moves the write
+// deadline into the past, which unblocks it.
+func (k *Kernel) write(ctx context.Context, req []byte) error {
 	fired := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
 		_ = k.stdin.SetWriteDeadline(time.Unix(1, 0))
@@ -135,9 +180,12 @@ func (k *Kernel) run(ctx context.Context, req []byte, cell Cell) (_ *wireReply, 
 		<-fired
 		_ = k.stdin.SetWriteDeadline(time.Time{})
 	}
-	if werr != nil && ctx.Err() != nil {
-		return nil, nil, k.abort(ctxCause(ctx))
-	}
+	return werr
+}
+
+// wait is run's wait for the cell to settle (werr: the request's write
+// failed).
+func (k *Kernel) wait(ctx context.Context, werr error, cell Cell) (_ *wireReply, interrupted, _ error) {
 	var grace, killAt, resend <-chan time.Time
 	var ready <-chan struct{} // set once interrupted: signal once the cell began
 	if werr != nil {

@@ -156,10 +156,13 @@ func TestFrameBetweenCellsKillsTheKernel(t *testing.T) {
 // Exec is handed a context that ends while Exec arms the write's deadline,
 // before the deadline could cut the request: the request was written
 // whole, so the cell is interrupted with its grace and the kernel stays.
+// The request is larger than the request pipe holds, so that its rest
+// waits in that write (one the pipe takes at once arms nothing).
 func TestContextEndingAroundTheWriteInterrupts(t *testing.T) {
 	k := startKernel(t, baseSpec(t), "")
 	ctx := &endsOnAfterFunc{done: make(chan struct{})}
-	rep, err := k.Exec(ctx, Cell{Code: "import time\ntime.sleep(60)", Grace: testenv.Patience})
+	code := "#" + strings.Repeat("x", 1<<20) + "\nimport time\ntime.sleep(60)"
+	rep, err := k.Exec(ctx, Cell{Code: code, Grace: testenv.Patience})
 	if err != nil || !errors.Is(rep.Interrupted, ErrCanceled) || !strings.Contains(rep.Traceback, "KeyboardInterrupt") {
 		t.Fatalf("reply %+v, error %v; want the cell interrupted and the kernel kept", rep, err)
 	}

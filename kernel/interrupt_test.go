@@ -266,3 +266,37 @@ func TestInterruptShellLine(t *testing.T) {
 		t.Fatalf("state after the interrupt: %+v", r)
 	}
 }
+
+// An interrupt belongs to its cell: the cells after an interrupted one
+// run uninterrupted (each cell has its own request, never an old one).
+func TestInterruptEndsWithItsCell(t *testing.T) {
+	k := startKernel(t, baseSpec(t), "")
+	started := make(chan struct{}, 1)
+	done := make(chan error, 1)
+	go func() {
+		rep, err := k.Exec(context.Background(), Cell{Code: "import time\nprint('ready', flush=True)\ntime.sleep(300)",
+			Grace: testenv.Patience, Stream: func(Event) {
+				select {
+				case started <- struct{}{}:
+				default:
+				}
+			}})
+		if err == nil && !errors.Is(rep.Interrupted, ErrInterrupted) {
+			err = errors.New("the cell was not interrupted")
+		}
+		done <- err
+	}()
+	<-started
+	if err := k.Interrupt(); err != nil {
+		t.Fatalf("interrupt: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		rep := mustExec(t, k, "1 + 1")
+		if rep.Interrupted != nil || rep.Stdout != "2\n" {
+			t.Fatalf("cell %d after the interrupt: %+v", i+1, rep)
+		}
+	}
+}

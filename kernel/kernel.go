@@ -33,6 +33,7 @@ type Kernel struct {
 	cmd      *exec.Cmd
 	sb       Sandbox
 	stdin    *os.File
+	stdinW   *pipeWriter // stdin's raw writes (nil: none)
 	stdoutR  *os.File
 	stderrR  *os.File
 	sentinel string
@@ -44,7 +45,8 @@ type Kernel struct {
 	ckptIn   ckptSink // a save's blob, from C frames (checkpoint.go)
 
 	busy atomic.Bool
-	seq  int // cells sent; guarded by busy
+	seq  int        // cells sent; guarded by busy
+	req  reqEncoder // Exec's request buffer; guarded by busy
 	// ops counts bind and preload requests; bound is set by Bind; env is
 	// the environment the runner's os.environ holds (before its own
 	// changes). All guarded by busy.

@@ -116,6 +116,7 @@ func (k *Kernel) openPipes(cmd *exec.Cmd) ([]*os.File, error) {
 	growPipe(parent[1])
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = child[0], child[1], child[2]
 	k.stdin, k.stdoutR, k.stderrR = parent[0], parent[1], parent[2]
+	k.stdinW = newPipeWriter(k.stdin)
 	return child, nil
 }
 
