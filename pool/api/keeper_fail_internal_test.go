@@ -20,9 +20,9 @@ import (
 )
 
 // rawServer answers each request read on a Unix socket with answer's
-// bytes ("": none, the connection is held until the client closes it),
-// and sends on got once it has read a request.
-func rawServer(t *testing.T, answer string) (socket string, got <-chan struct{}) {
+// bytes ("": none), then closes the connection, or with hold waits for
+// the client to close it; it sends on got once it has read a request.
+func rawServer(t *testing.T, answer string, hold bool) (socket string, got <-chan struct{}) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "kpraw")
 	if err != nil {
@@ -54,10 +54,10 @@ func rawServer(t *testing.T, answer string) (socket string, got <-chan struct{})
 				}
 				_, _ = io.Copy(io.Discard, req.Body)
 				gotc <- struct{}{}
-				if answer != "" {
-					_, _ = io.WriteString(conn, answer)
+				_, _ = io.WriteString(conn, answer)
+				if hold {
+					_, _ = io.Copy(io.Discard, conn) // until the client closes
 				}
-				_, _ = io.Copy(io.Discard, conn) // until the client closes
 			}()
 		}
 	}()
@@ -73,7 +73,7 @@ func rawServer(t *testing.T, answer string) (socket string, got <-chan struct{})
 // is live, the context's error when canceling it broke the connection.
 func TestKeeperFailureErrors(t *testing.T) {
 	t.Run("garbage answer", func(t *testing.T) {
-		socket, _ := rawServer(t, "garbage\r\n\r\n")
+		socket, _ := rawServer(t, "garbage\r\n\r\n", true)
 		k := newTransport(socket).(*connKeeper)
 		defer k.CloseIdleConnections()
 		req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, "http://kernpool/v1/health", nil)
@@ -86,7 +86,7 @@ func TestKeeperFailureErrors(t *testing.T) {
 		}
 	})
 	t.Run("canceled", func(t *testing.T) {
-		socket, got := rawServer(t, "")
+		socket, got := rawServer(t, "", true)
 		k := newTransport(socket).(*connKeeper)
 		defer k.CloseIdleConnections()
 		ctx, cancel := context.WithCancel(context.Background())
@@ -113,6 +113,48 @@ func TestKeeperFailureErrors(t *testing.T) {
 	})
 }
 
+// A response body broken before its end is an error to its reader,
+// never a clean EOF: the daemon's own (a body shorter than its length),
+// or the context's when canceling it broke the connection.
+func TestKeeperBrokenBodyErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		cancel bool
+	}{{"cut short", false}, {"canceled", true}} {
+		// Ten bytes announced, five sent; then the server closes (cut
+		// short) or waits for the client to close (canceled).
+		socket, _ := rawServer(t, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n01234", tc.cancel)
+		k := newTransport(socket).(*connKeeper)
+		ctx, cancel := context.WithCancel(context.Background())
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://kernpool/v1/health", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := k.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 5)
+		if _, err := io.ReadFull(resp.Body, buf); err != nil {
+			t.Fatalf("%s: the first five bytes: %v", tc.name, err)
+		}
+		if tc.cancel {
+			cancel()
+		}
+		rest, err := io.ReadAll(resp.Body)
+		want := io.ErrUnexpectedEOF
+		if tc.cancel {
+			want = context.Canceled
+		}
+		if !errors.Is(err, want) || len(rest) != 0 {
+			t.Errorf("%s: the rest of the body: %q, %v; want %v", tc.name, rest, err, want)
+		}
+		_ = resp.Body.Close()
+		cancel()
+		k.CloseIdleConnections()
+	}
+}
+
 // bodyProbe is a request body that records its Close.
 type bodyProbe struct {
 	io.Reader
@@ -125,7 +167,7 @@ func (b *bodyProbe) Close() error { b.closed = true; return nil }
 // http.RoundTripper must: canceled before it started, or no daemon to
 // dial. A request without a body fails the same way.
 func TestKeeperClosesUnsentBodies(t *testing.T) {
-	socket, _ := rawServer(t, "")
+	socket, _ := rawServer(t, "", true)
 	canceled, cancel := context.WithCancel(context.Background())
 	cancel()
 	for _, tc := range []struct {
