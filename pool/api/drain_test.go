@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/kernpool/kernpool/internal/testenv"
+	"github.com/kernpool/kernpool/pool"
 	"github.com/kernpool/kernpool/pool/api"
 )
 
@@ -102,5 +104,47 @@ func TestDrainStream(t *testing.T) {
 	}
 	if n := calls.Load(); n != 1 {
 		t.Fatalf("OnDrain ran %d times, want 1", n)
+	}
+}
+
+// A drain's progress counts the saves since the drain began, not those
+// of evictions before it: kernels_to_save is saved + failed + remaining.
+// Before the drain a small owner's save succeeds and a big one's is
+// refused (over checkpoint_max_bytes_per_owner); the drain then has one
+// kernel to save, whose save is refused too.
+func TestDrainProgressCountsItsOwnSaves(t *testing.T) {
+	d := startDaemon(t, daemonOpts{pool: func(c *pool.Config) {
+		c.MaxKernels = 1 // each new owner evicts (and saves) the last one
+		c.Policies = map[string]pool.CellPolicy{"default": {Persist: true, InterruptGrace: testenv.Patience}}
+		c.Checkpoints.Idle = -1
+		c.Checkpoints.MaxBytesPerOwner = 64 << 10
+	}})
+	big := "x = 'b' * (1 << 20)"
+	d.exec(t, "small", "x = 1")
+	d.exec(t, "big", big) // evicts small: saved
+	waitFor(t, "small's save", func() bool { return d.pool.Stats().CheckpointsSaved == 1 })
+	d.exec(t, "last", big) // evicts big: refused
+	waitFor(t, "big's refused save", func() bool { return d.pool.Stats().CheckpointsFailed == 1 })
+	srv := api.NewServer(d.pool, api.ServerConfig{})
+	srv.BeginDrain()
+	status := func() api.DrainStatus {
+		t.Helper()
+		rec := serve(srv, http.MethodGet, "/v1/drain", "")
+		var st api.DrainStatus
+		if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil || rec.Code != http.StatusOK {
+			t.Fatalf("GET /v1/drain: %d %q, %v", rec.Code, rec.Body, err)
+		}
+		return st
+	}
+	type counts struct{ toSave, saved, failed, remaining int }
+	if st := status(); (counts{st.KernelsToSave, st.Saved, st.Failed, st.Remaining}) != (counts{1, 0, 0, 1}) {
+		t.Fatalf("at the drain's start: %+v, want 1 to save, 0 saved, 0 failed, 1 remaining", st)
+	}
+	if err := d.pool.Close(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	srv.EndDrain()
+	if st := status(); st.State != api.StateDrained || (counts{st.KernelsToSave, st.Saved, st.Failed, st.Remaining}) != (counts{1, 0, 1, 0}) {
+		t.Fatalf("drained: %+v, want 1 to save, 0 saved, 1 failed, 0 remaining", st)
 	}
 }
