@@ -3,8 +3,10 @@
 package api_test
 
 import (
+	"crypto/tls"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"testing"
 
@@ -36,4 +38,32 @@ func TestExecuteStreamTakesAPlainAnswer(t *testing.T) {
 			t.Errorf("%s: %+v, %v; want a success printing %q", tc.name, res, err, tc.want)
 		}
 	}
+}
+
+// A network node that accepts a connection and never completes the TLS
+// handshake does not hold the client: it gives up on its own (the dial
+// and handshake bound, 5 s), well within the caller's context.
+func TestNetworkClientHandshakeBound(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	held := make(chan net.Conn, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			held <- c // says nothing
+		}
+	}()
+	c, err := api.NewNetworkClient("https://"+ln.Addr().String(), api.NetworkOptions{TLSConfig: &tls.Config{InsecureSkipVerify: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseIdleConnections()
+	ctx := testCtx(t)
+	_, err = c.Health(ctx)
+	if !errors.Is(err, api.ErrUnavailable) || ctx.Err() != nil {
+		t.Fatalf("a node that never answers the handshake: %v (context: %v), want the client's own bound", err, ctx.Err())
+	}
+	_ = recv(t, "the held connection", held).Close()
 }
