@@ -3,6 +3,7 @@
 package api_test
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"io"
@@ -66,4 +67,37 @@ func TestNetworkClientHandshakeBound(t *testing.T) {
 		t.Fatalf("a node that never answers the handshake: %v (context: %v), want the client's own bound", err, ctx.Err())
 	}
 	_ = recv(t, "the held connection", held).Close()
+}
+
+// An event stream broken before its result is an error, never a nil
+// result with a nil error: a protocol error when the daemon's stream is
+// cut, the context's error when the caller canceled.
+func TestExecuteStreamBroken(t *testing.T) {
+	for _, cancel := range []bool{false, true} {
+		var cc connCounter
+		c := fakeDaemon(t, &cc, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/x-ndjson")
+			_, _ = io.WriteString(w, `{"event":"stdout","text":"a"}`+"\n")
+			w.(http.Flusher).Flush()
+			if cancel {
+				<-r.Context().Done() // until the client goes
+				return
+			}
+			_, _ = io.WriteString(w, `{"event":`) // cut mid-event
+		})
+		ctx, stop := context.WithCancel(testCtx(t))
+		res, err := c.ExecuteLive(ctx, pool.Request{Code: "1"}, nil, func(api.Event) {
+			if cancel {
+				stop()
+			}
+		})
+		stop()
+		want := api.ErrProtocol
+		if cancel {
+			want = context.Canceled
+		}
+		if res != nil || !errors.Is(err, want) {
+			t.Errorf("canceled %v: %+v, %v; want %v", cancel, res, err, want)
+		}
+	}
 }
