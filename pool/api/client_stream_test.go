@@ -101,3 +101,26 @@ func TestExecuteStreamBroken(t *testing.T) {
 		}
 	}
 }
+
+// InterruptOwner names the mode only when given one: the daemon then
+// interrupts that mode's kernel of the owner, not all of them.
+func TestInterruptOwnerRequests(t *testing.T) {
+	uris := make(chan string, 2)
+	var cc connCounter
+	c := fakeDaemon(t, &cc, func(w http.ResponseWriter, r *http.Request) {
+		uris <- r.RequestURI
+		_, _ = io.WriteString(w, `{"interrupted":["k1"]}`+"\n")
+	})
+	for _, tc := range []struct{ mode, uri string }{
+		{"", "/v1/owners/o%2F1/interrupt"},
+		{"gpu big", "/v1/owners/o%2F1/interrupt?mode=gpu+big"},
+	} {
+		ids, err := c.InterruptOwner(testCtx(t), "o/1", tc.mode)
+		if err != nil || len(ids) != 1 || ids[0] != "k1" {
+			t.Fatalf("mode %q: %v, %v", tc.mode, ids, err)
+		}
+		if got := recv(t, "the request", uris); got != tc.uri {
+			t.Errorf("mode %q: the daemon saw %s, want %s", tc.mode, got, tc.uri)
+		}
+	}
+}
