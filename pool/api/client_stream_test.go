@@ -124,3 +124,27 @@ func TestInterruptOwnerRequests(t *testing.T) {
 		}
 	}
 }
+
+// A request with a JSON body says so (Content-Type: application/json,
+// as a router or proxy in front of the daemon may require); one without
+// a body names no type.
+func TestClientJSONContentType(t *testing.T) {
+	types := make(chan string, 1)
+	var cc connCounter
+	c := fakeDaemon(t, &cc, func(w http.ResponseWriter, r *http.Request) {
+		types <- r.Method + " " + r.Header.Get("Content-Type")
+		_, _ = io.WriteString(w, `{"status":"success"}`+"\n")
+	})
+	if _, err := c.Execute(testCtx(t), pool.Request{Code: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := recv(t, "the execute request", types); got != "POST application/json" {
+		t.Errorf("execute: %q, want POST application/json", got)
+	}
+	if _, err := c.Health(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if got := recv(t, "the health request", types); got != "GET " {
+		t.Errorf("health: %q, want a GET with no Content-Type", got)
+	}
+}
