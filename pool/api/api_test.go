@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
@@ -227,13 +228,17 @@ func TestClientDisconnectInterrupts(t *testing.T) {
 	}
 }
 
+// Without a daemon the client's error is ErrUnavailable, worded once:
+// the socket and why the dial failed, not the request and the socket
+// again (the dial's own wording).
 func TestClientWithoutDaemon(t *testing.T) {
 	ctx := testCtx(t)
-	c := api.NewClient(shortTempDir(t) + "/absent.sock")
+	sock := shortTempDir(t) + "/absent.sock"
+	c := api.NewClient(sock)
 	defer c.CloseIdleConnections()
 	_, err := c.Execute(ctx, pool.Request{Code: "1"})
-	if !errors.Is(err, api.ErrUnavailable) {
-		t.Fatalf("Execute without daemon = %v, want ErrUnavailable", err)
+	if !errors.Is(err, api.ErrUnavailable) || !errors.Is(err, syscall.ENOENT) || strings.Count(err.Error(), sock) != 1 {
+		t.Fatalf("Execute without daemon = %v, want ErrUnavailable (ENOENT) naming the socket once", err)
 	}
 }
 
