@@ -3,11 +3,16 @@
 package api_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/kernpool/kernpool/pool"
 	"github.com/kernpool/kernpool/pool/api"
@@ -163,8 +168,32 @@ func TestCapacityIs503WithRetryAfter(t *testing.T) {
 
 // A client that disconnects interrupts its cell: the kernel and its
 // variables stay.
+// syncBuffer is a log sink the test reads while the server writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A client that disconnects interrupts its cell and keeps the kernel
+// and its state; the server logs the disconnect with the kernel's id,
+// once, and no other cell.
 func TestClientDisconnectInterrupts(t *testing.T) {
-	d := startDaemon(t, daemonOpts{})
+	var logs syncBuffer
+	d := startDaemon(t, daemonOpts{server: func(c *api.ServerConfig) {
+		c.Logger = hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn})
+	}})
 	warm := d.exec(t, "gone", "import os; x = 7; print(os.getpid())")
 	bound := testCtx(t)
 	ctx, cancel := context.WithCancel(bound)
@@ -192,15 +221,24 @@ func TestClientDisconnectInterrupts(t *testing.T) {
 	if st := d.pool.Stats(); st.Interrupted != 1 {
 		t.Fatalf("interrupted counter %d, want 1", st.Interrupted)
 	}
+	const line = "client disconnected; its cell was interrupted"
+	waitFor(t, "the disconnect's log line", func() bool { return strings.Contains(logs.String(), line) })
+	if l := logs.String(); strings.Count(l, line) != 1 || !strings.Contains(l, "kernel="+warm.Kernel.ID) {
+		t.Fatalf("logs %q: want one disconnect, of kernel %s", l, warm.Kernel.ID)
+	}
 }
 
+// Without a daemon the client's error is ErrUnavailable, worded once:
+// the socket and why the dial failed, not the request and the socket
+// again (the dial's own wording).
 func TestClientWithoutDaemon(t *testing.T) {
 	ctx := testCtx(t)
-	c := api.NewClient(shortTempDir(t) + "/absent.sock")
+	sock := shortTempDir(t) + "/absent.sock"
+	c := api.NewClient(sock)
 	defer c.CloseIdleConnections()
 	_, err := c.Execute(ctx, pool.Request{Code: "1"})
-	if !errors.Is(err, api.ErrUnavailable) {
-		t.Fatalf("Execute without daemon = %v, want ErrUnavailable", err)
+	if !errors.Is(err, api.ErrUnavailable) || !errors.Is(err, syscall.ENOENT) || strings.Count(err.Error(), sock) != 1 {
+		t.Fatalf("Execute without daemon = %v, want ErrUnavailable (ENOENT) naming the socket once", err)
 	}
 }
 

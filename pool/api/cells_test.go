@@ -117,6 +117,24 @@ func TestInterruptByAPI(t *testing.T) {
 	}
 }
 
+// A variables listing waits for a slow repr (up to its own 10 s bound),
+// longer than an interrupt's default grace (2 s), after which a listing
+// bound at once would have killed the kernel.
+func TestVariablesWaitForASlowRepr(t *testing.T) {
+	d := startDaemon(t, daemonOpts{})
+	res := d.exec(t, "v", "import time\nclass Slow:\n    def __repr__(self):\n        time.sleep(3)\n        return 'slow'\ns = Slow()")
+	v, err := d.client.Variables(testCtx(t), res.Kernel.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range v.Variables {
+		if e.Name == "s" && e.Repr == "slow" {
+			return
+		}
+	}
+	t.Fatalf("variables %+v: want s listed as slow", v)
+}
+
 // An interrupt while the cell waits on a tool call leaves a working kernel.
 func TestInterruptDuringToolCall(t *testing.T) {
 	ctx := testCtx(t)

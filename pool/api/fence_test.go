@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -56,6 +57,43 @@ func TestOwnerGenerationFenced(t *testing.T) {
 		_ = json.Unmarshal(raw, &eb)
 		if resp.StatusCode != tc.status || eb.Code != tc.code {
 			t.Fatalf("%s: %d %q (%s), want %d %q", tc.name, resp.StatusCode, eb.Code, raw, tc.status, tc.code)
+		}
+	}
+}
+
+// With the fleet's placement records (ServerConfig.Placement), a routed
+// request runs only when its generation is the record's and the record
+// names this node: otherwise 409 fenced, and 503 no_node (retry) when
+// the record cannot be read.
+func TestOwnerGenerationAgainstPlacement(t *testing.T) {
+	d := startDaemon(t, daemonOpts{})
+	type record struct {
+		gen  uint64
+		here bool
+		err  error
+	}
+	records := map[string]record{
+		"current": {5, true, nil}, "older": {5, true, nil}, "newer": {5, true, nil},
+		"elsewhere": {5, false, nil}, "unreadable": {0, false, errors.New("registry down")},
+	}
+	srv := api.NewServer(d.pool, api.ServerConfig{Placement: func(_ context.Context, owner string) (uint64, bool, error) {
+		r := records[owner]
+		return r.gen, r.here, r.err
+	}})
+	for _, tc := range []struct {
+		owner, gen string
+		status     int
+		code       string
+	}{
+		{"current", "5", http.StatusOK, ""},
+		{"older", "4", http.StatusConflict, api.CodeFenced},
+		{"newer", "6", http.StatusConflict, api.CodeFenced},
+		{"elsewhere", "5", http.StatusConflict, api.CodeFenced},
+		{"unreadable", "5", http.StatusServiceUnavailable, api.CodeNoNode},
+	} {
+		status, code, retry := executeAs(t, srv, `{"owner":"`+tc.owner+`","code":"1"}`, tc.gen)
+		if status != tc.status || code != tc.code || (retry != "") != (status == http.StatusServiceUnavailable) {
+			t.Errorf("%s at generation %s: %d %q Retry-After %q, want %d %q", tc.owner, tc.gen, status, code, retry, tc.status, tc.code)
 		}
 	}
 }

@@ -159,3 +159,50 @@ func TestFilesStalledUploadIs408(t *testing.T) {
 		}
 	}
 }
+
+// A refused upload that announced a body closes the connection (the rest
+// of the body is not read, whatever its size); one that announced none
+// keeps it, and the next request on it is answered.
+func TestFilesRefusedUploadConnection(t *testing.T) {
+	const limit = 1 << 10
+	d := startDaemon(t, daemonOpts{pool: func(c *pool.Config) {
+		c.Policies = map[string]pool.CellPolicy{"default": {FilesMaxBytes: limit, InterruptGrace: testenv.Patience}}
+	}})
+	base := "/v1/kernels/" + d.exec(t, "conn", "1").Kernel.ID + "/files/"
+	for _, tc := range []struct {
+		name, path, body string
+		status           int
+		close            bool
+	}{
+		{"over the limit", "big", strings.Repeat("x", limit+1), http.StatusRequestEntityTooLarge, true},
+		{"bad path with a body", "%00x", "x", http.StatusBadRequest, true},
+		{"bad path without a body", "%00x", "", http.StatusBadRequest, false},
+	} {
+		conn, err := net.Dial("unix", d.socket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(conn)
+		// The whole body is sent: a server that reads it finds it all.
+		if _, err := fmt.Fprintf(conn, "PUT %s HTTP/1.1\r\nHost: kernpool\r\nContent-Length: %d\r\n\r\n%s", base+tc.path, len(tc.body), tc.body); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		if resp.StatusCode != tc.status || resp.Close != tc.close {
+			t.Errorf("%s: %d, Connection: close %v; want %d, %v", tc.name, resp.StatusCode, resp.Close, tc.status, tc.close)
+		}
+		if !resp.Close {
+			if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: kernpool\r\n\r\n", strings.TrimSuffix(base, "/")); err != nil {
+				t.Fatal(err)
+			}
+			if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != http.StatusOK {
+				t.Errorf("%s: the next request on the kept connection: %v, %v", tc.name, resp, err)
+			}
+		}
+		_ = conn.Close()
+	}
+}

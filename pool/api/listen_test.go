@@ -7,8 +7,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/kernpool/kernpool/internal/testenv"
 	"github.com/kernpool/kernpool/pool/api"
@@ -117,5 +120,56 @@ func TestListenRefusesForeignSocketDir(t *testing.T) {
 	}
 	if !errors.Is(err, api.ErrSocket) || !strings.Contains(err.Error(), "65534") {
 		t.Fatalf("error %v does not name the foreign owner", err)
+	}
+}
+
+// A socket path of 107 bytes, the most bind(2) takes on Linux, is
+// served; one byte more is refused as ErrSocket before any bind.
+func TestListenPathLengthLimit(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("sun_path's length is Linux's here (macOS takes 103 bytes)")
+	}
+	dir := shortTempDir(t)
+	for _, tc := range []struct {
+		n  int
+		ok bool
+	}{{107, true}, {108, false}} {
+		path := filepath.Join(dir, strings.Repeat("s", tc.n-len(dir)-1))
+		ln, err := api.Listen(path, nil)
+		if err == nil {
+			ln.Close()
+		}
+		if (err == nil) != tc.ok || (!tc.ok && !errors.Is(err, api.ErrSocket)) {
+			t.Errorf("a %d-byte socket path: %v, want served %v (else ErrSocket)", len(path), err, tc.ok)
+		}
+	}
+}
+
+// An existing socket dir that other users may list or write is kept as
+// it is, with a warning; a private one (search permission for others
+// included) is not warned about.
+func TestListenWarnsOfAnOpenSocketDir(t *testing.T) {
+	for _, tc := range []struct {
+		mode os.FileMode
+		warn bool
+	}{{0o777, true}, {0o751, false}} {
+		dir := filepath.Join(shortTempDir(t), "run")
+		if err := os.Mkdir(dir, tc.mode); err != nil || os.Chmod(dir, tc.mode) != nil {
+			t.Fatal(err)
+		}
+		var logs syncBuffer
+		ln, err := api.Listen(filepath.Join(dir, "kp.sock"), hclog.New(&hclog.LoggerOptions{Output: &logs}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln.Close()
+		if warned := strings.Contains(logs.String(), "socket directory is accessible to other users"); warned != tc.warn {
+			t.Errorf("socket dir %v: warned %v, want %v (logs %q)", tc.mode, warned, tc.warn, logs.String())
+		}
+		if fi, err := os.Stat(dir); err != nil {
+			t.Error(err)
+		} else if fi.Mode().Perm() != tc.mode {
+			t.Errorf("socket dir %v: now %v, want it kept", tc.mode, fi.Mode().Perm())
+		}
 	}
 }

@@ -121,3 +121,38 @@ func TestHealthFreeKernels(t *testing.T) {
 		}
 	}
 }
+
+// A warm spare, which the admin's listing shows, is the admin's to kill
+// by id; a scoped credential gets 404 for it, as for a kernel that does
+// not exist (a spare has no owner it may act for).
+func TestKillSpareByID(t *testing.T) {
+	d := startDaemon(t, daemonOpts{pool: func(c *pool.Config) {
+		c.Warm = map[string]pool.Warm{"default": {Spares: 1}}
+	}})
+	var spare string
+	waitFor(t, "a ready spare", func() bool {
+		for _, k := range d.pool.List() {
+			if k.Spare {
+				spare = k.ID
+				return true
+			}
+		}
+		return false
+	})
+	creds := &api.Credentials{Tokens: map[[sha256.Size]byte]*api.Principal{
+		sha256.Sum256([]byte("alice-token")): {Name: "alice", Owners: []string{"alice"}},
+	}}
+	req := httptest.NewRequest(http.MethodDelete, "/v1/kernels/"+spare, nil)
+	req.Header.Set("Authorization", "Bearer alice-token")
+	rec := httptest.NewRecorder()
+	d.server.NetworkHandler(func() *api.Credentials { return creds }).ServeHTTP(rec, req)
+	if rec.Code != http.StatusNotFound || !strings.Contains(rec.Body.String(), api.CodeNotFound) {
+		t.Fatalf("alice's kill of the spare: %d %s, want 404 %s", rec.Code, rec.Body, api.CodeNotFound)
+	}
+	if err := d.client.Kill(testCtx(t), spare); err != nil {
+		t.Fatalf("the admin's kill of the spare: %v", err)
+	}
+	if slices.ContainsFunc(d.pool.List(), func(k pool.KernelInfo) bool { return k.ID == spare }) {
+		t.Fatal("the killed spare is still listed")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -59,10 +60,15 @@ func TestStreamWithoutToolCallsAndErrors(t *testing.T) {
 	if err != nil || res.Output != "42\n" {
 		t.Fatalf("stream without tools = %+v, %v", res, err)
 	}
+	// A cell that sends no event before its result.
+	if res, err := d.client.ExecuteStream(ctx, pool.Request{Code: "x = 1"}, nil); err != nil || res.Status != pool.StatusSuccess || res.Output != "" {
+		t.Fatalf("silent stream = %+v, %v", res, err)
+	}
 	// A pool error before any event keeps its HTTP status.
 	_, err = d.client.ExecuteStream(ctx, pool.Request{Code: "1", Interpreter: "rel/python"}, nil)
-	if !errors.Is(err, pool.ErrBadRequest) {
-		t.Fatalf("bad stream request = %v, want pool.ErrBadRequest", err)
+	var ae *api.APIError
+	if !errors.Is(err, pool.ErrBadRequest) || !errors.As(err, &ae) || ae.StatusCode != http.StatusBadRequest {
+		t.Fatalf("bad stream request = %v, want a 400 pool.ErrBadRequest", err)
 	}
 }
 
@@ -86,9 +92,9 @@ except t.ToolError as e:
 
 func TestToolCallTimeout(t *testing.T) {
 	ctx := testCtx(t)
-	d := startDaemon(t, daemonOpts{server: func(c *api.ServerConfig) { c.ToolCallTimeout = 200 * time.Millisecond }})
+	d := startDaemon(t, daemonOpts{server: func(c *api.ServerConfig) { c.ToolCallTimeout = 250 * time.Millisecond }})
 	h := pool.ToolHandlerFunc(func(ctx context.Context, _ pool.ToolCall) (string, error) {
-		<-ctx.Done() // never answers in time
+		<-ctx.Done() // never answers in time (the message names 250 ms to its last digit)
 		return "", ctx.Err()
 	})
 	code := `import kernpool_tools as t
@@ -101,7 +107,7 @@ except t.ToolError as e:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "Tool call slow timed out after 0.2s"; !strings.Contains(res.Output, want) {
+	if want := "Tool call slow timed out after 0.25s"; !strings.Contains(res.Output, want) {
 		t.Fatalf("output %q, want it to contain %q", res.Output, want)
 	}
 }

@@ -174,6 +174,14 @@ func TestSpillEndpoint(t *testing.T) {
 	if err != nil || n != 60001 || b.String() != strings.Repeat("y", 60000)+"\n" {
 		t.Fatalf("spill: %d bytes, %v", n, err)
 	}
+	// The spill's length is announced, to a HEAD too (a client sizes its
+	// download before it starts).
+	for _, method := range []string{http.MethodGet, http.MethodHead} {
+		status, h, _ := d.raw(t, method, "/v1/kernels/"+res.Kernel.ID+"/spill/"+res.StdoutSpillName, "")
+		if status != http.StatusOK || h.Get("Content-Length") != "60001" {
+			t.Errorf("%s of the spill: %d, Content-Length %q; want 200, 60001", method, status, h.Get("Content-Length"))
+		}
+	}
 	for _, tt := range []struct {
 		path   string
 		status int
