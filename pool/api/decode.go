@@ -38,14 +38,16 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, timeout tim
 	// once the body is in, since a cell may run much longer.
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(timeout))
-	err := decodeObject(body, limit, timeout, dst)
-	if err != nil {
-		_ = rc.SetReadDeadline(time.Time{})
-	}
 	// A decoded body was read to its end, and there net/http cleared the
 	// deadline itself (it starts its read for a client hanging up):
 	// clearing it again costs a timer update per request, 2 µs on a
 	// loaded host. TestCellOutlastsBodyDeadline holds net/http to it.
+	// A refused body keeps the deadline: after the answer net/http reads
+	// what is left of it (up to 256 KiB) to reuse the connection, and a
+	// client trickling that rest would hold the connection for as long as
+	// it liked (TestRefusedBodyCannotHoldTheConnection); the next request's
+	// read sets a deadline of its own.
+	err := decodeObject(body, limit, timeout, dst)
 	return err
 }
 

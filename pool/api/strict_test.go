@@ -120,6 +120,49 @@ func TestSlowBodyTimesOut(t *testing.T) {
 	}
 }
 
+// A client whose body is refused (too slow: 408; over the size cap: 413)
+// cannot keep the connection by sending the rest of an announced body
+// slowly, or never: after the answer net/http reads up to 256 KiB of the
+// rest to reuse the connection, and the body deadline still bounds that
+// read, so the daemon closes the connection on its own.
+func TestRefusedBodyCannotHoldTheConnection(t *testing.T) {
+	d := startDaemon(t, daemonOpts{server: func(c *api.ServerConfig) {
+		c.BodyReadTimeout, c.MaxBodyBytes = 300*time.Millisecond, 64
+	}})
+	for _, c := range []struct {
+		name, body string
+		status     int
+	}{
+		{"slow body", `{"code"`, http.StatusRequestTimeout},
+		{"over the cap", `{"code":"` + strings.Repeat("x", 100), http.StatusRequestEntityTooLarge},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			conn, err := net.Dial("unix", d.socket)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			_ = conn.SetDeadline(time.Now().Add(hangBound))
+			req := "POST /v1/execute HTTP/1.1\r\nHost: k\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n" + c.body
+			if _, err := io.WriteString(conn, req); err != nil {
+				t.Fatal(err)
+			}
+			r := bufio.NewReader(conn)
+			resp, err := http.ReadResponse(r, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.ReadAll(resp.Body)
+			if resp.StatusCode != c.status {
+				t.Fatalf("status %d, want %d", resp.StatusCode, c.status)
+			}
+			if n, err := r.Read(make([]byte, 1)); err != io.EOF {
+				t.Fatalf("after the %d the connection gave %d bytes, %v; want the daemon to close it (EOF)", c.status, n, err)
+			}
+		})
+	}
+}
+
 // Connections over the cap get a clear 503 at once; idle ones cannot
 // hold the daemon, and a freed slot serves again.
 func TestConnectionCap(t *testing.T) {
