@@ -13,6 +13,9 @@ import (
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/kernpool/kernpool/internal/testenv"
+	"github.com/kernpool/kernpool/pool"
 )
 
 // sameProgress tells a stream's unchanged status from a changed one:
@@ -168,5 +171,61 @@ func TestRoutedCellRefusedWhileDraining(t *testing.T) {
 				t.Errorf("failed mark logged %v, want %v (log %q)", got, tc.savedErr != nil, logged.String())
 			}
 		})
+	}
+}
+
+// A routed cell refused while the pool still holds its owner's unsaved
+// state marks the owner's record saving (the router waits for the
+// save) and is refused as draining; when that mark fails the cell is
+// refused 503 no_node instead, without leave to move the owner.
+func TestRoutedCellOfUnsavedOwner(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		savingErr error
+		status    int
+		code      string
+	}{
+		{name: "marked saving", status: http.StatusServiceUnavailable, code: CodeDraining},
+		{name: "mark fails", savingErr: errors.New("store down"), status: http.StatusServiceUnavailable, code: CodeNoNode},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			testenv.RequirePython(t)
+			p, err := pool.New(pool.Config{StateDir: t.TempDir(), DefaultInterpreter: testenv.Python,
+				Policies: map[string]pool.CellPolicy{"default": {Persist: true}}})
+			if err != nil {
+				t.Fatalf("pool.New: %v", err)
+			}
+			t.Cleanup(func() { _ = p.Close(context.Background()) })
+			if _, err := p.Execute(context.Background(), pool.Request{Owner: "alice", Code: "x = 1"}); err != nil {
+				t.Fatalf("Execute: %v", err)
+			}
+			if !p.OwnerUnsaved("alice") {
+				t.Fatal("alice's persist kernel holds no unsaved state after a cell")
+			}
+			var saving, saved []string
+			s := NewServer(p, ServerConfig{
+				OwnerSaving: func(_ context.Context, owner string) error { saving = append(saving, owner); return tc.savingErr },
+				OwnerSaved:  func(_ context.Context, owner string) error { saved = append(saved, owner); return nil },
+			})
+			s.BeginDrain()
+			req := httptest.NewRequest(http.MethodPost, "/v1/execute", strings.NewReader(`{"owner":"alice","code":"1"}`))
+			req.Header.Set(HeaderOwnerGeneration, "3")
+			rec := httptest.NewRecorder()
+			s.ServeHTTP(rec, req)
+			if rec.Code != tc.status || !strings.Contains(rec.Body.String(), `"code":"`+tc.code+`"`) {
+				t.Fatalf("cell: %d %s; want %d %s", rec.Code, rec.Body, tc.status, tc.code)
+			}
+			if len(saving) != 1 || saving[0] != "alice" || len(saved) != 0 {
+				t.Errorf("marked saving %q, saved %q; want saving [alice]", saving, saved)
+			}
+		})
+	}
+}
+
+// randomID names a tool call: "t" and 16 hex digits, a new one each time.
+func TestRandomID(t *testing.T) {
+	a, b := randomID(), randomID()
+	if len(a) != 17 || a[0] != 't' || strings.Trim(a[1:], "0123456789abcdef") != "" || a == b {
+		t.Errorf("randomID: %q then %q", a, b)
 	}
 }

@@ -189,3 +189,16 @@ func TestNetworkClientDrainProgress(t *testing.T) {
 		})
 	}
 }
+
+// Settings returns the node's settings, and its refusal as the
+// *APIError.
+func TestNetworkClientSettings(t *testing.T) {
+	c := scriptedNode(t, map[string]answer{"GET /v1/settings": {200, `{}`}})
+	if st, err := c.Settings(testCtx(t)); st == nil || err != nil {
+		t.Fatalf("Settings: %+v, %v", st, err)
+	}
+	c = scriptedNode(t, map[string]answer{"GET /v1/settings": {403, `{"error":"admin only","code":"forbidden"}`}})
+	if st, err := c.Settings(testCtx(t)); st != nil || apiErr(t, err).StatusCode != 403 {
+		t.Fatalf("Settings refused: %+v, %v; want the 403", st, err)
+	}
+}
