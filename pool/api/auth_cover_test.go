@@ -3,15 +3,19 @@
 package api_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/kernpool/kernpool/internal/testenv"
+	"github.com/kernpool/kernpool/pool"
 	"github.com/kernpool/kernpool/pool/api"
 )
 
@@ -140,5 +144,45 @@ func TestAuthenticatedPrincipalsStayInTheirOwners(t *testing.T) {
 	}
 	if !p.Allows("alice") || !p.Allows("acme/x") {
 		t.Errorf("token principal %+v refused its own owners", p)
+	}
+}
+
+// A scoped credential's listing holds its own owners' checkpoints only:
+// another owner's saved state is not even named.
+func TestCheckpointListingByPrincipal(t *testing.T) {
+	testenv.RequirePython(t)
+	dir := t.TempDir()
+	cfg := pool.Config{StateDir: dir, DefaultInterpreter: testenv.Python,
+		Policies: map[string]pool.CellPolicy{"default": {Persist: true}}}
+	p, err := pool.New(cfg)
+	if err != nil {
+		t.Fatalf("pool.New: %v", err)
+	}
+	for _, owner := range []string{"alice", "bob"} {
+		if _, err := p.Execute(testCtx(t), pool.Request{Owner: owner, Code: "x = 1"}); err != nil {
+			t.Fatalf("Execute(%s): %v", owner, err)
+		}
+	}
+	if err := p.Close(testCtx(t)); err != nil { // saves both checkpoints
+		t.Fatalf("Close: %v", err)
+	}
+	if p, err = pool.New(cfg); err != nil {
+		t.Fatalf("pool.New again: %v", err)
+	}
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	if n := len(p.Checkpoints()); n != 2 {
+		t.Fatalf("%d checkpoints saved, want 2", n)
+	}
+	creds := &api.Credentials{Tokens: map[[sha256.Size]byte]*api.Principal{
+		sha256.Sum256([]byte("alice-token")): {Name: "alice", Owners: []string{"alice"}},
+	}}
+	h := api.NewServer(p, api.ServerConfig{}).NetworkHandler(func() *api.Credentials { return creds })
+	status, body := get(t, h, "/v1/kernels", "alice-token")
+	var kl api.KernelList
+	if err := json.Unmarshal([]byte(body), &kl); status != http.StatusOK || err != nil {
+		t.Fatalf("alice's listing: %d %s", status, body)
+	}
+	if len(kl.Checkpoints) != 1 || kl.Checkpoints[0].Owner != "alice" || strings.Contains(body, "bob") {
+		t.Errorf("alice's listing: %s; want her checkpoint only", body)
 	}
 }
