@@ -82,7 +82,8 @@ func TestDrainEndpoint(t *testing.T) {
 	s = NewServer(emptyPool(t), ServerConfig{OnDrain: func() { n++; calls.Done() }})
 	srv := httptest.NewServer(s)
 	defer srv.Close()
-	resp, err := http.Post(srv.URL+"/v1/drain", "", nil)
+	hc := srv.Client() // its idle connections close with srv
+	resp, err := hc.Post(srv.URL+"/v1/drain", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +95,7 @@ func TestDrainEndpoint(t *testing.T) {
 	}
 	calls.Wait()
 
-	resp, err = http.Post(srv.URL+"/v1/drain?wait=true", "", nil)
+	resp, err = hc.Post(srv.URL+"/v1/drain?wait=true", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
