@@ -14,7 +14,7 @@ import (
 // and a number still parse.
 func TestDurationUnmarshalEdges(t *testing.T) {
 	for _, tc := range []struct {
-		in, want string // want: the duration, or "error"
+		in, want string // want: the duration, "error", or "error: range"
 	}{
 		{``, "error"},
 		{" \n\t", "error"},
@@ -22,6 +22,12 @@ func TestDurationUnmarshalEdges(t *testing.T) {
 		{`"2"`, "2s"},
 		{`3`, "3s"},
 		{`null`, "0s"},
+		{`9223372032`, "2562047h47m12s"},          // in range, exact in a float64
+		{`"9223372032"`, "2562047h47m12s"},        // the same as a string
+		{`9223372036.854775807`, "error: range"},  // 2^63 ns: one past the largest
+		{`-9223372036.854775807`, "error: range"}, // its negative
+		{`1e10`, "error: range"},                  // past it
+		{`"1e10"`, "error: range"},                // past it, as a string
 	} {
 		var d api.Duration
 		err := d.UnmarshalJSON([]byte(tc.in))
@@ -29,6 +35,10 @@ func TestDurationUnmarshalEdges(t *testing.T) {
 		case tc.want == "error":
 			if !errors.Is(err, api.ErrBadRequest) || !strings.Contains(err.Error(), `"timeout"`) {
 				t.Errorf("UnmarshalJSON(%q) = %v, want a bad request naming \"timeout\"", tc.in, err)
+			}
+		case tc.want == "error: range": // refused as no duration, not as a negative one (an overflow)
+			if !errors.Is(err, api.ErrBadRequest) || !strings.Contains(err.Error(), "expected a duration") {
+				t.Errorf("UnmarshalJSON(%q) = %v, want a bad request: no duration it can hold", tc.in, err)
 			}
 		case err != nil || time.Duration(d).String() != tc.want:
 			t.Errorf("UnmarshalJSON(%q) = %v, %v; want %s", tc.in, time.Duration(d), err, tc.want)

@@ -71,8 +71,10 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// secondsToDuration refuses what a Duration cannot hold: float64(MaxInt64)
+// is 2^63, itself out of range, so the bound is excluded.
 func secondsToDuration(secs float64) (time.Duration, error) {
-	if math.IsNaN(secs) || math.IsInf(secs, 0) || math.Abs(secs) > float64(math.MaxInt64)/float64(time.Second) {
+	if math.IsNaN(secs) || math.IsInf(secs, 0) || math.Abs(secs) >= float64(math.MaxInt64)/float64(time.Second) {
 		return 0, fmt.Errorf("%w: duration out of range", ErrBadRequest)
 	}
 	return time.Duration(secs * float64(time.Second)), nil
