@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/kernpool/kernpool/pool"
@@ -24,16 +23,7 @@ func TestToolCallAnswerers(t *testing.T) {
 		sha256.Sum256([]byte("bob-token")):   {Name: "bob", Owners: []string{"bob"}},
 		sha256.Sum256([]byte("ops-token")):   {Name: "ops", Admin: true},
 	}}
-	srv := httptest.NewServer(d.server.NetworkHandler(func() *api.Credentials { return creds }))
-	defer srv.Close()
-	client := func(token string) *api.Client {
-		c, err := api.NewNetworkClient(srv.URL, api.NetworkOptions{Token: token})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.CloseIdleConnections)
-		return c
-	}
+	client := networkClients(t, d, creds)
 	alice, bob, ops := client("alice-token"), client("bob-token"), client("ops-token")
 	ctx := testCtx(t)
 	for _, tc := range []struct {

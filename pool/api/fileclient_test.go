@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -138,16 +137,7 @@ func TestFilesOverTheNetworkAreOwnerBound(t *testing.T) {
 	creds := &api.Credentials{Tokens: map[[sha256.Size]byte]*api.Principal{
 		sha256.Sum256([]byte("alice-token")): {Name: "alice", Owners: []string{"alice"}},
 	}}
-	srv := httptest.NewServer(d.server.NetworkHandler(func() *api.Credentials { return creds }))
-	defer srv.Close()
-	client := func(token string) *api.Client {
-		c, err := api.NewNetworkClient(srv.URL, api.NetworkOptions{Token: token})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.CloseIdleConnections)
-		return c
-	}
+	client := networkClients(t, d, creds)
 	ac, anon := client("alice-token"), client("")
 	ctx := testCtx(t)
 	if w, err := ac.UploadFile(ctx, api.FileTarget{Owner: "alice"}, "a.txt", strings.NewReader("hi"), 2); err != nil || w.Bytes != 2 {

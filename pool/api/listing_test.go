@@ -156,3 +156,19 @@ func TestKillSpareByID(t *testing.T) {
 		t.Fatal("the killed spare is still listed")
 	}
 }
+
+// networkClients serves d's API over loopback HTTP with creds (closed at
+// the test's end) and returns a maker of network clients by bearer token.
+func networkClients(t *testing.T, d *daemon, creds *api.Credentials) func(token string) *api.Client {
+	t.Helper()
+	srv := httptest.NewServer(d.server.NetworkHandler(func() *api.Credentials { return creds }))
+	t.Cleanup(srv.Close)
+	return func(token string) *api.Client {
+		c, err := api.NewNetworkClient(srv.URL, api.NetworkOptions{Token: token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.CloseIdleConnections)
+		return c
+	}
+}
