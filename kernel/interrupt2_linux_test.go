@@ -83,7 +83,7 @@ func TestInterruptLogsEndedProcesses(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var logs syncBuffer
+			var logs testenv.SyncBuffer
 			spec := baseSpec(t)
 			spec.Logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: &logs})
 			k := startKernel(t, spec, "")

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 // deathError without a process state (wait failed): exit code -1, the
@@ -40,7 +41,7 @@ func (f failingSandbox) Release() (Verdict, error) {
 func TestTeardownWarnsOnlyOnFailures(t *testing.T) {
 	warnings := []string{"sandbox kill failed", "sandbox release failed", "cannot remove staging dir"}
 	for _, failing := range []bool{false, true} {
-		var logs syncBuffer
+		var logs testenv.SyncBuffer
 		spec := baseSpec(t)
 		spec.Logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: &logs})
 		ms := &mountingSandbox{ProcessGroup: NewProcessGroup(), size: "8m"}

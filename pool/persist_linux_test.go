@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,24 +14,6 @@ import (
 	"github.com/kernpool/kernpool/internal/testenv"
 	"github.com/kernpool/kernpool/kernel"
 )
-
-// syncLog collects a pool's log lines for a test to wait on.
-type syncLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *syncLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *syncLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // Lossless eviction with real kernels in real sandboxes (cgroups, kernel
 // uids): checkpoints are saved and loaded inside the kernels.
@@ -286,7 +267,7 @@ func TestPersistExpiredRemoved(t *testing.T) {
 	// The reaper sweeps: its log says it removed the checkpoint the save
 	// logged, whenever each happened.
 	t.Run("reaper", func(t *testing.T) {
-		var logs syncLog
+		var logs testenv.SyncBuffer
 		q := newPersistPool(t, func(c *Config) {
 			c.MaxKernels = 1
 			c.Checkpoints.Retention = time.Millisecond

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -58,7 +57,7 @@ type testDaemon struct {
 	cmd    *exec.Cmd
 	socket string
 	state  string
-	logs   *syncBuffer
+	logs   *testenv.SyncBuffer
 	exited chan error
 }
 
@@ -79,7 +78,7 @@ func startServe(t *testing.T, extra ...string) *testDaemon {
 		t.Fatal(err)
 	}
 	d := &testDaemon{socket: filepath.Join(dir, "run", "kp.sock"), state: filepath.Join(dir, "state"),
-		logs: &syncBuffer{}, exited: make(chan error, 1)}
+		logs: &testenv.SyncBuffer{}, exited: make(chan error, 1)}
 	args := append([]string{"serve", "--config", privateCgroupConfig(t, dir), "--socket", d.socket, "--state-dir", d.state,
 		"--interpreter", testenv.Python, "--log-level", "debug"}, extra...)
 	if os.Geteuid() != 0 {
@@ -187,25 +186,6 @@ func cli(t *testing.T, in string, args ...string) cliResult {
 // pidGone reports whether no process has pid.
 func pidGone(pid int) bool {
 	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
-}
-
-// syncBuffer is a bytes.Buffer safe for the daemon's output copier and
-// the test reading it at once.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // logText returns the daemon's log so far.

@@ -34,7 +34,7 @@ func TestServeStartsWhereItsRunDirIs0700(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := &testDaemon{socket: filepath.Join(run, "kernpool.sock"), state: filepath.Join(run, "state"),
-		logs: &syncBuffer{}, exited: make(chan error, 1)}
+		logs: &testenv.SyncBuffer{}, exited: make(chan error, 1)}
 	runServe(t, d, []string{"KERNPOOL_SOCKET=" + d.socket},
 		[]string{"serve", "--config", privateCgroupConfig(t, dir), "--interpreter", testenv.Python})
 	if fi, err := os.Stat(run); err != nil || fi.Mode().Perm() != 0o711 {

@@ -3,17 +3,16 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net/http"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/kernpool/kernpool/internal/testenv"
 	"github.com/kernpool/kernpool/pool"
 	"github.com/kernpool/kernpool/pool/api"
 )
@@ -166,31 +165,11 @@ func TestCapacityIs503WithRetryAfter(t *testing.T) {
 	}
 }
 
-// A client that disconnects interrupts its cell: the kernel and its
-// variables stay.
-// syncBuffer is a log sink the test reads while the server writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // A client that disconnects interrupts its cell and keeps the kernel
 // and its state; the server logs the disconnect with the kernel's id,
 // once, and no other cell.
 func TestClientDisconnectInterrupts(t *testing.T) {
-	var logs syncBuffer
+	var logs testenv.SyncBuffer
 	d := startDaemon(t, daemonOpts{server: func(c *api.ServerConfig) {
 		c.Logger = hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn})
 	}})

@@ -157,7 +157,7 @@ func TestListenWarnsOfAnOpenSocketDir(t *testing.T) {
 		if err := os.Mkdir(dir, tc.mode); err != nil || os.Chmod(dir, tc.mode) != nil {
 			t.Fatal(err)
 		}
-		var logs syncBuffer
+		var logs testenv.SyncBuffer
 		ln, err := api.Listen(filepath.Join(dir, "kp.sock"), hclog.New(&hclog.LoggerOptions{Output: &logs}))
 		if err != nil {
 			t.Fatal(err)

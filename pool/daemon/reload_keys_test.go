@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,30 +22,11 @@ import (
 	"github.com/kernpool/kernpool/pool/daemon"
 )
 
-// logBuffer collects a daemon's log lines for a test to read while the
-// daemon writes them.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // reloadDaemon starts a daemon on cfg whose log the test reads, with
 // the handler served on a socket of the test's own.
-func reloadDaemon(t *testing.T, cfg *daemon.Config) (*daemon.Daemon, *api.Client, *logBuffer) {
+func reloadDaemon(t *testing.T, cfg *daemon.Config) (*daemon.Daemon, *api.Client, *testenv.SyncBuffer) {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &testenv.SyncBuffer{}
 	log := hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info})
 	d, err := daemon.New(context.Background(), cfg, daemon.WithLogger(log))
 	if err != nil {
