@@ -130,6 +130,8 @@ export interface Isolation {
   network: boolean;
   /** The kernel's pages are open to the host's samepage merging with other merging kernels, whose address layout and hash seed it shares (profile memory_merge; docs/design.md, "Sharing idle kernels' pages"). */
   memory_merge: boolean;
+  /** What supervises the kernel's interpreter as its init, as the init reported it: reaper (the init exec'd into a few hundred bytes of machine code) or go (the init's Go fallback, about 1 MiB more per kernel; kernpool doctor says why). Absent without the init step. */
+  supervisor?: "reaper" | "go";
 }
 
 /** One rich display (IPython's display_data). */

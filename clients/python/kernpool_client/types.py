@@ -124,6 +124,9 @@ class Isolation(_FromJSON):
     network: bool = False
     # Pages open to the host's samepage merging (profile memory_merge).
     memory_merge: bool = False
+    # What supervises the interpreter as its init: "reaper" or "go"; ""
+    # without the init step (docs/api.md "kernel.isolation").
+    supervisor: str = ""
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
 

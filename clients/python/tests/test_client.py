@@ -21,6 +21,8 @@ def test_cell(client: Client) -> None:
     assert r.ok and r.exit_code == 0 and r.output == "42\n"
     assert r.kernel.id.startswith("k") and r.kernel.execution_count == 1
     assert r.kernel.isolation is not None and r.kernel.isolation.mode in ("sandbox", "process")
+    if r.kernel.isolation.mode == "sandbox":  # the init step always runs there
+        assert r.kernel.isolation.supervisor in ("reaper", "go"), r.kernel.isolation
 
 
 def test_failed_cell_is_a_result(client: Client) -> None:

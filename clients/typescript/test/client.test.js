@@ -61,6 +61,7 @@ describe('against a real daemon', { skip: skip || false, timeout: 600_000 }, () 
     assert.match(r.kernel.id, /^k/);
     assert.equal(r.kernel.execution_count, 1);
     assert.ok(['sandbox', 'process'].includes(r.kernel.isolation.mode));
+    if (r.kernel.isolation.mode === 'sandbox') assert.ok(['reaper', 'go'].includes(r.kernel.isolation.supervisor)); // the init step always runs there
     const again = await c.execute('x = 1', { owner: 'ts-cell' });
     assert.equal(again.kernel.id, r.kernel.id);
     assert.ok(again.kernel.reused && again.kernel.state_preserved);
