@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/kernpool/kernpool/pool"
@@ -100,7 +99,9 @@ func (c *Client) UploadFile(ctx context.Context, t FileTarget, path string, r io
 }
 
 // OpenFile opens path of the target's working dir for streaming: the
-// caller reads and closes the body; size is the file's length.
+// caller reads and closes the body; size is the file's length as the
+// response announced it, -1 when it did not (a chunked answer, as a proxy
+// in between may give).
 func (c *Client) OpenFile(ctx context.Context, t FileTarget, path string) (body io.ReadCloser, size int64, err error) {
 	u, err := t.url(path, nil)
 	if err != nil {
@@ -114,12 +115,12 @@ func (c *Client) OpenFile(ctx context.Context, t FileTarget, path string) (body 
 		defer resp.Body.Close()
 		return nil, 0, opError("download", readError(resp))
 	}
-	size, _ = strconv.ParseInt(resp.Header.Get("Content-Length"), 10, 64)
-	return resp.Body, size, nil
+	return resp.Body, resp.ContentLength, nil
 }
 
 // DownloadFile copies path of the target's working dir to w and returns
-// the bytes copied; a body shorter than announced is an error.
+// the bytes copied; a body shorter than announced is an error (a body
+// with no announced length is taken whole).
 func (c *Client) DownloadFile(ctx context.Context, t FileTarget, path string, w io.Writer) (int64, error) {
 	body, size, err := c.OpenFile(ctx, t, path)
 	if err != nil {
@@ -127,7 +128,7 @@ func (c *Client) DownloadFile(ctx context.Context, t FileTarget, path string, w 
 	}
 	defer body.Close()
 	n, err := io.Copy(w, body)
-	if err == nil && n != size {
+	if err == nil && size >= 0 && n != size {
 		err = fmt.Errorf("%w: %d of %d bytes", io.ErrUnexpectedEOF, n, size)
 	}
 	if err != nil {

@@ -107,11 +107,19 @@ func (fullDisk) Write([]byte) (int, error) { return 0, errDiskFull }
 
 // A download into a writer that fails returns the writer's error (the
 // caller's disk is full), not a short-body error of the daemon's; a
-// download of the announced length returns it and no error.
+// download of the announced length returns it and no error; an answer
+// with no announced length (chunked, as a proxy may send it) is taken
+// whole, and OpenFile reports its size as -1.
 func TestDownloadFileErrors(t *testing.T) {
 	const data = "0123456789"
 	var cc connCounter
 	c := fakeDaemon(t, &cc, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/kernels/k1/files/chunked" {
+			_, _ = io.WriteString(w, data[:4])
+			w.(http.Flusher).Flush() // the length is not known when the head goes
+			_, _ = io.WriteString(w, data[4:])
+			return
+		}
 		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
 		_, _ = io.WriteString(w, data)
 	})
@@ -121,9 +129,21 @@ func TestDownloadFileErrors(t *testing.T) {
 	if !errors.Is(err, errDiskFull) || errors.Is(err, io.ErrUnexpectedEOF) || n != 0 {
 		t.Fatalf("download into a full disk: %d, %v; want 0 and the writer's error", n, err)
 	}
-	var got strings.Builder
-	if n, err := c.DownloadFile(ctx, target, "f", &got); err != nil || n != int64(len(data)) || got.String() != data {
-		t.Fatalf("download: %d %q, %v; want %d %q", n, got.String(), err, len(data), data)
+	for _, path := range []string{"f", "chunked"} {
+		var got strings.Builder
+		if n, err := c.DownloadFile(ctx, target, path, &got); err != nil || n != 10 || got.String() != data {
+			t.Fatalf("download %s: %d %q, %v; want 10 %q", path, n, got.String(), err, data)
+		}
+	}
+	for path, want := range map[string]int64{"f": 10, "chunked": -1} {
+		body, size, err := c.OpenFile(ctx, target, path)
+		if err != nil {
+			t.Fatalf("open %s: %v", path, err)
+		}
+		_ = body.Close()
+		if size != want {
+			t.Errorf("open %s: size %d, want %d", path, size, want)
+		}
 	}
 }
 
