@@ -169,8 +169,9 @@ func TestCellSIGINTHandlerStaysInCells(t *testing.T) {
 func TestInterruptDuringOutput(t *testing.T) {
 	k := startKernel(t, baseSpec(t), "")
 	for i := 0; i < 5; i++ {
-		stop := make(chan struct{})
+		stop, stormed := make(chan struct{}), make(chan struct{})
 		go func() {
+			defer close(stormed)
 			for {
 				select {
 				case <-stop:
@@ -183,6 +184,7 @@ func TestInterruptDuringOutput(t *testing.T) {
 		}()
 		_, err := k.Exec(context.Background(), Cell{Code: "for i in range(20000): print(i)", Grace: testenv.Patience})
 		close(stop)
+		<-stormed // an Interrupt in flight would land on the next cell
 		if err != nil {
 			t.Fatalf("exec %d: %v", i, err)
 		}
