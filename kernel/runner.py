@@ -509,14 +509,36 @@ class _Runner:
         return status, code
 
     def variables(self, rid):
+        """A namespace listing, interruptible like a cell (a repr runs user
+        code): what a repr prints is dropped, never part of the listing or
+        of the next cell's output."""
+        saved = sys.stdout, sys.stderr
+        sys.stdout = sys.stderr = _Discard()
         try:
-            _IN_CELL[0] = True
-            listing = _staged("_kernpool_display").variables(self.cells.globals, 1000, 200)
-            _IN_CELL[0] = False
-            self.reply(rid, "ok", listing, "", "", 0)
+            status, listing, trace = self._list()
+        except KeyboardInterrupt:  # arrived between the listing's end and its bookkeeping
+            status, listing, trace = "error", "", "KeyboardInterrupt\n"
+        finally:
+            _take_back_sigint(self.cells)
+            sys.stdout, sys.stderr = saved
+        self.reply(rid, status, listing, "", trace, 1 if trace else 0)
+
+    def _list(self):
+        try:
+            try:
+                # The begin marks let the host interrupt the listing (it
+                # signals only after it read them).
+                self.begin()
+                _IN_CELL[0] = True
+                if _PENDING[0]:
+                    _PENDING[0] = False
+                    raise KeyboardInterrupt
+                listing = _staged("_kernpool_display").variables(self.cells.globals, 1000, 200)
+            finally:
+                _take_back_sigint(self.cells)
         except BaseException as exc:
-            _IN_CELL[0] = False
-            self.reply(rid, "error", "", "", _error_text(exc, {}), 1)
+            return "error", "", _error_text(exc, {})
+        return "ok", listing, ""
 
     def reply(self, rid, status, stdout, stderr, trace, code):
         """Flush fd-level output, mark the end of stderr, then write the frame."""
@@ -561,6 +583,16 @@ class _Runner:
         written = os.writev(self.frame_fd, (head, body))
         if written < len(head) + len(body):
             _staged("_kernpool_boot").write_all(self.frame_fd, (head + body)[written:])
+
+
+class _Discard(io.TextIOBase):
+    """A text stream that drops what it is given."""
+
+    def writable(self):
+        return True
+
+    def write(self, text):
+        return len(text)
 
 
 def _flush(streams):

@@ -3,6 +3,7 @@ package kernel
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"unicode/utf8"
@@ -37,24 +38,41 @@ type Variables struct {
 }
 
 // Variables lists the kernel's user-defined names, computed inside the
-// kernel between cells. ErrBusy while a cell runs; ctx's end interrupts
-// the listing (a repr may run user code).
+// kernel between cells. ErrBusy while a cell runs. A repr runs user code,
+// so the listing is interruptible like a cell: ctx's end (or Interrupt)
+// interrupts it and the kernel keeps its state; the error wraps ErrTimeout,
+// ErrCanceled or ErrInterrupted. A listing that outlives its interrupt
+// grace (a repr that ignores KeyboardInterrupt) is killed with the kernel,
+// and the error says so.
 func (k *Kernel) Variables(ctx context.Context) (*Variables, error) {
 	if err := k.acquire("kernel variables"); err != nil {
 		return nil, err
 	}
 	defer k.busy.Store(false)
+	if ctx.Err() != nil { // nothing was sent: the kernel is untouched
+		return nil, fmt.Errorf("kernel variables: %w", ctxCause(ctx))
+	}
 	id := "v" + strconv.Itoa(k.seq)
 	k.cell.begin(k.seq, id, nil) // the runner's counter does not move
-	rep, _, err := k.run(ctx, []byte(`{"id":"`+id+`","op":"vars"}`+"\n"), Cell{})
-	k.cell.end()
-	if err != nil {
+	rep, interrupted, err := k.run(ctx, []byte(`{"id":"`+id+`","op":"vars"}`+"\n"), Cell{})
+	k.cell.end() // what a repr wrote at the fd level is dropped
+	switch {
+	case err != nil && interruptCause(err):
+		return nil, fmt.Errorf("kernel variables: the listing did not stop within its interrupt grace; the kernel was killed and its state is lost: %w", err)
+	case err != nil:
 		return nil, err
-	}
-	if rep.Status != ReplyOK {
+	case interrupted != nil:
+		return nil, fmt.Errorf("kernel variables: the listing was interrupted; the kernel keeps its state: %w", interrupted)
+	case rep.Status != ReplyOK:
 		return nil, fmt.Errorf("kernel variables: the listing failed: %s", rep.Traceback)
 	}
 	return parseVariables(rep.Stdout)
+}
+
+// interruptCause reports whether err is a kill for an interrupt (the
+// listing outlived its grace) rather than a death of its own.
+func interruptCause(err error) bool {
+	return errors.Is(err, ErrTimeout) || errors.Is(err, ErrCanceled) || errors.Is(err, ErrInterrupted)
 }
 
 func parseVariables(text string) (*Variables, error) {

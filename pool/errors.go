@@ -43,6 +43,10 @@ var (
 	ErrIdle = errors.New("no cell is running on the kernel")
 	// ErrBusy: the kernel runs a cell (variables are listed between cells).
 	ErrBusy = errors.New("the kernel is running a cell")
+	// ErrTimeout: a variables listing outlived its bound (a slow repr):
+	// it was interrupted, and the kernel keeps its state unless the
+	// message says it was killed (a repr that ignored the interrupt).
+	ErrTimeout = errors.New("timed out")
 
 	// ErrSessionMismatch: a request addressed to a session names a mode,
 	// interpreter, cwd or tool set other than the session's (a session's

@@ -129,7 +129,8 @@ func (p *Pool) InterruptOwner(owner, mode string) []string {
 }
 
 // Variables lists the user-defined names of kernel id's namespace.
-// ErrNotFound for an unknown id, ErrBusy while a cell runs on it.
+// ErrNotFound for an unknown id, ErrBusy while a cell runs on it,
+// ErrTimeout when ctx's deadline interrupted the listing (kernel.Variables).
 func (p *Pool) Variables(ctx context.Context, id string) (*Variables, error) {
 	s, lv := p.liveByID(id)
 	if lv == nil {
@@ -149,6 +150,8 @@ func (p *Pool) Variables(ctx context.Context, id string) (*Variables, error) {
 		return nil, fmt.Errorf("variables %q: %w", id, ErrBusy)
 	case errors.Is(err, kernel.ErrClosed):
 		return nil, fmt.Errorf("variables %q: %w", id, ErrNotFound)
+	case errors.Is(err, kernel.ErrTimeout):
+		return nil, fmt.Errorf("variables %q: %w", id, classified{cause: err, class: ErrTimeout})
 	case err != nil:
 		return nil, fmt.Errorf("variables %q: %w", id, err)
 	}

@@ -3,14 +3,9 @@ package api
 import (
 	"context"
 	"net/http"
-	"time"
 
 	"github.com/kernpool/kernpool/pool"
 )
-
-// variablesTimeout bounds a variables listing (a repr runs user code;
-// past it the listing is interrupted).
-const variablesTimeout = 10 * time.Second
 
 func (s *Server) handleInterrupt(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
@@ -46,7 +41,7 @@ func (s *Server) handleVariables(w http.ResponseWriter, r *http.Request) {
 	if s.hideKernel(w, r, r.PathValue("id")) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), variablesTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.VariablesTimeout)
 	defer cancel()
 	v, err := s.pool.Variables(ctx, r.PathValue("id"))
 	if err != nil {

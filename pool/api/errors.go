@@ -49,6 +49,10 @@ const (
 	CodeTooLarge = "too_large"
 	// CodeTimeout (408): the request body did not arrive in time.
 	CodeTimeout = "request_timeout"
+	// CodeTimedOut (504): a variables listing outlived its 10 s bound (a
+	// slow repr) and was interrupted; the kernel keeps its state unless
+	// the message says it was killed.
+	CodeTimedOut = "timeout"
 	// CodeTooManyConnections (503): the daemon serves its maximum number
 	// of client connections.
 	CodeTooManyConnections = "too_many_connections"
@@ -122,6 +126,8 @@ func (e *APIError) Unwrap() error {
 		return pool.ErrNotRegular
 	case CodeTooLarge, CodeTimeout:
 		return pool.ErrBadRequest
+	case CodeTimedOut:
+		return pool.ErrTimeout
 	case CodeDraining:
 		return ErrDraining
 	case CodeFenced:

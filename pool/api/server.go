@@ -29,6 +29,9 @@ const (
 	// DefaultBodyReadTimeout bounds how long a request body may take to
 	// arrive (headers are bounded by the http.Server's ReadHeaderTimeout).
 	DefaultBodyReadTimeout = 30 * time.Second
+	// DefaultVariablesTimeout bounds a variables listing (a repr runs
+	// user code; past it the listing is interrupted and answered 504).
+	DefaultVariablesTimeout = 10 * time.Second
 	// retryAfterSeconds is the Retry-After hint of a capacity refusal.
 	retryAfterSeconds = "1"
 )
@@ -49,6 +52,9 @@ type ServerConfig struct {
 	// BodyReadTimeout bounds the arrival of a request body (default 30s);
 	// a slower one is answered 408 and its connection closed.
 	BodyReadTimeout time.Duration
+	// VariablesTimeout bounds a variables listing (default 10s): a repr
+	// runs user code; past it the listing is interrupted and answered 504.
+	VariablesTimeout time.Duration
 	// Logger receives the API's logs (Named "api"); nil discards them.
 	Logger hclog.Logger
 	// CheckAccess, when set, vets a request's own interpreter or cwd
@@ -109,6 +115,7 @@ func NewServer(p *pool.Pool, cfg ServerConfig) *Server {
 	cfg.ToolCallTimeout = cmp.Or(max(cfg.ToolCallTimeout, 0), DefaultToolCallTimeout)
 	cfg.MaxBodyBytes = cmp.Or(max(cfg.MaxBodyBytes, 0), DefaultMaxBodyBytes)
 	cfg.BodyReadTimeout = cmp.Or(max(cfg.BodyReadTimeout, 0), DefaultBodyReadTimeout)
+	cfg.VariablesTimeout = cmp.Or(max(cfg.VariablesTimeout, 0), DefaultVariablesTimeout)
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
@@ -306,7 +313,7 @@ func (s *Server) writePoolError(w http.ResponseWriter, err error) {
 	if errors.As(err, &qe) {
 		w.Header().Set("Retry-After", strconv.FormatInt(int64(qe.RetryAfter/time.Second), 10))
 	}
-	if status >= 500 && code != CodeCapacity && code != CodeClosed && code != CodeDraining && code != CodeNoNode {
+	if status >= 500 && code != CodeCapacity && code != CodeClosed && code != CodeDraining && code != CodeNoNode && code != CodeTimedOut {
 		s.log.Error("request failed", "error", err)
 	}
 	writeError(w, status, code, err.Error())
@@ -354,6 +361,8 @@ func classify(err error) (int, string) {
 		return http.StatusConflict, CodeBusy
 	case errors.Is(err, pool.ErrSpawn):
 		return http.StatusInternalServerError, CodeSpawnFailed
+	case errors.Is(err, pool.ErrTimeout):
+		return http.StatusGatewayTimeout, CodeTimedOut
 	}
 	return http.StatusInternalServerError, CodeInternal
 }

@@ -136,7 +136,7 @@ func (s *Server) handleSessionVariables(w http.ResponseWriter, r *http.Request) 
 	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), variablesTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.VariablesTimeout)
 	defer cancel()
 	v, err := s.pool.Variables(ctx, kid)
 	if err != nil {

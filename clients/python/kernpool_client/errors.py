@@ -29,6 +29,7 @@ class APIError(KernpoolError):
     ``request_timeout``, ``conflict``, ``session_mismatch``, ``idle``,
     ``busy``, ``too_large``,
     ``quota``, ``capacity``, ``closed``, ``too_many_connections``,
+    ``timeout`` (a variables listing interrupted after 10 s),
     ``spawn_failed`` or ``internal``. ``status`` is the HTTP status, or None
     for an ``error`` event that ended a stream (and for ``variables(owner=...)``
     finding no live kernel of the owner). ``retry_after`` is the
