@@ -1,11 +1,13 @@
 package daemon_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -175,7 +177,9 @@ func TestReloadAndHandler(t *testing.T) {
 
 // TestFailedNewFreesItsStateDir: a New that fails after it locked the
 // state dir releases it, so the operator's next start with a fixed
-// config is not refused as "already serving".
+// config is not refused as "already serving"; neither the failed start's
+// cleanup nor a clean Shutdown logs an error (releasing the isolation
+// went well).
 func TestFailedNewFreesItsStateDir(t *testing.T) {
 	tok := []daemon.Credential{{Name: "a", SHA256: api.TokenDigest("t"), Admin: true}}
 	for _, tc := range []struct {
@@ -194,17 +198,41 @@ func TestFailedNewFreesItsStateDir(t *testing.T) {
 			good := testConfig(t)
 			bad := *good
 			tc.set(&bad)
-			if d, err := daemon.New(ctx, &bad, daemon.WithLogger(hclog.NewNullLogger())); err == nil {
+			var logs lockedBuffer
+			log := hclog.New(&hclog.LoggerOptions{Level: hclog.Error, Output: &logs})
+			if d, err := daemon.New(ctx, &bad, daemon.WithLogger(log)); err == nil {
 				_ = d.Shutdown(ctx)
 				t.Fatal("New accepted the broken config")
 			}
-			d, err := daemon.New(ctx, good, daemon.WithLogger(hclog.NewNullLogger()))
+			d, err := daemon.New(ctx, good, daemon.WithLogger(log))
 			if err != nil {
 				t.Fatalf("New after a failed New on the same state dir: %v", err)
 			}
 			if err := d.Shutdown(ctx); err != nil {
 				t.Fatal(err)
 			}
+			if s := logs.String(); s != "" {
+				t.Errorf("errors logged by a failed start and a clean stop:\n%s", s)
+			}
 		})
 	}
+}
+
+// lockedBuffer is a log sink the daemon's goroutines may write to while
+// the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
