@@ -47,3 +47,36 @@ func TestPerOwnerUIDsSaySparesAreOff(t *testing.T) {
 		}
 	}
 }
+
+// TestProfileResources: what a profile's limits become in the kernel's
+// cgroup: memory_swap_max is swap beyond memory_max (runtime-spec counts
+// memory+swap; 0 is no swap: the total is memory_max alone), and
+// cpu_weight's range 1-10000 spans cgroup v1's shares 2-262144 (0 leaves
+// the host default).
+func TestProfileResources(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		memory, swap     int64
+		weight           uint64
+		wantSwap         int64 // memory+swap; -1: no memory limit at all
+		wantShares       uint64
+		wantSharesAbsent bool
+	}{
+		{"swap beyond memory", 256 << 20, 64 << 20, 1, 320 << 20, 2, false},
+		{"no swap", 256 << 20, 0, 10000, 256 << 20, 262144, false},
+		{"one byte of swap", 256 << 20, 1, 1, 256<<20 + 1, 2, false},
+		{"no memory limit, host cpu weight", 0, 64 << 20, 0, -1, 0, true},
+	} {
+		r := profileResources(Profile{MemoryMax: tc.memory, MemorySwapMax: tc.swap, CPUWeight: tc.weight})
+		switch {
+		case tc.wantSwap < 0 && r.Memory != nil:
+			t.Errorf("%s: memory %+v, want no memory limit", tc.name, r.Memory)
+		case tc.wantSwap >= 0 && (r.Memory == nil || r.Memory.Swap == nil || *r.Memory.Swap != tc.wantSwap):
+			t.Errorf("%s: memory %+v, want memory+swap %d", tc.name, r.Memory, tc.wantSwap)
+		}
+		hasShares := r.CPU != nil && r.CPU.Shares != nil
+		if hasShares == tc.wantSharesAbsent || (hasShares && *r.CPU.Shares != tc.wantShares) {
+			t.Errorf("%s: cpu %+v, want shares %d (absent %t)", tc.name, r.CPU, tc.wantShares, tc.wantSharesAbsent)
+		}
+	}
+}
