@@ -30,7 +30,7 @@ func TestValidateLimits(t *testing.T) {
 		{"cell_timeout 1ns", func(c *daemon.Config) { c.CellTimeout = 1 }, ""},
 		{"cell_timeout 0", func(c *daemon.Config) { c.CellTimeout = 0 }, "cell_timeout must be positive"},
 		{"max_cell_timeout = cell_timeout", func(c *daemon.Config) { c.CellTimeout, c.MaxCellTimeout = time.Minute, time.Minute }, ""},
-		{"max_cell_timeout below cell_timeout", func(c *daemon.Config) { c.CellTimeout, c.MaxCellTimeout = time.Minute, time.Minute - 1 }, "max_cell_timeout must be at least cell_timeout"},
+		{"max_cell_timeout below cell_timeout", func(c *daemon.Config) { c.CellTimeout, c.MaxCellTimeout = time.Minute, time.Minute-1 }, "max_cell_timeout must be at least cell_timeout"},
 		{"max_kernels 1", func(c *daemon.Config) { c.MaxKernels = 1 }, ""},
 		{"max_kernels 0", func(c *daemon.Config) { c.MaxKernels = 0 }, "max_kernels must be at least 1"},
 		{"max_tool_calls 0", func(c *daemon.Config) { c.MaxToolCalls = 0 }, ""},
