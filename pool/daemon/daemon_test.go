@@ -1,13 +1,11 @@
 package daemon_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -198,7 +196,7 @@ func TestFailedNewFreesItsStateDir(t *testing.T) {
 			good := testConfig(t)
 			bad := *good
 			tc.set(&bad)
-			var logs lockedBuffer
+			var logs testenv.SyncBuffer
 			log := hclog.New(&hclog.LoggerOptions{Level: hclog.Error, Output: &logs})
 			if d, err := daemon.New(ctx, &bad, daemon.WithLogger(log)); err == nil {
 				_ = d.Shutdown(ctx)
@@ -216,23 +214,4 @@ func TestFailedNewFreesItsStateDir(t *testing.T) {
 			}
 		})
 	}
-}
-
-// lockedBuffer is a log sink the daemon's goroutines may write to while
-// the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/kernpool/kernpool/internal/testenv"
 	"github.com/kernpool/kernpool/pool"
 	"github.com/kernpool/kernpool/pool/api"
 	"github.com/kernpool/kernpool/pool/daemon"
@@ -140,9 +141,9 @@ func TestDrainedShutdownSaysDrainFinished(t *testing.T) {
 
 // newLogged is a daemon on cfg with its log at info level kept for the
 // test to read.
-func newLogged(t *testing.T, cfg *daemon.Config) (*daemon.Daemon, *lockedBuffer) {
+func newLogged(t *testing.T, cfg *daemon.Config) (*daemon.Daemon, *testenv.SyncBuffer) {
 	t.Helper()
-	logs := &lockedBuffer{}
+	logs := &testenv.SyncBuffer{}
 	d, err := daemon.New(context.Background(), cfg, daemon.WithLogger(hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: logs})))
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +153,7 @@ func newLogged(t *testing.T, cfg *daemon.Config) (*daemon.Daemon, *lockedBuffer)
 
 // serveLogged is newLogged serving its socket; the caller's first
 // request is served (Shutdown before Serve runs would refuse Serve).
-func serveLogged(t *testing.T, cfg *daemon.Config) (*daemon.Daemon, *lockedBuffer, chan error) {
+func serveLogged(t *testing.T, cfg *daemon.Config) (*daemon.Daemon, *testenv.SyncBuffer, chan error) {
 	t.Helper()
 	d, logs := newLogged(t, cfg)
 	ln, err := d.Listen()
