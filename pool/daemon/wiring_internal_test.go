@@ -2,12 +2,15 @@ package daemon
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 // TestSocketServerBounds: the API socket's slow-client bounds are the
@@ -78,5 +81,28 @@ func TestProfileResources(t *testing.T) {
 		if hasShares == tc.wantSharesAbsent || (hasShares && *r.CPU.Shares != tc.wantShares) {
 			t.Errorf("%s: cpu %+v, want shares %d (absent %t)", tc.name, r.CPU, tc.wantShares, tc.wantSharesAbsent)
 		}
+	}
+}
+
+// TestScrapeEndpointFailureIsLogged: a metrics endpoint that stops
+// serving for any reason but a shutdown says so in the log.
+func TestScrapeEndpointFailureIsLogged(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MetricsListen = "127.0.0.1:0"
+	var logs testenv.SyncBuffer
+	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: &logs})
+	k, err := newOpsKit(cfg, "v", "r", log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.close(context.Background())
+	k.serveScrape(log)
+	_ = k.scrapeLn.Close() // the endpoint's listener fails under it
+	deadline := time.Now().Add(testenv.Patience)
+	for !strings.Contains(logs.String(), "[ERROR] metrics endpoint failed") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no error logged for a failed metrics endpoint:\n%s", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
