@@ -5,6 +5,8 @@ package daemon
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -45,5 +47,45 @@ func TestRouterReloadKeepsFleetKeys(t *testing.T) {
 		if err := r.Reload(next); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "fleet_*") {
 			t.Errorf("reload adding %q: %v, want refused", strings.TrimSpace(extra), err)
 		}
+	}
+}
+
+// TestRouterNodeTokenFile: fleet_node_token_file must name a readable,
+// non-empty file, or the router does not start (and says which).
+func TestRouterNodeTokenFile(t *testing.T) {
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name, file, err string
+	}{
+		{"a token", write("token", "kp_node_0123456789abcdef\n"), ""},
+		{"missing", filepath.Join(dir, "absent"), "fleet_node_token_file: "},
+		{"blank", write("blank", " \n\t\n"), "is empty"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := "listen = \"127.0.0.1:0\"\nfleet_redis = \"" + srv.URL + "\"\nfleet_node_token_file = \"" + tc.file + "\"\n" +
+				"token \"admin\" {\n  sha256 = \"" + strings.Repeat("ab", 32) + "\"\n  admin = true\n}\n"
+			cfg, err := ParseConfig([]byte(src), "router.hcl")
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := NewRouter(context.Background(), cfg, "test", hclog.NewNullLogger())
+			if err == nil {
+				_ = r.Shutdown(context.Background())
+			}
+			switch {
+			case tc.err == "" && err != nil:
+				t.Errorf("NewRouter: %v", err)
+			case tc.err != "" && (!errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.err)):
+				t.Errorf("NewRouter: %v, want ErrConfig saying %q", err, tc.err)
+			}
+		})
 	}
 }

@@ -58,8 +58,9 @@ func TestSocketGroup(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if st := fi.Sys().(*syscall.Stat_t); st.Gid != tc.wantGID || fi.Mode().Perm() != 0o660 {
-				t.Errorf("socket gid %d mode %04o, want gid %d mode 0660", st.Gid, fi.Mode().Perm(), tc.wantGID)
+			// The owner stays the daemon's uid: only the group changes.
+			if st := fi.Sys().(*syscall.Stat_t); st.Gid != tc.wantGID || st.Uid != uint32(os.Geteuid()) || fi.Mode().Perm() != 0o660 {
+				t.Errorf("socket uid %d gid %d mode %04o, want uid %d gid %d mode 0660", st.Uid, st.Gid, fi.Mode().Perm(), os.Geteuid(), tc.wantGID)
 			}
 		})
 	}
