@@ -50,9 +50,12 @@ func TestRouterReloadKeepsFleetKeys(t *testing.T) {
 	}
 }
 
-// TestRouterNodeTokenFile: fleet_node_token_file must name a readable,
-// non-empty file, or the router does not start (and says which).
-func TestRouterNodeTokenFile(t *testing.T) {
+// TestRouterStartRefusals: fleet_node_token_file must name a readable,
+// non-empty file, fleet_node_ca a readable CA bundle, and
+// fleet_kubernetes_service needs to run inside a cluster, or the router
+// does not start (and says which key).
+func TestRouterStartRefusals(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "") // outside a cluster, even in one
 	srv := redistest.Start(t)
 	dir := t.TempDir()
 	write := func(name, body string) string {
@@ -63,14 +66,16 @@ func TestRouterNodeTokenFile(t *testing.T) {
 		return p
 	}
 	for _, tc := range []struct {
-		name, file, err string
+		name, keys, err string
 	}{
-		{"a token", write("token", "kp_node_0123456789abcdef\n"), ""},
-		{"missing", filepath.Join(dir, "absent"), "fleet_node_token_file: "},
-		{"blank", write("blank", " \n\t\n"), "is empty"},
+		{"a token file", "fleet_node_token_file = \"" + write("token", "kp_node_0123456789abcdef\n") + "\"\n", ""},
+		{"a missing token file", "fleet_node_token_file = \"" + filepath.Join(dir, "absent") + "\"\n", "fleet_node_token_file: "},
+		{"a blank token file", "fleet_node_token_file = \"" + write("blank", " \n\t\n") + "\"\n", "is empty"},
+		{"a missing node CA", "fleet_node_ca = \"" + filepath.Join(dir, "absent-ca.pem") + "\"\n", "fleet_node_ca"},
+		{"kubernetes outside a cluster", "fleet_kubernetes_service = \"kernpool-node\"\n", "fleet_kubernetes_service: "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			src := "listen = \"127.0.0.1:0\"\nfleet_redis = \"" + srv.URL + "\"\nfleet_node_token_file = \"" + tc.file + "\"\n" +
+			src := "listen = \"127.0.0.1:0\"\nfleet_redis = \"" + srv.URL + "\"\n" + tc.keys +
 				"token \"admin\" {\n  sha256 = \"" + strings.Repeat("ab", 32) + "\"\n  admin = true\n}\n"
 			cfg, err := ParseConfig([]byte(src), "router.hcl")
 			if err != nil {
