@@ -5,14 +5,18 @@ package daemon
 import (
 	"context"
 	"errors"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/kernpool/kernpool/internal/redistest"
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 // TestRouterReloadKeepsFleetKeys: a router's SIGHUP rereads its
@@ -92,5 +96,54 @@ func TestRouterStartRefusals(t *testing.T) {
 				t.Errorf("NewRouter: %v, want ErrConfig saying %q", err, tc.err)
 			}
 		})
+	}
+}
+
+// TestRouterServes: a router serves its listener (GET /v1/ready needs no
+// credential), refuses a second Serve, and Shutdown ends Serve cleanly.
+func TestRouterServes(t *testing.T) {
+	srv := redistest.Start(t)
+	src := "listen = \"127.0.0.1:0\"\nfleet_redis = \"" + srv.URL + "\"\n" +
+		"token \"admin\" {\n  sha256 = \"" + strings.Repeat("ab", 32) + "\"\n  admin = true\n}\n"
+	cfg, err := ParseConfig([]byte(src), "router.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewRouter(context.Background(), cfg, "test", hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := r.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- r.Serve(ln) }()
+	resp, err := http.Get("http://" + ln.Addr().String() + "/v1/ready")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	// No node is registered: not ready (503), but answered without a credential.
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("GET /v1/ready on a router without nodes: %s, want 503", resp.Status)
+	}
+	ln2, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Serve(ln2); err == nil || !strings.Contains(err.Error(), "already serving") {
+		t.Errorf("a second Serve: %v, want already serving", err)
+	}
+	if err := r.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Errorf("Serve after Shutdown: %v", err)
+		}
+	case <-time.After(testenv.Patience):
+		t.Fatal("Serve still running after Shutdown")
 	}
 }
