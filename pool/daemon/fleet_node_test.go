@@ -4,6 +4,7 @@ package daemon_test
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -92,6 +93,36 @@ func waitNode(t *testing.T, reg *redisreg.Registry, ok func(*fleet.Node) bool, w
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("waiting for %s: the registry has %+v", what, nodes)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestFleetNodeNameDefaultsToHostname: without node_name a node
+// registers under the host's name.
+func TestFleetNodeNameDefaultsToHostname(t *testing.T) {
+	host, err := os.Hostname()
+	if err != nil || (fleet.Node{Name: host, URL: "https://127.0.0.1:8443"}).Validate() != nil {
+		t.Skipf("the host name %q (%v) is no node name", host, err)
+	}
+	rd := redistest.Start(t)
+	cfg, ca := netConfig(t)
+	cfg.Fleet.Redis, cfg.Fleet.AdvertiseURL = rd.URL, "https://127.0.0.1:8443"
+	ctx := context.Background()
+	reg, err := redisreg.Open(ctx, rd.URL, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close()
+	startNetNode(t, cfg, ca)
+	deadline := time.Now().Add(testenv.Patience)
+	for {
+		nodes, err := reg.Nodes(ctx)
+		if err == nil && len(nodes) == 1 && nodes[0].Name == host {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("registrations %+v, %v; want one named %q", nodes, err, host)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
