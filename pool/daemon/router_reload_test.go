@@ -3,12 +3,15 @@
 package daemon
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +20,7 @@ import (
 
 	"github.com/kernpool/kernpool/internal/redistest"
 	"github.com/kernpool/kernpool/internal/testenv"
+	"github.com/kernpool/kernpool/pool/api"
 )
 
 // TestRouterReloadKeepsFleetKeys: a router's SIGHUP rereads its
@@ -145,5 +149,52 @@ func TestRouterServes(t *testing.T) {
 		}
 	case <-time.After(testenv.Patience):
 		t.Fatal("Serve still running after Shutdown")
+	}
+}
+
+// TestRouterShutdownPastItsContext: a router Shutdown whose context has
+// ended closes the connections still in a request, rather than leave
+// them to their clients.
+func TestRouterShutdownPastItsContext(t *testing.T) {
+	srv := redistest.Start(t)
+	src := "listen = \"127.0.0.1:0\"\nfleet_redis = \"" + srv.URL + "\"\n" +
+		"token \"admin\" {\n  sha256 = \"" + api.TokenDigest("kp_router_test") + "\"\n  admin = true\n}\n"
+	cfg, err := ParseConfig([]byte(src), "router.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewRouter(context.Background(), cfg, "test", hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := r.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = r.Serve(ln) }()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(testenv.Patience))
+	body := `{"owner": "alice", "code": "1"}`
+	if _, err := io.WriteString(conn, "POST /v1/execute HTTP/1.1\r\nHost: r\r\nAuthorization: Bearer kp_router_test\r\n"+
+		"Content-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body[:5]); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	if line, err := br.ReadString('\n'); err != nil || !strings.HasPrefix(line, "HTTP/1.1 100") {
+		t.Fatalf("waiting for 100 Continue (the handler reads the body): %q, %v", line, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := r.Shutdown(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Shutdown past its context with a request in flight: %v, want context.Canceled", err)
+	}
+	rest, err := io.ReadAll(br) // the blank line after 100 Continue, then EOF
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("the connection in flight is still open after Shutdown (read %q)", rest)
 	}
 }
