@@ -3,6 +3,7 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"net/http"
 	"strings"
 	"testing"
@@ -104,5 +105,18 @@ func TestScrapeEndpointFailureIsLogged(t *testing.T) {
 			t.Fatalf("no error logged for a failed metrics endpoint:\n%s", logs.String())
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestNodeTransportBounds: a router's connections to nodes bound a TLS
+// handshake at 10 s, keep idle connections 90 s for the warm path, and
+// accept TLS 1.2 at least.
+func TestNodeTransportBounds(t *testing.T) {
+	rt, err := nodeTransport(&FleetConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rt.TLSHandshakeTimeout != 10*time.Second || rt.IdleConnTimeout != 90*time.Second || rt.TLSClientConfig.MinVersion != tls.VersionTLS12 {
+		t.Errorf("handshake %v, idle %v, min TLS %#x; want 10s, 1m30s, TLS 1.2", rt.TLSHandshakeTimeout, rt.IdleConnTimeout, rt.TLSClientConfig.MinVersion)
 	}
 }
