@@ -221,6 +221,7 @@ func TestParseSizeAndDuration(t *testing.T) {
 	}{
 		{"30s", 30 * time.Second, true}, {"1h30m", 90 * time.Minute, true}, {"90", 90 * time.Second, true},
 		{"0.5", 500 * time.Millisecond, true}, {"soon", 0, false}, {"-5s", 0, false}, {"-1", 0, false},
+		{"0", 0, true}, {"0s", 0, true}, // drain_grace = 0, checkpoint_idle = 0 (off)
 	}
 	for _, d := range durations {
 		got, err := ParseDuration(d.in)

@@ -172,3 +172,46 @@ func TestReloadAndHandler(t *testing.T) {
 		t.Errorf("a refused Reload changed the running config: max_kernels %d", got.MaxKernels)
 	}
 }
+
+// TestFailedNewFreesItsStateDir: a New that fails after it locked the
+// state dir releases it, so the operator's next start with a fixed
+// config is not refused as "already serving"; neither the failed start's
+// cleanup nor a clean Shutdown logs an error (releasing the isolation
+// went well).
+func TestFailedNewFreesItsStateDir(t *testing.T) {
+	tok := []daemon.Credential{{Name: "a", SHA256: api.TokenDigest("t"), Admin: true}}
+	for _, tc := range []struct {
+		name string
+		set  func(*daemon.Config)
+	}{
+		{"unreadable tls_cert", func(c *daemon.Config) {
+			c.Network.Listen, c.Network.Tokens = "127.0.0.1:0", tok
+			c.Network.TLSCert = filepath.Join(testTempDir(t), "missing.pem")
+			c.Network.TLSKey = filepath.Join(testTempDir(t), "missing-key.pem")
+		}},
+		{"bad checkpoint_store", func(c *daemon.Config) { c.CheckpointStore.URL = "s3://" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			good := testConfig(t)
+			bad := *good
+			tc.set(&bad)
+			var logs testenv.SyncBuffer
+			log := hclog.New(&hclog.LoggerOptions{Level: hclog.Error, Output: &logs})
+			if d, err := daemon.New(ctx, &bad, daemon.WithLogger(log)); err == nil {
+				_ = d.Shutdown(ctx)
+				t.Fatal("New accepted the broken config")
+			}
+			d, err := daemon.New(ctx, good, daemon.WithLogger(log))
+			if err != nil {
+				t.Fatalf("New after a failed New on the same state dir: %v", err)
+			}
+			if err := d.Shutdown(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if s := logs.String(); s != "" {
+				t.Errorf("errors logged by a failed start and a clean stop:\n%s", s)
+			}
+		})
+	}
+}

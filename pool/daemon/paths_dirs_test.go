@@ -36,10 +36,12 @@ func TestPrepareDirsFixesItsOwnSocketDir(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		extra   string
+		state   bool // the state dir is there already (a daemon ran)
 		wantMod os.FileMode
 	}{
-		{"kernpool's own", "", 0o711},
-		{"someone else's", "notes.txt", 0o700},
+		{"kernpool's own", "", false, 0o711},
+		{"kernpool's own, after a run", "kernpool.sock", true, 0o711},
+		{"someone else's", "notes.txt", false, 0o700},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			base := filepath.Join(t.TempDir(), "kernpool")
@@ -48,6 +50,11 @@ func TestPrepareDirsFixesItsOwnSocketDir(t *testing.T) {
 			}
 			if c.extra != "" {
 				if err := os.WriteFile(filepath.Join(base, c.extra), nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c.state {
+				if err := os.Mkdir(filepath.Join(base, "state"), 0o711); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -75,6 +82,16 @@ func TestPrepareDirsFixesItsOwnSocketDir(t *testing.T) {
 		cfg := &Config{Socket: filepath.Join(base, "kernpool.sock"), StateDir: filepath.Join(base, "state")}
 		if err := prepareDirs(cfg, hclog.NewNullLogger()); err == nil || !strings.Contains(err.Error(), "not a directory of this daemon's user") {
 			t.Errorf("prepareDirs with a symlinked state dir: %v", err)
+		}
+	})
+	t.Run("state dir below a file", func(t *testing.T) {
+		base := t.TempDir()
+		if err := os.WriteFile(filepath.Join(base, "file"), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg := &Config{Socket: filepath.Join(base, "kernpool.sock"), StateDir: filepath.Join(base, "file", "state")}
+		if err := prepareDirs(cfg, hclog.NewNullLogger()); err == nil || !strings.Contains(err.Error(), "state dir: ") {
+			t.Errorf("prepareDirs with a state dir below a file: %v", err)
 		}
 	})
 }

@@ -107,3 +107,33 @@ func TestDaemonStoreFailsClosed(t *testing.T) {
 		t.Fatalf("gs:// = %v", err)
 	}
 }
+
+// TestStoreOwnerCapFitsOnePut: with an S3 store, an owner's checkpoints
+// plus the 2 MiB header allowance must fit the 5 GiB one PUT stores:
+// checkpoint_max_bytes_per_owner of 5 GiB - 2 MiB starts, one byte more
+// is refused naming both figures.
+func TestStoreOwnerCapFitsOnePut(t *testing.T) {
+	testenv.RequirePython(t)
+	srv := s3test.Start(t, "fleet")
+	setEnv(t, srv.Env())
+	for _, tc := range []struct {
+		cap int64
+		err string
+	}{
+		{5<<30 - 2<<20, ""},
+		{5<<30 - 2<<20 + 1, "checkpoint_max_bytes_per_owner 5366611969 is over the 5368709120 bytes one S3 PUT stores"},
+	} {
+		cfg := storeConfig(t, srv)
+		cfg.Checkpoints.MaxBytesPerOwner = tc.cap
+		d, err := daemon.New(context.Background(), cfg, daemon.WithLogger(hclog.NewNullLogger()))
+		if err == nil {
+			_ = d.Shutdown(context.Background())
+		}
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("cap %d: %v", tc.cap, err)
+		case tc.err != "" && (!errors.Is(err, daemon.ErrConfig) || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("cap %d: %v, want ErrConfig saying %q", tc.cap, err, tc.err)
+		}
+	}
+}
