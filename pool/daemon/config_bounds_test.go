@@ -1,10 +1,7 @@
-package daemon_test
+package daemon
 
 import (
-	"strings"
 	"testing"
-
-	"github.com/kernpool/kernpool/pool/daemon"
 )
 
 // netPrefix makes client_cert blocks valid: they need a TLS listener with
@@ -18,20 +15,15 @@ tls_client_ca = "/etc/kp/ca.pem"
 // TestConfigKeyBounds: config keys at their limit and one past it, and
 // what the parser makes of each (docs/config.md).
 func TestConfigKeyBounds(t *testing.T) {
-	tests := []struct {
-		name  string
-		src   string
-		check func(t *testing.T, c *daemon.Config)
-		err   []string // substrings of the error; nil means success
-	}{
+	tests := []configCase{
 		// users.uid_range is FIRST-LAST with 0 < FIRST <= LAST.
-		{name: "uid_range of one uid", src: "users {\n  uid_range = \"1-1\"\n}\n", check: func(t *testing.T, c *daemon.Config) {
+		{name: "uid_range of one uid", src: "users {\n  uid_range = \"1-1\"\n}\n", check: func(t *testing.T, c *Config) {
 			if c.Users.UIDFirst != 1 || c.Users.UIDLast != 1 {
 				t.Errorf("uid_range 1-1 parsed as %d-%d", c.Users.UIDFirst, c.Users.UIDLast)
 			}
 		}},
-		{name: "uid_range from uid 0", src: "users {\n  uid_range = \"0-10\"\n}\n", err: []string{"b.hcl:2", "uid_range", `"0-10"`}},
-		{name: "uid_range one below its first", src: "users {\n  uid_range = \"70001-70000\"\n}\n", err: []string{"b.hcl:2", "uid_range", `"70001-70000"`}},
+		{name: "uid_range from uid 0", src: "users {\n  uid_range = \"0-10\"\n}\n", err: []string{"test.hcl:2", "uid_range", `"0-10"`}},
+		{name: "uid_range one below its first", src: "users {\n  uid_range = \"70001-70000\"\n}\n", err: []string{"test.hcl:2", "uid_range", `"70001-70000"`}},
 		// client_cert: admin = true makes an admin; no admin key, a scoped one.
 		{name: "client_cert admin and not", src: netPrefix + `client_cert "router.internal" {
   admin = true
@@ -43,7 +35,7 @@ client_cert "off.internal" {
   admin = false
   owner_prefixes = ["acme/"]
 }
-`, check: func(t *testing.T, c *daemon.Config) {
+`, check: func(t *testing.T, c *Config) {
 			cc := c.Network.ClientCerts
 			if len(cc) != 3 || cc[0].Name != "router.internal" || !cc[0].Admin ||
 				cc[1].Name != "gw.internal" || cc[1].Admin || len(cc[1].Owners) != 1 || cc[1].Owners[0] != "bob" ||
@@ -52,24 +44,5 @@ client_cert "off.internal" {
 			}
 		}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := daemon.ParseConfig([]byte(tt.src), "b.hcl")
-			if tt.err == nil {
-				if err != nil {
-					t.Fatalf("unexpected error: %v", err)
-				}
-				tt.check(t, cfg)
-				return
-			}
-			if err == nil {
-				t.Fatalf("no error, want one mentioning %q", tt.err)
-			}
-			for _, w := range tt.err {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not mention %q", err, w)
-				}
-			}
-		})
-	}
+	runConfigCases(t, tests)
 }

@@ -36,13 +36,42 @@ func TestExampleConfigIsValid(t *testing.T) {
 	}
 }
 
+// configCase is one config file and what ParseConfig makes of it.
+type configCase struct {
+	name  string
+	src   string
+	check func(t *testing.T, c *Config)
+	err   []string // substrings of the error; nil means success
+}
+
+// runConfigCases parses each case's source and checks the config, or that
+// the error names every substring.
+func runConfigCases(t *testing.T, tests []configCase) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := ParseConfig([]byte(tt.src), "test.hcl")
+			if tt.err == nil {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				tt.check(t, cfg)
+				return
+			}
+			if err == nil {
+				t.Fatalf("no error, want one mentioning %q", tt.err)
+			}
+			for _, w := range tt.err {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
 func TestParseConfig(t *testing.T) {
-	tests := []struct {
-		name  string
-		src   string
-		check func(t *testing.T, c *Config)
-		err   []string // substrings of the error; nil means success
-	}{
+	tests := []configCase{
 		{name: "empty file keeps defaults", src: ``, check: func(t *testing.T, c *Config) {
 			if !reflect.DeepEqual(c, DefaultConfig()) {
 				t.Errorf("got %+v", c)
@@ -176,26 +205,7 @@ ceiling { memory_max = "8GiB" }
 		}},
 		{name: "zero env names", src: "max_env_names = 0\n", err: []string{"max_env_names"}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := ParseConfig([]byte(tt.src), "test.hcl")
-			if tt.err == nil {
-				if err != nil {
-					t.Fatalf("unexpected error: %v", err)
-				}
-				tt.check(t, cfg)
-				return
-			}
-			if err == nil {
-				t.Fatalf("no error, want one mentioning %q", tt.err)
-			}
-			for _, w := range tt.err {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not mention %q", err, w)
-				}
-			}
-		})
-	}
+	runConfigCases(t, tests)
 }
 
 func TestParseSizeAndDuration(t *testing.T) {

@@ -23,21 +23,29 @@ import (
 	"github.com/kernpool/kernpool/pool/api"
 )
 
-// TestRouterReloadKeepsFleetKeys: a router's SIGHUP rereads its
-// credentials, and a reload that changes a fleet_* key is refused with
-// the old ones kept (they are read once, at start).
-func TestRouterReloadKeepsFleetKeys(t *testing.T) {
+// newTestRouter starts a router on a loopback listener address with its
+// own Redis and one admin token; src is its config file.
+func newTestRouter(t *testing.T) (r *Router, src string) {
+	t.Helper()
 	srv := redistest.Start(t)
-	src := "listen = \"127.0.0.1:0\"\nfleet_redis = \"" + srv.URL + "\"\n" +
+	src = "listen = \"127.0.0.1:0\"\nfleet_redis = \"" + srv.URL + "\"\n" +
 		"token \"admin\" {\n  sha256 = \"" + strings.Repeat("ab", 32) + "\"\n  admin = true\n}\n"
 	cfg, err := ParseConfig([]byte(src), "router.hcl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := NewRouter(context.Background(), cfg, "test", hclog.NewNullLogger())
+	r, err = NewRouter(context.Background(), cfg, "test", hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
+	return r, src
+}
+
+// TestRouterReloadKeepsFleetKeys: a router's SIGHUP rereads its
+// credentials, and a reload that changes a fleet_* key is refused with
+// the old ones kept (they are read once, at start).
+func TestRouterReloadKeepsFleetKeys(t *testing.T) {
+	r, src := newTestRouter(t)
 	defer r.Shutdown(context.Background())
 	same, _ := ParseConfig([]byte(src), "router.hcl")
 	if err := r.Reload(same); err != nil {
@@ -106,17 +114,7 @@ func TestRouterStartRefusals(t *testing.T) {
 // TestRouterServes: a router serves its listener (GET /v1/ready needs no
 // credential), refuses a second Serve, and Shutdown ends Serve cleanly.
 func TestRouterServes(t *testing.T) {
-	srv := redistest.Start(t)
-	src := "listen = \"127.0.0.1:0\"\nfleet_redis = \"" + srv.URL + "\"\n" +
-		"token \"admin\" {\n  sha256 = \"" + strings.Repeat("ab", 32) + "\"\n  admin = true\n}\n"
-	cfg, err := ParseConfig([]byte(src), "router.hcl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := NewRouter(context.Background(), cfg, "test", hclog.NewNullLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, _ := newTestRouter(t)
 	ln, err := r.Listen()
 	if err != nil {
 		t.Fatal(err)
