@@ -232,6 +232,11 @@ func TestParseSizeAndDuration(t *testing.T) {
 		{"30s", 30 * time.Second, true}, {"1h30m", 90 * time.Minute, true}, {"90", 90 * time.Second, true},
 		{"0.5", 500 * time.Millisecond, true}, {"soon", 0, false}, {"-5s", 0, false}, {"-1", 0, false},
 		{"0", 0, true}, {"0s", 0, true}, // drain_grace = 0, checkpoint_idle = 0 (off)
+		// The largest whole number of seconds a Duration holds; 2^63 ns and
+		// anything at or past it is out of range, not an overflow.
+		{"9223372036", 9223372036 * time.Second, true},
+		{"9223372036.854775808", 0, false}, {"9223372036.8547758", 0, false}, {"1e10", 0, false},
+		{"NaN", 0, false}, {"nan", 0, false},
 	}
 	for _, d := range durations {
 		got, err := ParseDuration(d.in)

@@ -24,7 +24,9 @@ func ParseSize(s string) (int64, error) {
 func ParseDuration(s string) (time.Duration, error) {
 	t := strings.TrimSpace(s)
 	if f, err := strconv.ParseFloat(t, 64); err == nil {
-		if f < 0 || f > math.MaxInt64/float64(time.Second) {
+		// float64(MaxInt64) is 2^63: a value at the bound would overflow, and
+		// NaN (ParseFloat takes "NaN") would convert to a negative Duration.
+		if math.IsNaN(f) || f < 0 || f >= math.MaxInt64/float64(time.Second) {
 			return 0, fmt.Errorf("%w: duration %q is out of range", ErrConfig, s)
 		}
 		return time.Duration(f * float64(time.Second)), nil
