@@ -232,6 +232,11 @@ func TestParseSizeAndDuration(t *testing.T) {
 		{"30s", 30 * time.Second, true}, {"1h30m", 90 * time.Minute, true}, {"90", 90 * time.Second, true},
 		{"0.5", 500 * time.Millisecond, true}, {"soon", 0, false}, {"-5s", 0, false}, {"-1", 0, false},
 		{"0", 0, true}, {"0s", 0, true}, // drain_grace = 0, checkpoint_idle = 0 (off)
+		// The longest a time.Duration holds, 2562047h47m16.854775807s: in
+		// seconds it rounds to 2^63 ns, which wraps negative, so refused; its
+		// whole seconds parse; 1e10 s (317 years) is out of range.
+		{"9223372036.854775807", 0, false}, {"9223372036", 2562047*time.Hour + 47*time.Minute + 16*time.Second, true},
+		{"1e10", 0, false},
 	}
 	for _, d := range durations {
 		got, err := ParseDuration(d.in)

@@ -24,7 +24,9 @@ func ParseSize(s string) (int64, error) {
 func ParseDuration(s string) (time.Duration, error) {
 	t := strings.TrimSpace(s)
 	if f, err := strconv.ParseFloat(t, 64); err == nil {
-		if f < 0 || f > math.MaxInt64/float64(time.Second) {
+		// >=: the largest float below the bound is the last one whose
+		// nanoseconds fit an int64 (the bound itself wraps negative).
+		if f < 0 || f >= math.MaxInt64/float64(time.Second) {
 			return 0, fmt.Errorf("%w: duration %q is out of range", ErrConfig, s)
 		}
 		return time.Duration(f * float64(time.Second)), nil
