@@ -298,3 +298,25 @@ func TestFleetKeys(t *testing.T) {
 		t.Fatalf("no fleet_redis: %v %v", f, err)
 	}
 }
+
+// The non-root defaults (the tests run as root): $XDG_RUNTIME_DIR, else a
+// per-uid dir in the temp dir; Windows (uid -1) the user's temp dir.
+func TestDefaultBaseNonRoot(t *testing.T) {
+	tmp := os.TempDir()
+	for _, c := range []struct {
+		goos, xdg string
+		uid       int
+		want      string
+	}{
+		{"linux", "/run/user/1000", 1000, filepath.FromSlash("/run/user/1000/kernpool")},
+		{"linux", "", 1000, filepath.Join(tmp, "kernpool-1000")},
+		{"linux", "/run/user/0", 0, filepath.FromSlash("/run/kernpool")},
+		{"windows", "", -1, filepath.Join(tmp, "kernpool")},
+		{"windows", `C:\run`, -1, filepath.Join(`C:\run`, "kernpool")},
+	} {
+		getenv := func(k string) string { return map[string]string{"XDG_RUNTIME_DIR": c.xdg}[k] }
+		if got := baseFor(getenv, c.goos, c.uid); got != c.want {
+			t.Errorf("%s uid %d XDG_RUNTIME_DIR=%q: base %q, want %q", c.goos, c.uid, c.xdg, got, c.want)
+		}
+	}
+}
