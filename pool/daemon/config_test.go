@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -318,5 +319,28 @@ func TestDefaultBaseNonRoot(t *testing.T) {
 		if got := baseFor(getenv, c.goos, c.uid); got != c.want {
 			t.Errorf("%s uid %d XDG_RUNTIME_DIR=%q: base %q, want %q", c.goos, c.uid, c.xdg, got, c.want)
 		}
+	}
+}
+
+// A file with several mistakes reports each on its own line, each from
+// its position, so an operator fixes them in one pass (HCL reports them
+// in no set order).
+func TestConfigErrorsOnePerLine(t *testing.T) {
+	_, err := ParseConfig([]byte("colour = 1\nshade = 2\n"), "test.hcl")
+	if err == nil {
+		t.Fatal("no error for two unknown keys")
+	}
+	msg, ok := strings.CutPrefix(err.Error(), "invalid configuration: ")
+	if !ok {
+		t.Fatalf("error %q does not start with the sentinel", err)
+	}
+	var at []string
+	for _, l := range strings.Split(msg, "\n") {
+		pos, _, _ := strings.Cut(l, ": ")
+		at = append(at, pos)
+	}
+	sort.Strings(at)
+	if want := []string{"test.hcl:1,1-7", "test.hcl:2,1-6"}; !reflect.DeepEqual(at, want) {
+		t.Errorf("error lines start %q, want %q: %q", at, want, err)
 	}
 }
