@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -296,5 +297,50 @@ func TestFleetKeys(t *testing.T) {
 	}
 	if f, err := joinFleet(context.Background(), &Config{}); f != nil || err != nil {
 		t.Fatalf("no fleet_redis: %v %v", f, err)
+	}
+}
+
+// The non-root defaults (the tests run as root): $XDG_RUNTIME_DIR, else a
+// per-uid dir in the temp dir; Windows (uid -1) the user's temp dir.
+func TestDefaultBaseNonRoot(t *testing.T) {
+	tmp := os.TempDir()
+	for _, c := range []struct {
+		goos, xdg string
+		uid       int
+		want      string
+	}{
+		{"linux", "/run/user/1000", 1000, filepath.FromSlash("/run/user/1000/kernpool")},
+		{"linux", "", 1000, filepath.Join(tmp, "kernpool-1000")},
+		{"linux", "/run/user/0", 0, filepath.FromSlash("/run/kernpool")},
+		{"windows", "", -1, filepath.Join(tmp, "kernpool")},
+		{"windows", `C:\run`, -1, filepath.Join(`C:\run`, "kernpool")},
+	} {
+		getenv := func(k string) string { return map[string]string{"XDG_RUNTIME_DIR": c.xdg}[k] }
+		if got := baseFor(getenv, c.goos, c.uid); got != c.want {
+			t.Errorf("%s uid %d XDG_RUNTIME_DIR=%q: base %q, want %q", c.goos, c.uid, c.xdg, got, c.want)
+		}
+	}
+}
+
+// A file with several mistakes reports each on its own line, each from
+// its position, so an operator fixes them in one pass (HCL reports them
+// in no set order).
+func TestConfigErrorsOnePerLine(t *testing.T) {
+	_, err := ParseConfig([]byte("colour = 1\nshade = 2\n"), "test.hcl")
+	if err == nil {
+		t.Fatal("no error for two unknown keys")
+	}
+	msg, ok := strings.CutPrefix(err.Error(), "invalid configuration: ")
+	if !ok {
+		t.Fatalf("error %q does not start with the sentinel", err)
+	}
+	var at []string
+	for _, l := range strings.Split(msg, "\n") {
+		pos, _, _ := strings.Cut(l, ": ")
+		at = append(at, pos)
+	}
+	sort.Strings(at)
+	if want := []string{"test.hcl:1,1-7", "test.hcl:2,1-6"}; !reflect.DeepEqual(at, want) {
+		t.Errorf("error lines start %q, want %q: %q", at, want, err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -213,5 +214,19 @@ func TestFailedNewFreesItsStateDir(t *testing.T) {
 				t.Errorf("errors logged by a failed start and a clean stop:\n%s", s)
 			}
 		})
+	}
+}
+
+// TestProcessIsolationIsLogged: isolation = "process" says in the log,
+// at start, that kernels are not sandboxed and what that lets them do.
+func TestProcessIsolationIsLogged(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Isolation = kernel.IsolationProcess
+	d, logs := newLogged(t, cfg)
+	if err := d.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "isolation=process: kernels are NOT sandboxed: allows=") {
+		t.Errorf("no warning that kernels are not sandboxed:\n%s", logs)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -173,5 +174,30 @@ func TestDrainPastGrace(t *testing.T) {
 	}
 	if err := n.d.DrainError(); err != nil {
 		t.Errorf("DrainError: %v", err)
+	}
+}
+
+// TestDrainIncomplete: a drain that could not save a persist kernel (its
+// checkpoint is over the owner's cap) says so: DrainError is
+// ErrDrainIncomplete with the counts, so serve exits non-zero.
+func TestDrainIncomplete(t *testing.T) {
+	cfg, ca := persistConfig(t)
+	cfg.Checkpoints.MaxBytesPerOwner = 4096
+	n := startNetNode(t, cfg, ca)
+	ctx := context.Background()
+	res, err := n.local.Execute(ctx, pool.Request{Owner: "big", Code: "x = 'a' * 1000000"})
+	if err != nil || res.Status != pool.StatusSuccess {
+		t.Fatalf("the cell: %+v, %v", res, err)
+	}
+	n.d.Drain()
+	if err := n.d.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if st := n.d.DrainStatus(); st.State != api.StateDrained || st.KernelsToSave != 1 || st.Saved != 0 || st.Failed != 1 {
+		t.Errorf("drain status %+v, want drained with 1 of 1 kernels failed", st)
+	}
+	err = n.d.DrainError()
+	if !errors.Is(err, daemon.ErrDrainIncomplete) || !strings.Contains(err.Error(), "1 of 1 persist kernels were not saved") {
+		t.Errorf("DrainError = %v, want ErrDrainIncomplete saying 1 of 1 persist kernels were not saved", err)
 	}
 }

@@ -73,3 +73,26 @@ func TestRequestPathsKernelsCannotReach(t *testing.T) {
 		}
 	}
 }
+
+// TestProfilePassthroughReachesItsKernels: a name in a profile's
+// passthrough reaches the kernels of that mode only.
+func TestProfilePassthroughReachesItsKernels(t *testing.T) {
+	t.Setenv("KP_MODE_VAR", "mode-value")
+	ctx := context.Background()
+	cfg := testConfig(t)
+	p := cfg.Profiles[daemon.DefaultProfile]
+	cfg.Profiles["plain"] = p
+	p.Passthrough = []string{"KP_MODE_VAR"}
+	cfg.Profiles[daemon.DefaultProfile] = p
+	d, err := daemon.New(ctx, cfg, daemon.WithLogger(hclog.NewNullLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = d.Shutdown(ctx) }()
+	for mode, want := range map[string]string{daemon.DefaultProfile: "mode-value\n", "plain": "None\n"} {
+		res, err := d.Pool().Execute(ctx, pool.Request{Owner: "a", Mode: mode, Code: "import os\nprint(os.environ.get('KP_MODE_VAR'))"})
+		if err != nil || res.Output != want {
+			t.Errorf("mode %s: %+v, %v; want output %q", mode, res, err, want)
+		}
+	}
+}

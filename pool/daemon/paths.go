@@ -35,9 +35,13 @@ func StateDirBeside(socket string) string {
 }
 
 func defaultBase(getenv func(string) string) string {
-	uid := os.Getuid()
+	return baseFor(getenv, runtime.GOOS, os.Getuid())
+}
+
+// baseFor is defaultBase for a given OS and uid (tests run as root).
+func baseFor(getenv func(string) string, goos string, uid int) string {
 	switch {
-	case runtime.GOOS != "windows" && uid == 0:
+	case goos != "windows" && uid == 0:
 		return "/run/kernpool"
 	case getenv("XDG_RUNTIME_DIR") != "":
 		return filepath.Join(getenv("XDG_RUNTIME_DIR"), "kernpool")

@@ -165,3 +165,41 @@ func serveLogged(t *testing.T, cfg *daemon.Config) (*daemon.Daemon, *testenv.Syn
 	go func() { served <- d.Serve(ln) }()
 	return d, logs, served
 }
+
+// TestDrainLogsProgress: while a drain waits for a running cell, the log
+// says so every second (the operator's sign the drain is not stuck):
+// "draining" with the cell running.
+func TestDrainLogsProgress(t *testing.T) {
+	d, logs, served := serveLogged(t, testConfig(t))
+	ctx := context.Background()
+	called, release := make(chan struct{}), make(chan struct{})
+	gate := pool.ToolHandlerFunc(func(context.Context, pool.ToolCall) (string, error) {
+		close(called)
+		<-release
+		return "", nil
+	})
+	cell := make(chan error, 1)
+	go func() {
+		_, err := api.NewClient(d.Config().Socket).ExecuteStream(ctx, pool.Request{Tools: []string{"gate"},
+			Code: "import kernpool_tools as t\nt.gate()"}, gate)
+		cell <- err
+	}()
+	<-called
+	d.Drain()
+	shut := make(chan error, 1)
+	go func() { shut <- d.Shutdown(ctx) }()
+	const want = "draining: cells_running=1"
+	for deadline := time.Now().Add(testenv.Patience); !strings.Contains(logs.String(), want); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q line while the drain waits:\n%s", want, logs)
+		}
+	}
+	close(release)
+	if err := <-cell; err != nil {
+		t.Errorf("the cell: %v", err)
+	}
+	if err := <-shut; err != nil {
+		t.Fatal(err)
+	}
+	<-served
+}

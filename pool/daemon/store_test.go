@@ -137,3 +137,38 @@ func TestStoreOwnerCapFitsOnePut(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreHoldsACheckpointNearTheCap: with an S3 store, a checkpoint
+// close to checkpoint_max_bytes_per_owner (2 MB of random bytes under a
+// 3 MiB cap) is saved by one daemon and restored by another: the store
+// takes objects up to the cap plus the header allowance.
+func TestStoreHoldsACheckpointNearTheCap(t *testing.T) {
+	testenv.RequirePython(t)
+	srv := s3test.Start(t, "fleet")
+	setEnv(t, srv.Env())
+	ctx := context.Background()
+	cfg := storeConfig(t, srv)
+	cfg.Checkpoints.MaxBytesPerOwner = 3 << 20
+	a, err := daemon.New(ctx, cfg, daemon.WithLogger(testenv.Logger(t, hclog.Debug)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Pool().Execute(ctx, pool.Request{Owner: "alice", Code: "import os\nx = os.urandom(2000000)"})
+	if err != nil || res.Status != pool.StatusSuccess {
+		t.Fatalf("A: %+v %v", res, err)
+	}
+	if err := a.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cfg = storeConfig(t, srv)
+	cfg.Checkpoints.MaxBytesPerOwner = 3 << 20
+	b, err := daemon.New(ctx, cfg, daemon.WithLogger(testenv.Logger(t, hclog.Debug)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = b.Shutdown(ctx) }()
+	res, err = b.Pool().Execute(ctx, pool.Request{Owner: "alice", Code: "len(x)"})
+	if err != nil || res.Output != "2000000\n" || !res.Kernel.Restored {
+		t.Fatalf("B's first cell for alice: %+v %v", res, err)
+	}
+}

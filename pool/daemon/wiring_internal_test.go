@@ -77,6 +77,8 @@ func TestProfileResources(t *testing.T) {
 			t.Errorf("%s: memory %+v, want no memory limit", tc.name, r.Memory)
 		case tc.wantSwap >= 0 && (r.Memory == nil || r.Memory.Swap == nil || *r.Memory.Swap != tc.wantSwap):
 			t.Errorf("%s: memory %+v, want memory+swap %d", tc.name, r.Memory, tc.wantSwap)
+		case tc.wantSwap >= 0 && (r.Memory.Limit == nil || *r.Memory.Limit != tc.memory):
+			t.Errorf("%s: memory limit %v, want memory_max %d kept beside the swap", tc.name, r.Memory.Limit, tc.memory)
 		}
 		hasShares := r.CPU != nil && r.CPU.Shares != nil
 		if hasShares == tc.wantSharesAbsent || (hasShares && *r.CPU.Shares != tc.wantShares) {
