@@ -311,7 +311,7 @@ func TestDefaultBaseNonRoot(t *testing.T) {
 	}{
 		{"linux", "/run/user/1000", 1000, filepath.FromSlash("/run/user/1000/kernpool")},
 		{"linux", "", 1000, filepath.Join(tmp, "kernpool-1000")},
-		{"linux", "/run/user/0", 0, filepath.FromSlash("/run/kernpool")},
+		{"linux", "/run/user/0", 0, "/run/kernpool"}, // a constant, not joined
 		{"windows", "", -1, filepath.Join(tmp, "kernpool")},
 		{"windows", `C:\run`, -1, filepath.Join(`C:\run`, "kernpool")},
 	} {
