@@ -69,8 +69,8 @@ func TestDoctorReport(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.root && os.Geteuid() != 0 {
-				t.Skip("kernel uids need root")
+			if tt.root {
+				testenv.RequireRoot(t)
 			}
 			cfg := testConfig(t)
 			if tt.set != nil {

@@ -20,9 +20,7 @@ import (
 // one found on PATH that they cannot run is replaced by the next usable
 // python3 on PATH.
 func TestNewChecksKernelsCanRunTheInterpreter(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("kernel uids need root")
-	}
+	testenv.RequireRoot(t)
 	ctx := context.Background()
 	cfg := testConfig(t)
 	cfg.Interpreter = privatePython(t)
@@ -51,9 +49,7 @@ func TestNewChecksKernelsCanRunTheInterpreter(t *testing.T) {
 // a sandboxed kernel's uid cannot search is refused up front as a bad
 // request naming why, not left to fail its kernel's start.
 func TestRequestPathsKernelsCannotReach(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("kernel uids need root")
-	}
+	testenv.RequireRoot(t)
 	cfg := testConfig(t)
 	ctx := context.Background()
 	d, err := daemon.New(ctx, cfg, daemon.WithLogger(hclog.NewNullLogger()))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/kernpool/kernpool/internal/testenv"
 	"github.com/kernpool/kernpool/pool/daemon"
 )
 
@@ -18,9 +19,7 @@ import (
 // socket to that group, mode 0660, so its members may use the daemon; a
 // group that does not exist stops Listen naming socket_group.
 func TestSocketGroup(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("chgrp to another group needs root")
-	}
+	testenv.RequireRoot(t)
 	for _, tc := range []struct {
 		group   string
 		wantGID uint32
