@@ -47,6 +47,11 @@ var (
 	// it was interrupted, and the kernel keeps its state unless the
 	// message says it was killed (a repr that ignored the interrupt).
 	ErrTimeout = errors.New("timed out")
+	// ErrInterrupted: an explicit interrupt (Interrupt, InterruptOwner)
+	// stopped a variables listing (a slow repr); the kernel keeps its
+	// state. A repr that ignores the interrupt past its grace gets the
+	// kernel killed, and that error is not an ErrInterrupted.
+	ErrInterrupted = errors.New("the listing was interrupted")
 
 	// ErrSessionMismatch: a request addressed to a session names a mode,
 	// interpreter, cwd or tool set other than the session's (a session's

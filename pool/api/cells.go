@@ -45,11 +45,25 @@ func (s *Server) handleVariables(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	v, err := s.pool.Variables(ctx, r.PathValue("id"))
 	if err != nil {
-		s.writePoolError(w, err)
+		s.writeVariablesError(w, r, r.PathValue("id"), err)
 		return
 	}
 	if v.Variables == nil {
 		v.Variables = []pool.Variable{}
 	}
 	writeJSON(w, http.StatusOK, v)
+}
+
+// writeVariablesError answers a listing of kernel id that failed. A
+// client that went away interrupted it: that is logged as a cell whose
+// client left is (handleExecute), not as a failure of the daemon, and
+// the answer goes nowhere.
+func (s *Server) writeVariablesError(w http.ResponseWriter, r *http.Request, id string, err error) {
+	if r.Context().Err() == nil {
+		s.writePoolError(w, err)
+		return
+	}
+	s.log.Warn("client disconnected; its variables listing was interrupted", "kernel", id, "error", err)
+	status, code := s.classify(err)
+	writeError(w, status, code, err.Error())
 }

@@ -45,6 +45,10 @@ const (
 	// CodeBusy: the kernel runs a cell; variables are listed between
 	// cells (409).
 	CodeBusy = "busy"
+	// CodeInterrupted (409): an interrupt (POST .../interrupt, of the
+	// kernel, its session or its owner) stopped a variables listing; the
+	// kernel keeps its state.
+	CodeInterrupted = "interrupted"
 	// CodeTooLarge (413): the request body is over the limit.
 	CodeTooLarge = "too_large"
 	// CodeTimeout (408): the request body did not arrive in time.
@@ -120,6 +124,8 @@ func (e *APIError) Unwrap() error {
 		return pool.ErrIdle
 	case CodeBusy:
 		return pool.ErrBusy
+	case CodeInterrupted:
+		return pool.ErrInterrupted
 	case CodeNoSpace:
 		return pool.ErrNoSpace
 	case CodeNotRegular:

@@ -359,6 +359,8 @@ func classify(err error) (int, string) {
 		return http.StatusConflict, CodeIdle
 	case errors.Is(err, pool.ErrBusy):
 		return http.StatusConflict, CodeBusy
+	case errors.Is(err, pool.ErrInterrupted):
+		return http.StatusConflict, CodeInterrupted
 	case errors.Is(err, pool.ErrSpawn):
 		return http.StatusInternalServerError, CodeSpawnFailed
 	case errors.Is(err, pool.ErrTimeout):

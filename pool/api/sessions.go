@@ -140,7 +140,7 @@ func (s *Server) handleSessionVariables(w http.ResponseWriter, r *http.Request) 
 	defer cancel()
 	v, err := s.pool.Variables(ctx, kid)
 	if err != nil {
-		s.writePoolError(w, err)
+		s.writeVariablesError(w, r, kid, err)
 		return
 	}
 	if v.Variables == nil {

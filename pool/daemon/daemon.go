@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/kernpool/kernpool/fleet"
 	"github.com/kernpool/kernpool/pool"
 	"github.com/kernpool/kernpool/pool/api"
 )
@@ -62,6 +63,10 @@ type Option func(*options)
 type options struct {
 	log               hclog.Logger
 	version, revision string
+	// wrapMarks, when set, wraps the registry a fleet node writes its
+	// drain's save marks through: the tests' fault injection around the
+	// real registry (export_test.go), to see Shutdown's order.
+	wrapMarks func(fleet.Registry) fleet.Registry
 }
 
 // WithLogger sends the daemon's logs to log (default: an hclog logger on
@@ -145,6 +150,9 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (d *Daemon, err error
 	}
 	if d.fleet != nil {
 		undo = append(undo, d.fleet.watch(log))
+		if o.wrapMarks != nil {
+			d.fleet.markReg = o.wrapMarks(d.fleet.markReg)
+		}
 	}
 	if d.kit, err = newOpsKit(&c, o.version, o.revision, log); err != nil {
 		return nil, err

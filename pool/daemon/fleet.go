@@ -24,6 +24,9 @@ type nodeFleet struct {
 	placed *fleet.PlacementCache
 	beat   *fleet.Heartbeat // nil until ServeNetwork
 	marks  *fleet.SaveMarks // nil until ownerSaving
+	// markReg is what the marks are written through: reg, or a test's
+	// wrapper of it (options.wrapMarks).
+	markReg fleet.Registry
 }
 
 // joinFleet opens the fleet's registry for a node: it needs a network
@@ -50,7 +53,7 @@ func joinFleet(ctx context.Context, c *Config) (*nodeFleet, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &nodeFleet{reg: reg, name: name}, nil
+	return &nodeFleet{reg: reg, markReg: reg, name: name}, nil
 }
 
 // watch starts the node's watch on the owner records its fence checks
@@ -137,6 +140,6 @@ func (f *nodeFleet) saveMarks(p *pool.Pool, log hclog.Logger) (saving, saved fun
 	if f == nil {
 		return nil, nil
 	}
-	f.marks = fleet.NewSaveMarks(f.reg, f.name, p.WaitOwnerSaved, log.Named("fleet"))
+	f.marks = fleet.NewSaveMarks(f.markReg, f.name, p.WaitOwnerSaved, log.Named("fleet"))
 	return f.marks.Saving, f.marks.Saved
 }

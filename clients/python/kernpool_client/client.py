@@ -277,8 +277,9 @@ class Client(_wire.Settings, FilesMixin):
         """The user-defined names of a kernel, of an owner's kernel in
         ``mode`` (default "default"; the one that ran a cell last, as
         ``kernpool vars --owner`` picks it), or of a session's kernel
-        (APIError code ``busy`` while a cell runs, ``idle`` for a session
-        without a live kernel, ``not_found`` for an owner without one)."""
+        (APIError code ``busy`` while a cell runs, ``interrupted`` when an
+        interrupt stopped the listing, ``idle`` for a session without a
+        live kernel, ``not_found`` for an owner without one)."""
         _wire.variables_target(kernel_id, owner, session)
         if session is not None:
             return Variables.from_json(self._json("GET", "/v1/sessions/%s/variables" % _wire.seg(session)))
