@@ -255,6 +255,9 @@ func (s *scrubber) next(dir *scrubFrame) (string, error) {
 			s.buf = make([]byte, 32<<10)
 		}
 		n, err := unix.Getdents(dir.fd, s.buf)
+		if errors.Is(err, unix.ENOENT) {
+			n, err = 0, nil // removed while open: a dead dir holds nothing
+		}
 		if err != nil {
 			return "", err
 		}

@@ -106,34 +106,8 @@ func TestScrubDeepTrees(t *testing.T) {
 	testenv.RequireRoot(t)
 	const uid, other, depth = 61995, 61996, scrubHeldFDs*3 + 11
 	dir := scrubTestDir(t)
-	mkChain := func(top string, owner int, mode uint32) int {
-		t.Helper()
-		fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		name := top
-		for i := 0; i < depth; i++ {
-			if err := unix.Mkdirat(fd, name, 0o700); err != nil {
-				t.Fatal(err)
-			}
-			next, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := unix.Fchown(next, owner, owner); err != nil {
-				t.Fatal(err)
-			}
-			if err := unix.Fchmod(next, mode); err != nil {
-				t.Fatal(err)
-			}
-			_ = unix.Close(fd)
-			fd, name = next, "d"
-		}
-		return fd
-	}
-	_ = unix.Close(mkChain("mine", uid, 0o700))
-	bottom := mkChain("shared", other, 0o777)
+	_ = unix.Close(mkChain(t, dir, "mine", uid, 0o700, depth))
+	bottom := mkChain(t, dir, "shared", other, 0o777, depth)
 	f, err := unix.Openat(bottom, "mine-at-the-bottom", unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		t.Fatal(err)
@@ -160,6 +134,35 @@ func TestScrubDeepTrees(t *testing.T) {
 		t.Errorf("the other uid's chain was removed: %v", err)
 	}
 	_ = unix.Close(bottom)
+}
+
+// mkChain makes dir/top/d/d/... depth dirs deep, each owned by owner with
+// mode, and returns an fd of the bottom one.
+func mkChain(t *testing.T, dir, top string, owner int, mode uint32, depth int) int {
+	t.Helper()
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := top
+	for i := 0; i < depth; i++ {
+		if err := unix.Mkdirat(fd, name, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		next, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Fchown(next, owner, owner); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Fchmod(next, mode); err != nil {
+			t.Fatal(err)
+		}
+		_ = unix.Close(fd)
+		fd, name = next, "d"
+	}
+	return fd
 }
 
 // A retired uid comes back by itself once no process runs as it.
