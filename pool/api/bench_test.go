@@ -97,64 +97,87 @@ func rawCellOn(b *testing.B, socket string) func() {
 	}
 }
 
-// BenchmarkAPIOverhead runs the same warm `x=1` cell four ways in turn
-// on one daemon and kernel: through the pool (the library), through the
-// typed client, over a raw connection (BenchmarkAPIExecWarmRaw), and
-// over a raw connection to a bare net/http server whose handler reads
-// the body, runs the same pool.Execute under the request's context and
-// writes a result encoded once beforehand (bareHTTP). The order rotates
-// every iteration, so a shared machine's noise hits all four alike; it
-// reports each one's median and the API's medians minus the library's
-// (the issue's targets: client - library <= 60 µs, raw - library <= 30
-// µs). http-lib-ns is what net/http and the socket cost with no handler
-// code at all; raw-http-ns is the API's own handler over that floor.
+// BenchmarkAPIOverhead runs the same warm `x=1` cell several ways in
+// turn on one daemon and kernel: through the pool (the library), through
+// the typed client, over a raw connection (BenchmarkAPIExecWarmRaw), and
+// over raw connections to other servers on Unix sockets beside the
+// daemon's: a bare net/http server whose handler reads the body, runs
+// the same pool.Execute under the request's context and writes a result
+// encoded once beforehand (bareHTTP), and a minimal synchronous HTTP/1.1
+// server (syncHTTP: no read in the background per request) serving that
+// bare handler or the API's own, watching for hang-ups during the cell
+// in no way, with one shared epoll set, or with a read started after a
+// timer. The order rotates every iteration, so a shared machine's noise
+// hits all alike; it reports the medians minus the library's (the
+// issue's targets: client - library <= 60 µs, raw - library <= 30 µs).
+// http-lib-ns is what net/http and the socket cost with no handler code
+// at all; raw-http-ns is the API's own handler over that floor; the
+// sync*-lib-ns are the synchronous server's floors, syncapi-lib-ns the
+// API's handler on it (what a fast path could reach). ping-*-ns are
+// whole round trips to net/http and the synchronous server with a
+// handler answering without running a cell.
 func BenchmarkAPIOverhead(b *testing.B) {
 	d := startDaemon(b, daemonOpts{})
 	ctx := context.Background()
 	req := pool.Request{Owner: "bench", Code: "x=1"}
-	ways := []func(){
-		func() {
+	bare, ping, dir := bareHandler(b, d, req), pingHandler(b, d, req), filepath.Dir(d.socket)
+	epoll := newEpollWatch(b)
+	ways := []struct {
+		name string
+		run  func()
+	}{
+		{"lib", func() {
 			res, err := d.pool.Execute(ctx, req)
 			if err != nil || res.Status != pool.StatusSuccess {
 				b.Fatalf("library: %+v, %v", res, err)
 			}
-		},
-		func() {
+		}},
+		{"client", func() {
 			res, err := d.client.Execute(ctx, req)
 			if err != nil || res.Status != pool.StatusSuccess {
 				b.Fatalf("client: %+v, %v", res, err)
 			}
-		},
-		d.rawCell(b),
-		rawCellOn(b, bareHTTP(b, d, req)),
+		}},
+		{"raw", d.rawCell(b)},
+		{"http", rawCellOn(b, bareHTTP(b, d, bare, "bare.sock"))},
+		{"sync", rawCellOn(b, syncHTTP(b, dir, "sync.sock", bare, noWatch))},
+		{"syncepoll", rawCellOn(b, syncHTTP(b, dir, "syncepoll.sock", bare, epoll))},
+		{"synctimer", rawCellOn(b, syncHTTP(b, dir, "synctimer.sock", bare, watchHangUp))},
+		{"syncapi", rawCellOn(b, syncHTTP(b, dir, "syncapi.sock", d.server, epoll))},
+		{"ping-http", rawCellOn(b, bareHTTP(b, d, ping, "ping.sock"))},
+		{"ping-sync", rawCellOn(b, syncHTTP(b, dir, "pingsync.sock", ping, noWatch))},
 	}
 	times := make([][]time.Duration, len(ways))
 	for _, w := range ways {
-		w()
+		w.run()
 	}
 	for i := 0; b.Loop(); i++ {
 		for j := range ways {
 			k := (i + j) % len(ways)
 			start := time.Now()
-			ways[k]()
+			ways[k].run()
 			times[k] = append(times[k], time.Since(start))
 		}
 	}
-	lib, client, raw, bare := median(times[0]), median(times[1]), median(times[2]), median(times[3])
-	b.ReportMetric(float64(lib.Nanoseconds()), "lib-ns")
-	b.ReportMetric(float64(client.Nanoseconds()), "client-ns")
-	b.ReportMetric(float64(raw.Nanoseconds()), "raw-ns")
-	b.ReportMetric(float64((client - lib).Nanoseconds()), "client-lib-ns")
-	b.ReportMetric(float64((raw - lib).Nanoseconds()), "raw-lib-ns")
-	b.ReportMetric(float64((bare - lib).Nanoseconds()), "http-lib-ns")
-	b.ReportMetric(float64((raw - bare).Nanoseconds()), "raw-http-ns")
+	med := map[string]time.Duration{}
+	for k, w := range ways {
+		med[w.name] = median(times[k])
+	}
+	report := func(ns time.Duration, unit string) { b.ReportMetric(float64(ns.Nanoseconds()), unit) }
+	for _, name := range []string{"lib", "client", "raw", "ping-http", "ping-sync"} {
+		report(med[name], name+"-ns")
+	}
+	for _, name := range []string{"client", "raw", "http", "sync", "syncepoll", "synctimer", "syncapi"} {
+		report(med[name]-med["lib"], name+"-lib-ns")
+	}
+	report(med["raw"]-med["http"], "raw-http-ns")
 }
 
-// bareHTTP serves, on its own Unix socket beside d's, a handler with no
-// code of the API's: it reads the body, runs req on d's pool under the
-// request's context (as the API does, so a disconnect would cancel it)
-// and answers 200 with a result encoded once here. It returns the socket.
-func bareHTTP(b *testing.B, d *daemon, req pool.Request) string {
+// bareHandler is a handler with no code of the API's: it reads the
+// body, runs req on d's pool under the request's context (as the API
+// does, so a disconnect would cancel it) and answers 200 with a result
+// encoded once here.
+func bareHandler(b *testing.B, d *daemon, req pool.Request) http.Handler {
 	res, err := d.pool.Execute(context.Background(), req)
 	if err != nil {
 		b.Fatal(err)
@@ -165,7 +188,7 @@ func bareHTTP(b *testing.B, d *daemon, req pool.Request) string {
 	}
 	answer = append(answer, '\n')
 	length := strconv.Itoa(len(answer))
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := io.ReadAll(r.Body); err != nil {
 			return
 		}
@@ -177,7 +200,35 @@ func bareHTTP(b *testing.B, d *daemon, req pool.Request) string {
 		w.Header().Set("Content-Length", length)
 		_, _ = w.Write(answer)
 	})
-	socket := filepath.Join(filepath.Dir(d.socket), "bare.sock")
+}
+
+// pingHandler answers as bareHandler's does without running the cell:
+// the socket's and the HTTP server's round trip alone.
+func pingHandler(b *testing.B, d *daemon, req pool.Request) http.Handler {
+	res, err := d.pool.Execute(context.Background(), req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	answer, err := json.Marshal(res)
+	if err != nil {
+		b.Fatal(err)
+	}
+	answer = append(answer, '\n')
+	length := strconv.Itoa(len(answer))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.ReadAll(r.Body); err != nil {
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", length)
+		_, _ = w.Write(answer)
+	})
+}
+
+// bareHTTP serves h with net/http on its own Unix socket beside d's and
+// returns the socket.
+func bareHTTP(b *testing.B, d *daemon, h http.Handler, name string) string {
+	socket := filepath.Join(filepath.Dir(d.socket), name)
 	ln, err := net.Listen("unix", socket)
 	if err != nil {
 		b.Fatal(err)
