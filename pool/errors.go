@@ -48,9 +48,9 @@ var (
 	// message says it was killed (a repr that ignored the interrupt).
 	ErrTimeout = errors.New("timed out")
 	// ErrInterrupted: an explicit interrupt (Interrupt, InterruptOwner)
-	// stopped a variables listing (a slow repr); the kernel keeps its
-	// state. A repr that ignores the interrupt past its grace gets the
-	// kernel killed, and that error is not an ErrInterrupted.
+	// stopped a variables listing (a slow repr); as for ErrTimeout, the
+	// kernel keeps its state unless the message says it was killed (a
+	// repr that ignored the interrupt past its grace).
 	ErrInterrupted = errors.New("the listing was interrupted")
 
 	// ErrSessionMismatch: a request addressed to a session names a mode,

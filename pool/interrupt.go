@@ -130,11 +130,10 @@ func (p *Pool) InterruptOwner(owner, mode string) []string {
 
 // Variables lists the user-defined names of kernel id's namespace.
 // ErrNotFound for an unknown id, ErrBusy while a cell runs on it,
-// ErrTimeout when ctx's deadline interrupted the listing, ErrInterrupted
-// when Interrupt did and the kernel kept its state (kernel.Variables). A
-// listing that outlived its interrupt grace killed the kernel: its error
-// says so and, after an explicit interrupt or ctx's cancel, wraps no pool
-// sentinel.
+// ErrTimeout when ctx's deadline stopped the listing, ErrInterrupted when
+// Interrupt did (kernel.Variables). Either way the kernel keeps its state
+// unless the message says it was killed (a repr that ignored the
+// interrupt past its grace); ctx's cancel wraps no pool sentinel.
 func (p *Pool) Variables(ctx context.Context, id string) (*Variables, error) {
 	s, lv := p.liveByID(id)
 	if lv == nil {
@@ -156,9 +155,10 @@ func (p *Pool) Variables(ctx context.Context, id string) (*Variables, error) {
 		return nil, fmt.Errorf("variables %q: %w", id, ErrNotFound)
 	case errors.Is(err, kernel.ErrTimeout):
 		return nil, fmt.Errorf("variables %q: %w", id, classified{cause: err, class: ErrTimeout})
-	case errors.Is(err, kernel.ErrInterrupted) && lv.k.Err() == nil:
-		// Alive: the repr stopped within its grace. A kill for the
-		// interrupt wraps kernel.ErrInterrupted too, and is no such answer.
+	case errors.Is(err, kernel.ErrInterrupted):
+		// What stopped the listing is the answer, as for the deadline:
+		// whether the kernel survived is kernel.Variables's to say, in
+		// its message (a kill for the interrupt wraps the same cause).
 		return nil, fmt.Errorf("variables %q: %w", id, classified{cause: err, class: ErrInterrupted})
 	case err != nil:
 		return nil, fmt.Errorf("variables %q: %w", id, err)

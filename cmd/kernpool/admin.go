@@ -211,8 +211,22 @@ func runDoctor(ctx context.Context, e *env, sf *serveFlags, args []string) int {
 	return exitOK
 }
 
-// connError prints a failed API call; exit 2 (usage or connection).
+// connError prints a failed API call: exit 4 when the daemon refused it
+// for now (capacity, a per-owner quota, its connection cap), else 2
+// (usage or connection).
 func connError(e *env, cmd string, err error) int {
+	var ae *api.APIError
+	switch {
+	case errors.Is(err, pool.ErrQuota):
+		// The quota's message says what frees it (and when).
+		return fail(e, cmd, err, "", exitRetry)
+	case errors.Is(err, pool.ErrCapacity), errors.As(err, &ae) && ae.Code == api.CodeTooManyConnections:
+		hint := ""
+		if errors.As(err, &ae) && ae.RetryAfter > 0 {
+			hint = fmt.Sprintf("Retry in %s.", ae.RetryAfter)
+		}
+		return fail(e, cmd, err, hint, exitRetry)
+	}
 	return fail(e, cmd, err, connHint(err), exitUsage)
 }
 

@@ -114,9 +114,36 @@ func runVars(ctx context.Context, e *env, k kernelSelector, asJSON bool, args []
 	case errors.Is(err, pool.ErrBusy):
 		return fail(e, "vars", fmt.Errorf("kernel %s is running a cell", id), "Try again when it ends.", exitCellErr)
 	case err != nil:
-		return connError(e, "vars", err)
+		return varsError(ctx, e, err)
 	}
 	return printVars(e, v, asJSON)
+}
+
+// varsError reports a listing that did not come back and picks the exit
+// code: 3 when the daemon's time bound, an interrupt or Ctrl-C stopped it
+// (the daemon's message says whether the kernel kept its state or was
+// killed), else connError's. No such kernel, busy and idle are the
+// callers', which name the kernel or the session.
+func varsError(ctx context.Context, e *env, err error) int {
+	switch {
+	case ctx.Err() != nil:
+		return fail(e, "vars", errors.New("interrupted; the daemon interrupts the listing and the kernel keeps its state unless a __repr__ does not stop within its grace"), "", exitKilled)
+	case errors.Is(err, pool.ErrTimeout):
+		return fail(e, "vars", listingStopped("the listing timed out", err), "", exitKilled)
+	case errors.Is(err, pool.ErrInterrupted):
+		return fail(e, "vars", listingStopped("an interrupt stopped the listing", err), "", exitKilled)
+	}
+	return connError(e, "vars", err)
+}
+
+// listingStopped says what stopped a listing, then the daemon's message
+// (without the client's operation prefix; --json still finds its code).
+func listingStopped(what string, err error) error {
+	var ae *api.APIError
+	if errors.As(err, &ae) {
+		err = ae
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 // printVars prints a variables listing as a table or (asJSON) as JSON.
@@ -204,7 +231,7 @@ func runSessionVars(ctx context.Context, e *env, k kernelSelector, asJSON bool, 
 	case errors.Is(err, pool.ErrBusy):
 		return fail(e, "vars", fmt.Errorf("session %s is running a cell", k.session), "Try again when it ends.", exitCellErr)
 	case err != nil:
-		return connError(e, "vars", err)
+		return varsError(ctx, e, err)
 	}
 	return printVars(e, v, asJSON)
 }

@@ -152,25 +152,13 @@ func socketPath(flagValue string, getenv func(string) string) string {
 }
 
 // reportExecError prints why no result came back and picks the exit code:
-// 3 when the user interrupted (the daemon interrupted the cell), 4 when
-// the daemon refused for capacity or a quota (retry later), else 2.
+// 3 when the user interrupted (the daemon interrupted the cell), else
+// connError's (4 when the daemon refused for now, retry later; else 2).
 func reportExecError(ctx context.Context, e *env, err error) int {
 	if ctx.Err() != nil {
 		return fail(e, "exec", errors.New("interrupted; the daemon interrupts the cell (KeyboardInterrupt) and keeps the kernel's state unless the cell does not stop within its grace"), "", exitKilled)
 	}
-	switch {
-	case errors.Is(err, pool.ErrQuota):
-		// The quota's message says what frees it (and when).
-		return fail(e, "exec", err, "", exitRetry)
-	case errors.Is(err, pool.ErrCapacity):
-		hint := ""
-		var ae *api.APIError
-		if errors.As(err, &ae) && ae.RetryAfter > 0 {
-			hint = fmt.Sprintf("Retry in %s.", ae.RetryAfter)
-		}
-		return fail(e, "exec", err, hint, exitRetry)
-	}
-	return fail(e, "exec", err, connHint(err), exitUsage)
+	return connError(e, "exec", err)
 }
 
 // printResult writes the cell's output as a terminal would and maps the

@@ -28,7 +28,8 @@ const (
 	exitCellErr = 1
 	exitUsage   = 2
 	exitKilled  = 3
-	// exitRetry: refused for capacity or a per-owner quota; retry later.
+	// exitRetry: refused for capacity, a per-owner quota or the daemon's
+	// connection cap; retry later.
 	exitRetry = 4
 	// exitNoDaemon: doctor found no daemon answering on the socket.
 	exitNoDaemon = 2
@@ -41,10 +42,12 @@ const exitCodesHelp = `Exit codes:
      interrupt, vars, spill, cp: no such kernel, cell or file (cp: or
      the kernel's side refused it: too large, no space, not a regular
      file); serve: the daemon stopped with an error
-  2  usage error, or the daemon is not reachable
+  2  usage error, the daemon is not reachable or shutting down, or
+     another error it answered (internal)
   3  the cell timed out, was interrupted, or its kernel was killed
-     (also by the OOM killer)
-  4  refused for capacity or a per-owner quota: retry later
+     (also by the OOM killer); likewise a variables listing (vars)
+  4  refused for capacity, a per-owner quota or the daemon's connection
+     cap: retry later
 doctor: 1 the configured isolation is not available here, 2 no daemon.`
 
 // env is what a subcommand runs with; tests substitute streams.

@@ -47,7 +47,8 @@ const (
 	CodeBusy = "busy"
 	// CodeInterrupted (409): an interrupt (POST .../interrupt, of the
 	// kernel, its session or its owner) stopped a variables listing; the
-	// kernel keeps its state.
+	// kernel keeps its state unless the message says it was killed (a
+	// repr that ignored the interrupt past its grace).
 	CodeInterrupted = "interrupted"
 	// CodeTooLarge (413): the request body is over the limit.
 	CodeTooLarge = "too_large"

@@ -103,3 +103,45 @@ func TestVariablesInterruptedOrClientGone(t *testing.T) {
 		}
 	}
 }
+
+// A repr that ignores the interrupt outlives its grace and the kernel is
+// killed: still 409 interrupted (as a deadline's kill stays 504 timeout),
+// its message saying the kernel was killed, and no failure of the daemon
+// logged (the tenant's code did it). The owner's next cell gets a new
+// kernel.
+func TestVariablesKilledAfterInterrupt(t *testing.T) {
+	var logs testenv.SyncBuffer
+	d := startDaemon(t, daemonOpts{server: func(c *api.ServerConfig) {
+		c.Logger = hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn})
+	}})
+	ctx, c := testCtx(t), d.client
+	runs := filepath.Join(shortTempDir(t), "repr-runs")
+	res, err := c.Execute(ctx, pool.Request{Owner: "v", Code: fmt.Sprintf("import signal\nclass A:\n def __repr__(self):\n"+
+		"  signal.signal(signal.SIGINT, signal.SIG_IGN)\n  open(%q, 'w').close()\n  while True: pass\na = A()", runs)})
+	if err != nil || res.Status != pool.StatusSuccess {
+		t.Fatalf("execute: %+v, %v", res, err)
+	}
+	kid := res.Kernel.ID
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.Variables(ctx, kid)
+		errc <- err
+	}()
+	waitFor(t, "the listing's repr to run", func() bool { _, err := os.Stat(runs); return err == nil })
+	if err := c.Interrupt(ctx, kid); err != nil {
+		t.Fatalf("interrupt during the listing: %v", err)
+	}
+	err = recv(t, "the listing to return", errc)
+	var ae *api.APIError
+	if !errors.As(err, &ae) || ae.StatusCode != http.StatusConflict || ae.Code != api.CodeInterrupted ||
+		!errors.Is(err, pool.ErrInterrupted) || !strings.Contains(ae.Message, "the kernel was killed and its state is lost") {
+		t.Fatalf("listing whose repr ignored the interrupt: %v; want 409 interrupted saying the kernel was killed", err)
+	}
+	if l := logs.String(); strings.Contains(l, "[ERROR]") {
+		t.Fatalf("the daemon logged a failure: %q", l)
+	}
+	next, err := c.Execute(ctx, pool.Request{Owner: "v", Code: "print('a' in dir())"})
+	if err != nil || next.Output != "False\n" || next.Kernel.ID == kid {
+		t.Fatalf("after the killed listing: %+v, %v; want a new kernel without a", next, err)
+	}
+}

@@ -31,7 +31,7 @@ class APIError(KernpoolError):
     ``quota``, ``capacity``, ``closed``, ``too_many_connections``,
     ``timeout`` (a variables listing interrupted after 10 s),
     ``interrupted`` (a variables listing stopped by an interrupt; the
-    kernel keeps its state),
+    kernel keeps its state unless the message says it was killed),
     ``spawn_failed`` or ``internal``. ``status`` is the HTTP status, or None
     for an ``error`` event that ended a stream (and for ``variables(owner=...)``
     finding no live kernel of the owner). ``retry_after`` is the
