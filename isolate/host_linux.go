@@ -11,10 +11,13 @@ import (
 	"syscall"
 )
 
-// rangeEntries lists /etc/passwd and /etc/group entries inside [first, last].
-func rangeEntries(first, last int) []string {
+// idFiles are the user and group databases a uid range must not overlap.
+var idFiles = []string{"/etc/passwd", "/etc/group"}
+
+// rangeEntries lists the entries of files (idFiles) inside [first, last].
+func rangeEntries(files []string, first, last int) []string {
 	var hits []string
-	for _, file := range []string{"/etc/passwd", "/etc/group"} {
+	for _, file := range files {
 		f, err := os.Open(file)
 		if err != nil {
 			continue

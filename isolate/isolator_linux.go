@@ -178,7 +178,7 @@ func (i *Isolator) setupUIDs(root bool) error {
 		i.report.Advice = append(i.report.Advice, "enable kernel users (users { enabled = true })")
 		return nil
 	}
-	if hits := rangeEntries(first, last); len(hits) > 0 {
+	if hits := rangeEntries(idFiles, first, last); len(hits) > 0 {
 		return fmt.Errorf("%w: uid range %d-%d overlaps %s: choose a range with no users or groups", ErrBadConfig, first, last, strings.Join(hits, ", "))
 	}
 	lockDir := i.cfg.UIDLockDir

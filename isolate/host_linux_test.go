@@ -1,0 +1,90 @@
+package isolate
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kernpool/kernpool/internal/testenv"
+)
+
+// A uid range must not hold a user or group: the check sees entries at
+// both ends of the range and a line with only the three fields it reads,
+// skips those just outside, short lines, ids that are not numbers and a
+// missing file.
+func TestRangeEntriesFindsUsersAtTheEdges(t *testing.T) {
+	dir := t.TempDir()
+	passwd, group := filepath.Join(dir, "passwd"), filepath.Join(dir, "group")
+	write := func(path string, lines ...string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(passwd,
+		"root:x:0:0:root:/root:/bin/bash",
+		"below:x:61899:61899::/:/bin/false",
+		"first:x:61900:61900::/:/bin/false",
+		"short:x",
+		"three:x:61905",
+		"word:x:sixty:1::/:/bin/false",
+		"last:x:61909:61909::/:/bin/false",
+		"above:x:61910:61910::/:/bin/false")
+	write(group, "grp:x:61901:", "other:x:61911:")
+	got := rangeEntries([]string{passwd, filepath.Join(dir, "absent"), group}, 61900, 61909)
+	want := []string{
+		passwd + " first (61900)",
+		passwd + " three (61905)",
+		passwd + " last (61909)",
+		group + " grp (61901)",
+	}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("entries in 61900-61909:\n got %q\nwant %q", got, want)
+	}
+}
+
+// killUID ends every process of the uid it is given, and only those.
+func TestKillUIDEndsOnlyThatUIDsProcesses(t *testing.T) {
+	testenv.RequireRoot(t)
+	const uid, other = 61979, 61978
+	start := func(u uint32) *exec.Cmd {
+		t.Helper()
+		cmd := exec.Command("sleep", "1000")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: u, Gid: u}, Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill() })
+		return cmd
+	}
+	mine := []*exec.Cmd{start(uid), start(uid)}
+	theirs := start(other)
+	defer func() { _ = theirs.Process.Kill(); _ = theirs.Wait() }()
+	// A process can still show as running between its SIGKILL and its
+	// exit, and get a second one: at least its two, then.
+	if n := killUID(uid); n < 2 {
+		t.Errorf("killUID killed %d processes, want at least 2", n)
+	}
+	for _, c := range mine {
+		ended := make(chan error, 1)
+		go func() { ended <- c.Wait() }()
+		var err error
+		select {
+		case err = <-ended:
+		case <-time.After(testenv.Patience):
+			t.Fatalf("process %d of uid %d still runs after killUID", c.Process.Pid, uid)
+		}
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+			t.Errorf("process %d of uid %d: %v, want killed by SIGKILL", c.Process.Pid, uid, err)
+		}
+	}
+	if _, ok := procUID(theirs.Process.Pid); !ok {
+		t.Errorf("the process of uid %d was ended too", other)
+	}
+}
