@@ -296,8 +296,10 @@ func TestReaperNoexecHelper(t *testing.T) {
 	if err := os.WriteFile("/proc/sys/vm/memfd_noexec", []byte("2"), 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := newReaperFile(); err != nil {
-		fmt.Println("refused:", err)
+	if fd, err := newReaperFile(); err != nil {
+		// The fd too: run uses it without looking at the error, and only
+		// a negative one keeps the init from exec'ing some open file.
+		fmt.Println("refused:", fd, err)
 		return
 	}
 	fmt.Println("created")
@@ -306,7 +308,8 @@ func TestReaperNoexecHelper(t *testing.T) {
 // TestReaperFileRefusedByMemfdNoexec: where executable memfds are
 // forbidden (vm.memfd_noexec = 2) newReaperFile fails, and the init keeps
 // its Go supervisor (TestInitBecomesReaper's go case covers that path)
-// rather than exec a file it cannot.
+// rather than exec a file it cannot: the fd it returns is -1, which
+// execReaper refuses.
 func TestReaperFileRefusedByMemfdNoexec(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: a pid namespace and its vm.memfd_noexec")
@@ -318,7 +321,7 @@ func TestReaperFileRefusedByMemfdNoexec(t *testing.T) {
 	cmd.Env = append(os.Environ(), envReaperNoexec+"=1")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
 	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "refused: reaper: memfd_create") {
+	if err != nil || !strings.Contains(string(out), "refused: -1 reaper: memfd_create") {
 		t.Fatalf("newReaperFile under vm.memfd_noexec = 2: %v\n%s", err, out)
 	}
 }
