@@ -300,6 +300,8 @@ func TestReaperNoexecHelper(t *testing.T) {
 		// The fd too: run uses it without looking at the error, and only
 		// a negative one keeps the init from exec'ing some open file.
 		fmt.Println("refused:", fd, err)
+		n, err := ReaperProbe()
+		fmt.Println("probe:", n, err != nil)
 		return
 	}
 	fmt.Println("created")
@@ -321,7 +323,19 @@ func TestReaperFileRefusedByMemfdNoexec(t *testing.T) {
 	cmd.Env = append(os.Environ(), envReaperNoexec+"=1")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
 	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "refused: -1 reaper: memfd_create") {
+	if err != nil || !strings.Contains(string(out), "refused: -1 reaper: memfd_create") || !strings.Contains(string(out), "probe: 0 true") {
 		t.Fatalf("newReaperFile under vm.memfd_noexec = 2: %v\n%s", err, out)
+	}
+}
+
+// TestReaperProbe: where executable memfds are allowed, doctor's probe
+// reports a reaper of some size and no error (refused, it reports the
+// error: TestReaperFileRefusedByMemfdNoexec).
+func TestReaperProbe(t *testing.T) {
+	if b, err := os.ReadFile("/proc/sys/vm/memfd_noexec"); err == nil && strings.TrimSpace(string(b)) == "2" {
+		t.Skip("vm.memfd_noexec = 2: executable memfds refused on this host")
+	}
+	if n, err := ReaperProbe(); err != nil || n <= 0 {
+		t.Fatalf("ReaperProbe() = %d, %v; want a size and no error", n, err)
 	}
 }
