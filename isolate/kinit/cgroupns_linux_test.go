@@ -78,3 +78,39 @@ func TestCgroupNamespaceView(t *testing.T) {
 		return nil
 	})
 }
+
+// TestCgroupNamespaceViewV2: where the host mounts cgroup2 on
+// /sys/fs/cgroup itself, the init lays a tmpfs over it and mounts the
+// namespace's cgroup2 there (Linux refuses cgroup2 straight on a cgroup2
+// mount's root), and the kill file maps to that mount's root. The host's
+// mount is a stand-in cgroup2 mount in a private mount namespace.
+func TestCgroupNamespaceViewV2(t *testing.T) {
+	inMountNS(t, func() error {
+		if err := unix.Mount("cgroup2", cgroupRoot, "cgroup2", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+			return fmt.Errorf("stand-in cgroup2 mount: %w", err)
+		}
+		before, err := threadMounts()
+		if err != nil {
+			return err
+		}
+		kill, err := cgroupNamespace([]mountEntry{{point: cgroupRoot, fstype: "cgroup2"}}, cgroupRoot+"/kernpool/k1/cgroup.kill", nil)
+		if err != nil {
+			return err
+		}
+		if kill != cgroupRoot+"/cgroup.kill" {
+			return fmt.Errorf("kill file %q, want %q", kill, cgroupRoot+"/cgroup.kill")
+		}
+		after, err := threadMounts()
+		if err != nil {
+			return err
+		}
+		var st unix.Statfs_t
+		if err := unix.Statfs(cgroupRoot, &st); err != nil || st.Type != unix.CGROUP2_SUPER_MAGIC {
+			return fmt.Errorf("%s: filesystem %#x, %v; want cgroup2", cgroupRoot, st.Type, err)
+		}
+		if n := after[cgroupRoot] - before[cgroupRoot]; n != 2 {
+			return fmt.Errorf("%d new mounts on %s, want 2 (a tmpfs, then cgroup2)", n, cgroupRoot)
+		}
+		return nil
+	})
+}
