@@ -1,6 +1,7 @@
 package kinit
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"slices"
@@ -145,5 +146,46 @@ func TestForkInterpreter(t *testing.T) {
 
 	if _, err := forkInterpreter(Config{Path: dir + "/none", Args: []string{"none"}, UID: -1}); err == nil || !strings.Contains(err.Error(), "start "+dir+"/none") {
 		t.Fatalf("forkInterpreter of a missing binary: %v", err)
+	}
+}
+
+// envSupervise makes this test binary fork `sh -c <value>` and run the Go
+// supervisor over it, status lines on stdout (TestSuperviseHelper).
+const envSupervise = "KINIT_TEST_SUPERVISE"
+
+// TestSuperviseHelper is the init stand-in of TestSupervise (a child
+// process: supervise reaps every child and keeps forwarding signals).
+func TestSuperviseHelper(t *testing.T) {
+	script, ok := os.LookupEnv(envSupervise)
+	if !ok {
+		return
+	}
+	pid, err := syscall.ForkExec("/bin/sh", []string{"sh", "-c", script}, &syscall.ProcAttr{Files: []uintptr{0, 1, 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Exit(supervise(pid, os.Stdout, func() {}, "ready\n"))
+}
+
+// TestSupervise: the Go supervisor reports how the interpreter ended
+// after its ready line, and exits as a shell does: the exit code, or 128
+// plus the signal's number.
+func TestSupervise(t *testing.T) {
+	cases := []struct {
+		script, status string
+		exit           int
+	}{
+		{"exit 7", "ready\nexit 7\n", 7},
+		{"kill -9 $$", "ready\nsignal 9\n", 137},
+		{"kill -15 $$", "ready\nsignal 15\n", 143},
+	}
+	for _, c := range cases {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestSuperviseHelper$")
+		cmd.Env = append(os.Environ(), envSupervise+"="+c.script)
+		out, err := cmd.Output()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != c.exit || string(out) != c.status {
+			t.Errorf("%q: exit %v, status %q; want exit %d, status %q", c.script, err, out, c.exit, c.status)
+		}
 	}
 }

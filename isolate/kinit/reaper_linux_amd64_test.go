@@ -296,8 +296,12 @@ func TestReaperNoexecHelper(t *testing.T) {
 	if err := os.WriteFile("/proc/sys/vm/memfd_noexec", []byte("2"), 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := newReaperFile(); err != nil {
-		fmt.Println("refused:", err)
+	if fd, err := newReaperFile(); err != nil {
+		// The fd too: run uses it without looking at the error, and only
+		// a negative one keeps the init from exec'ing some open file.
+		fmt.Println("refused:", fd, err)
+		n, err := ReaperProbe()
+		fmt.Println("probe:", n, err != nil)
 		return
 	}
 	fmt.Println("created")
@@ -306,7 +310,8 @@ func TestReaperNoexecHelper(t *testing.T) {
 // TestReaperFileRefusedByMemfdNoexec: where executable memfds are
 // forbidden (vm.memfd_noexec = 2) newReaperFile fails, and the init keeps
 // its Go supervisor (TestInitBecomesReaper's go case covers that path)
-// rather than exec a file it cannot.
+// rather than exec a file it cannot: the fd it returns is -1, which
+// execReaper refuses.
 func TestReaperFileRefusedByMemfdNoexec(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: a pid namespace and its vm.memfd_noexec")
@@ -318,7 +323,19 @@ func TestReaperFileRefusedByMemfdNoexec(t *testing.T) {
 	cmd.Env = append(os.Environ(), envReaperNoexec+"=1")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
 	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "refused: reaper: memfd_create") {
+	if err != nil || !strings.Contains(string(out), "refused: -1 reaper: memfd_create") || !strings.Contains(string(out), "probe: 0 true") {
 		t.Fatalf("newReaperFile under vm.memfd_noexec = 2: %v\n%s", err, out)
+	}
+}
+
+// TestReaperProbe: where executable memfds are allowed, doctor's probe
+// reports a reaper of some size and no error (refused, it reports the
+// error: TestReaperFileRefusedByMemfdNoexec).
+func TestReaperProbe(t *testing.T) {
+	if b, err := os.ReadFile("/proc/sys/vm/memfd_noexec"); err == nil && strings.TrimSpace(string(b)) == "2" {
+		t.Skip("vm.memfd_noexec = 2: executable memfds refused on this host")
+	}
+	if n, err := ReaperProbe(); err != nil || n <= 0 {
+		t.Fatalf("ReaperProbe() = %d, %v; want a size and no error", n, err)
 	}
 }

@@ -44,5 +44,17 @@
 // reads as lived: run the package's whole suite on it (go test -overlay)
 // before recording it as equivalent.
 //
+// Code that only another package's tests reach: isolate/kinit runs in the
+// kernel's init, a process isolate's tests start by re-executing their
+// own binary, which never returns to write coverage (it execs the
+// interpreter or the reaper) and lives in its own mount namespace; its
+// own tests leave most of it not covered. -testpkg isolate -run RE builds
+// each mutant into isolate's test binary (the same overlay) and runs the
+// tests RE names, all of them, in one process: the user chooses them, no
+// map does. They run once first on the unmutated code (none may fail,
+// their time sets the timeout); the report is still -pkg's:
+//
+//	gen -pkg isolate/kinit -retest 'LIVED,NOT COVERED' -testpkg isolate -run '^Test(Init|Namespaces)'
+//
 // .ci/gremlins --select runs this instead of gremlins' own test loop.
 package main

@@ -115,10 +115,10 @@ func runPattern(names []string) string {
 	return "^(" + strings.Join(q, "|") + ")$"
 }
 
-// listTests returns the binary's tests, fuzz targets and examples (not
-// its benchmarks, which no go test run executes).
-func listTests(bin, dir string) ([]string, error) {
-	cmd := exec.Command(bin, "-test.list", ".")
+// listTests returns the binary's tests, fuzz targets and examples that
+// pattern matches (not its benchmarks, which no go test run executes).
+func listTests(bin, dir, pattern string) ([]string, error) {
+	cmd := exec.Command(bin, "-test.list", pattern)
 	cmd.Dir = dir
 	cmd.Env = goEnv("")
 	out, err := cmd.Output()

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestApply: each default mutator turns the token at the position into
@@ -236,6 +238,65 @@ func TestBatches(t *testing.T) {
 	} {
 		if got := fmt.Sprint(batches(c.sel, c.n)); got != c.want {
 			t.Errorf("batches(%v, %d) = %s, want %s", c.sel, c.n, got, c.want)
+		}
+	}
+}
+
+// TestOtherPackagesTests (-testpkg): a mutant of package p builds into
+// package q's test binary, and runs only the tests -run names there: q's
+// TestMax kills the mutant of Max, while Neg's mutant lives because the
+// test that would kill it (TestNeg) is not named. A -run that fails on the
+// unmutated code refuses to start.
+func TestOtherPackagesTests(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a module with the go command")
+	}
+	root := t.TempDir()
+	files := map[string]string{
+		"go.mod": "module m\n\ngo 1.22\n",
+		"p/p.go": "package p\n\nfunc Max(a, b int) int {\n\tif a > b {\n\t\treturn a\n\t}\n\treturn b\n}\n\nfunc Neg(a int) int { return -a }\n",
+		"q/q_test.go": "package q\n\nimport (\n\t\"testing\"\n\n\t\"m/p\"\n)\n\n" +
+			"func TestMax(t *testing.T) {\n\tif p.Max(2, 1) != 2 || p.Max(1, 2) != 2 {\n\t\tt.Fatal(\"max\")\n\t}\n}\n\n" +
+			"func TestNeg(t *testing.T) {\n\tif p.Neg(2) != -2 {\n\t\tt.Fatal(\"neg\")\n\t}\n}\n\n" +
+			"func TestBroken(t *testing.T) { t.Fatal(\"broken\") }\n",
+	}
+	for name, src := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	newRunner := func(run string) *runner {
+		r := &runner{root: root, pkg: "p", coef: 10, floor: time.Minute, work: t.TempDir(),
+			src: sourceLines{root: root}, done: map[string]Entry{}, other: &otherTests{pkg: "q", run: run}}
+		var err error
+		if r.info, err = listPkg(root, "p"); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if err := newRunner("^Test(Max|Broken)$").baseline(); err == nil {
+		t.Error("baseline with a failing test: no error, want one")
+	}
+	r := newRunner("^TestMax$")
+	if err := r.baseline(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		m    Mutant
+		want string
+	}{
+		{Mutant{Mutator: "CONDITIONALS_NEGATION", File: "p/p.go", Line: 4, Col: 7}, stKilled},
+		{Mutant{Mutator: "INVERT_NEGATIVES", File: "p/p.go", Line: 10, Col: 30}, stLived},
+		{Mutant{Mutator: "ARITHMETIC_BASE", File: "p/p_other.go", Line: 1, Col: 1}, stNotCovered},
+	} {
+		if e := r.test(c.m); e.Status != c.want || e.Status != stNotCovered && e.Tests != 1 {
+			t.Errorf("%s %s: %s after %d tests, want %s after 1", c.m.Mutator, c.m.Pos(), e.Status, e.Tests, c.want)
 		}
 	}
 }

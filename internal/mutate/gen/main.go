@@ -30,6 +30,7 @@ func main() {
 
 type options struct {
 	pkg, out, gremlins, only, retest, summary string
+	testPkg, run                              string
 	excludes                                  []string
 	coef                                      float64
 	floor, patience, budget                   time.Duration
@@ -51,6 +52,8 @@ func parseFlags() options {
 	flag.StringVar(&o.only, "only", "", "test only mutants whose \"MUTATOR file:line:col\" matches this regexp")
 	flag.StringVar(&o.retest, "retest", "", "comma-separated statuses whose mutants are tested again (LIVED after a test was added)")
 	flag.StringVar(&o.summary, "summary", "", "append the package's summary line to this file")
+	flag.StringVar(&o.testPkg, "testpkg", "", "run every mutant against this package's tests (those -run names) instead of -pkg's covering ones")
+	flag.StringVar(&o.run, "run", "", "with -testpkg: the regexp (go test -run) naming the tests every mutant runs")
 	flag.BoolVar(&o.fresh, "recover", false, "rebuild the coverage map from scratch")
 	flag.BoolVar(&o.report, "report", false, "test nothing: summarise the report")
 	flag.Parse()
@@ -62,6 +65,10 @@ func run() int {
 	o := parseFlags()
 	if o.pkg == "" {
 		fmt.Fprintln(os.Stderr, "gen: -pkg is required")
+		return 2
+	}
+	if err := o.selfCheck(); err != nil {
+		fmt.Fprintln(os.Stderr, "gen:", err)
 		return 2
 	}
 	o.pkg = strings.TrimSuffix(o.pkg, "/")
@@ -88,6 +95,9 @@ func mutateAll(root string, o options) error {
 	start := time.Now()
 	r := &runner{root: root, pkg: o.pkg, coef: o.coef, floor: o.floor, patience: o.patience,
 		fr: funcRanges{root: root}, src: sourceLines{root: root}, done: map[string]Entry{}}
+	if o.testPkg != "" {
+		r.other = &otherTests{pkg: strings.TrimSuffix(o.testPkg, "/"), run: o.run}
+	}
 	if !o.report {
 		todo, err := r.plan(o, reportPath)
 		if err != nil {
@@ -177,7 +187,12 @@ func (r *runner) testAll(o options, reportPath string, todo []Mutant, start time
 		return err
 	}
 	defer os.RemoveAll(r.work)
-	if err := r.coverage(reportPath+".cover.json", o.fresh); err != nil {
+	if r.other != nil {
+		err = r.baseline()
+	} else {
+		err = r.coverage(reportPath+".cover.json", o.fresh)
+	}
+	if err != nil {
 		return err
 	}
 	f, err := os.OpenFile(reportPath, os.O_APPEND|os.O_WRONLY, 0o644)

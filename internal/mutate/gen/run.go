@@ -17,6 +17,7 @@ type runner struct {
 	info      *pkgInfo
 	work      string // temporary files of this run
 	cm        *CoverMap
+	other     *otherTests // -testpkg: no coverage map, these tests run every mutant
 	fr        funcRanges
 	src       sourceLines
 	coef      float64
@@ -55,7 +56,7 @@ func (r *runner) coverage(path string, fresh bool) error {
 	if out, err := buildTest(r.root, r.pkg, bin, "", "-cover", "-covermode=set", "-coverpkg="+r.info.ImportPath); err != nil {
 		return fmt.Errorf("building the coverage binary: %v\n%s", err, out)
 	}
-	names, err := listTests(bin, r.pkgDir())
+	names, err := listTests(bin, r.pkgDir(), ".")
 	if err != nil {
 		return err
 	}
@@ -95,9 +96,14 @@ func (r *runner) test(m Mutant) Entry {
 		// Another system's file: it never builds here, no test runs it.
 		return end(stNotCovered)
 	}
-	sel := r.cm.selectTests(m, r.fr.find)
-	e.Tests = len(sel)
-	if len(sel) == 0 {
+	var sel []int
+	if r.other != nil {
+		e.Tests = r.other.count
+	} else {
+		sel = r.cm.selectTests(m, r.fr.find)
+		e.Tests = len(sel)
+	}
+	if e.Tests == 0 {
 		return end(stNotCovered)
 	}
 	src, err := os.ReadFile(filepath.Join(r.root, m.File))
@@ -136,6 +142,9 @@ func (r *runner) testMutant(e Entry, start time.Time, mutant []byte, sel []int) 
 	if err != nil {
 		fmt.Println("   ", err)
 		return end(stNotViable)
+	}
+	if r.other != nil {
+		return end(r.testOther(dir, ov))
 	}
 	bin := filepath.Join(dir, "mutant.test")
 	if out, err := buildTest(r.root, r.pkg, bin, ov); err != nil {
