@@ -43,7 +43,9 @@ type Variables struct {
 // interrupts it and the kernel keeps its state; the error wraps ErrTimeout,
 // ErrCanceled or ErrInterrupted. A listing that outlives its interrupt
 // grace (a repr that ignores KeyboardInterrupt) is killed with the kernel,
-// and the error says so.
+// and the error says so. A kernel that dies of its own during the listing
+// (a repr's os._exit, the OOM killer) returns its *DeathError, wrapped
+// with what that means for the listing.
 func (k *Kernel) Variables(ctx context.Context) (*Variables, error) {
 	if err := k.acquire("kernel variables"); err != nil {
 		return nil, err
@@ -56,9 +58,14 @@ func (k *Kernel) Variables(ctx context.Context) (*Variables, error) {
 	k.cell.begin(k.seq, id, nil) // the runner's counter does not move
 	rep, interrupted, err := k.run(ctx, []byte(`{"id":"`+id+`","op":"vars"}`+"\n"), Cell{})
 	k.cell.end() // what a repr wrote at the fd level is dropped
+	var death *DeathError
 	switch {
 	case err != nil && interruptCause(err):
 		return nil, fmt.Errorf("kernel variables: the listing did not stop within its interrupt grace; the kernel was killed and its state is lost: %w", err)
+	case err != nil && errors.As(err, &death) && death.OOMKilled:
+		return nil, fmt.Errorf("kernel variables: a __repr__ ran the kernel out of memory; the kernel is dead and its state is lost: %w", err)
+	case err != nil && errors.As(err, &death):
+		return nil, fmt.Errorf("kernel variables: the kernel died during the listing (a __repr__ ended it); its state is lost: %w", err)
 	case err != nil:
 		return nil, err
 	case interrupted != nil:

@@ -52,6 +52,11 @@ var (
 	// kernel keeps its state unless the message says it was killed (a
 	// repr that ignored the interrupt past its grace).
 	ErrInterrupted = errors.New("the listing was interrupted")
+	// ErrKernelDied: the kernel died of its own during a variables
+	// listing (a repr that called os._exit, or ran it out of memory: the
+	// message says so); its state is lost and the owner's next cell gets
+	// a new kernel.
+	ErrKernelDied = errors.New("the kernel died during the listing")
 
 	// ErrSessionMismatch: a request addressed to a session names a mode,
 	// interpreter, cwd or tool set other than the session's (a session's

@@ -134,6 +134,8 @@ func (p *Pool) InterruptOwner(owner, mode string) []string {
 // Interrupt did (kernel.Variables). Either way the kernel keeps its state
 // unless the message says it was killed (a repr that ignored the
 // interrupt past its grace); ctx's cancel wraps no pool sentinel.
+// ErrKernelDied when the kernel died of its own during the listing (a
+// repr's os._exit, the OOM killer: the message says which).
 func (p *Pool) Variables(ctx context.Context, id string) (*Variables, error) {
 	s, lv := p.liveByID(id)
 	if lv == nil {
@@ -160,6 +162,10 @@ func (p *Pool) Variables(ctx context.Context, id string) (*Variables, error) {
 		// whether the kernel survived is kernel.Variables's to say, in
 		// its message (a kill for the interrupt wraps the same cause).
 		return nil, fmt.Errorf("variables %q: %w", id, classified{cause: err, class: ErrInterrupted})
+	case errors.As(err, new(*kernel.DeathError)):
+		// The tenant's repr ended the kernel, as a cell's death is the
+		// cell's; kernel.Variables words it (the OOM killer named).
+		return nil, fmt.Errorf("variables %q: %w", id, classified{cause: err, class: ErrKernelDied})
 	case err != nil:
 		return nil, fmt.Errorf("variables %q: %w", id, err)
 	}

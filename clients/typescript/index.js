@@ -350,7 +350,7 @@ export class Client {
     return this._json('POST', `/v1/owners/${seg(owner)}/interrupt${q}`);
   }
 
-  /** The user-defined names of a kernel's namespace (409 busy while a cell runs, 409 interrupted when an interrupt stopped the listing). */
+  /** The user-defined names of a kernel's namespace (409 busy while a cell runs, 409 interrupted when an interrupt stopped the listing, 409 kernel_died when a __repr__ ended the kernel). */
   variables(kernelId) {
     return this._json('GET', `/v1/kernels/${seg(kernelId)}/variables`);
   }

@@ -351,8 +351,8 @@ export interface Error {
   code: ErrorCode;
 }
 
-/** bad_request 400, unauthorized 401, forbidden 403, not_found 404, method_not_allowed 405, request_timeout 408, conflict/idle/busy/interrupted/session_mismatch/not_regular/fenced 409, too_large 413, quota 429, spawn_failed/internal 500, not_supported 501, node_failed 502, capacity/closed/too_many_connections/draining/no_node 503, timeout 504, no_space 507. */
-export type ErrorCode = "bad_request" | "not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "idle" | "busy" | "too_large" | "quota" | "capacity" | "closed" | "too_many_connections" | "spawn_failed" | "internal" | "unauthorized" | "forbidden" | "draining" | "not_supported" | "session_mismatch" | "not_regular" | "no_space" | "fenced" | "no_node" | "node_failed" | "timeout" | "interrupted";
+/** bad_request 400, unauthorized 401, forbidden 403, not_found 404, method_not_allowed 405, request_timeout 408, conflict/idle/busy/interrupted/kernel_died/session_mismatch/not_regular/fenced 409, too_large 413, quota 429, spawn_failed/internal 500, not_supported 501, node_failed 502, capacity/closed/too_many_connections/draining/no_node 503, timeout 504, no_space 507. */
+export type ErrorCode = "bad_request" | "not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "idle" | "busy" | "too_large" | "quota" | "capacity" | "closed" | "too_many_connections" | "spawn_failed" | "internal" | "unauthorized" | "forbidden" | "draining" | "not_supported" | "session_mismatch" | "not_regular" | "no_space" | "fenced" | "no_node" | "node_failed" | "timeout" | "interrupted" | "kernel_died";
 
 /** ready: takes cells. draining: a drain runs (cells refused with code draining). drained: the drain is over and the daemon exits. not_ready: the daemon stops without a drain (cells refused with code closed). */
 export type NodeState = "ready" | "draining" | "drained" | "not_ready";

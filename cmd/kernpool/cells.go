@@ -122,7 +122,8 @@ func runVars(ctx context.Context, e *env, k kernelSelector, asJSON bool, args []
 // varsError reports a listing that did not come back and picks the exit
 // code: 3 when the daemon's time bound, an interrupt or Ctrl-C stopped it
 // (the daemon's message says whether the kernel kept its state or was
-// killed), else connError's. No such kernel, busy and idle are the
+// killed) or a repr ended the kernel (os._exit, the OOM killer), else
+// connError's. No such kernel, busy and idle are the
 // callers', which name the kernel or the session.
 func varsError(ctx context.Context, e *env, err error) int {
 	switch {
@@ -132,6 +133,8 @@ func varsError(ctx context.Context, e *env, err error) int {
 		return fail(e, "vars", listingStopped("the listing timed out", err), "", exitKilled)
 	case errors.Is(err, pool.ErrInterrupted):
 		return fail(e, "vars", listingStopped("an interrupt stopped the listing", err), "", exitKilled)
+	case errors.Is(err, pool.ErrKernelDied):
+		return fail(e, "vars", listingStopped("a __repr__ ended the kernel during the listing; its state is lost", err), "", exitKilled)
 	}
 	return connError(e, "vars", err)
 }

@@ -33,6 +33,7 @@ func TestVarsErrorExitCodes(t *testing.T) {
 	}{
 		{http.StatusGatewayTimeout, api.CodeTimedOut, "kernpool vars: the listing timed out: ", exitKilled},
 		{http.StatusConflict, api.CodeInterrupted, "kernpool vars: an interrupt stopped the listing: ", exitKilled},
+		{http.StatusConflict, api.CodeKernelDied, "kernpool vars: a __repr__ ended the kernel during the listing; its state is lost: ", exitKilled},
 		{http.StatusServiceUnavailable, api.CodeCapacity, "kernpool vars: variables: ", exitRetry},
 		{http.StatusTooManyRequests, api.CodeQuota, "kernpool vars: variables: ", exitRetry},
 		{http.StatusServiceUnavailable, api.CodeTooManyConnections, "kernpool vars: variables: ", exitRetry},
@@ -149,6 +150,45 @@ func TestVarsStoppedListingExits3(t *testing.T) {
 			}
 			if !strings.HasPrefix(line, "kernpool vars: "+tc.wantLines[0]) || !strings.Contains(line, tc.wantLines[len(tc.wantLines)-1]) {
 				t.Fatalf("vars stderr %q, want %q", line, tc.wantLines)
+			}
+		})
+	}
+}
+
+// A repr that ends its kernel (os._exit) makes `kernpool vars` exit 3
+// with one line saying so and the daemon's message (its exit code), or
+// one JSON object with the code kernel_died under --json.
+func TestVarsKernelDiedExits3(t *testing.T) {
+	for _, asJSON := range []bool{false, true} {
+		t.Run(fmt.Sprintf("json %v", asJSON), func(t *testing.T) {
+			socket, c := startAPI(t, testenv.Patience)
+			res, err := c.Execute(context.Background(), pool.Request{Owner: "v", Code: "import os\nclass A:\n def __repr__(self):\n  os._exit(3)\na = A()"})
+			if err != nil || res.Status != pool.StatusSuccess {
+				t.Fatalf("execute: %+v, %v", res, err)
+			}
+			args := []string{"vars", "--socket", socket, "--owner", "v"}
+			if asJSON {
+				args = append(args, "--json")
+			}
+			cmd := exec.Command(binPath, args...)
+			var out, errb bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			err = cmd.Run()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != exitKilled || out.Len() != 0 || strings.Count(errb.String(), "\n") != 1 {
+				t.Fatalf("vars %q: %v, stdout %q, stderr %q; want exit 3 and one line on stderr", args, err, out.String(), errb.String())
+			}
+			line := strings.TrimSuffix(errb.String(), "\n")
+			if asJSON {
+				var rep errorReport
+				if err := json.Unmarshal(errb.Bytes(), &rep); err != nil || rep.ExitCode != exitKilled || rep.Code != api.CodeKernelDied {
+					t.Fatalf("vars --json: %q (%v), want exit_code 3 and code kernel_died", errb.String(), err)
+				}
+				line = rep.Error
+			}
+			if !strings.HasPrefix(line, "kernpool vars: a __repr__ ended the kernel during the listing; its state is lost: ") ||
+				!strings.Contains(line, "the kernel exited with code 3") {
+				t.Fatalf("vars stderr %q, want the kernel's death and its exit code", line)
 			}
 		})
 	}

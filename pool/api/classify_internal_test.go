@@ -47,7 +47,7 @@ func TestPoolErrorsAnswerTheDocumentedStatus(t *testing.T) {
 		{pool.ErrCapacity, CodeCapacity}, {&pool.QuotaError{Quota: "max_kernels_per_owner"}, CodeQuota},
 		{pool.ErrClosed, CodeClosed}, {pool.ErrSessionMismatch, CodeSessionMismatch},
 		{pool.ErrConflict, CodeConflict}, {pool.ErrIdle, CodeIdle}, {pool.ErrBusy, CodeBusy},
-		{pool.ErrInterrupted, CodeInterrupted},
+		{pool.ErrInterrupted, CodeInterrupted}, {pool.ErrKernelDied, CodeKernelDied},
 		{pool.ErrSpawn, CodeSpawnFailed}, {errors.New("anything else"), CodeInternal},
 	} {
 		status, code := classify(fmt.Errorf("op: %w", tc.err))

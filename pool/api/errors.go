@@ -50,6 +50,12 @@ const (
 	// kernel keeps its state unless the message says it was killed (a
 	// repr that ignored the interrupt past its grace).
 	CodeInterrupted = "interrupted"
+	// CodeKernelDied (409): the kernel died of its own during a variables
+	// listing (a repr that called os._exit, or ran the kernel out of
+	// memory: the message says so); its state is lost and the owner's
+	// next cell gets a new kernel. The tenant's code, not a daemon
+	// failure: a 4xx, which no client retries on its own.
+	CodeKernelDied = "kernel_died"
 	// CodeTooLarge (413): the request body is over the limit.
 	CodeTooLarge = "too_large"
 	// CodeTimeout (408): the request body did not arrive in time.
@@ -127,6 +133,8 @@ func (e *APIError) Unwrap() error {
 		return pool.ErrBusy
 	case CodeInterrupted:
 		return pool.ErrInterrupted
+	case CodeKernelDied:
+		return pool.ErrKernelDied
 	case CodeNoSpace:
 		return pool.ErrNoSpace
 	case CodeNotRegular:

@@ -361,6 +361,8 @@ func classify(err error) (int, string) {
 		return http.StatusConflict, CodeBusy
 	case errors.Is(err, pool.ErrInterrupted):
 		return http.StatusConflict, CodeInterrupted
+	case errors.Is(err, pool.ErrKernelDied):
+		return http.StatusConflict, CodeKernelDied
 	case errors.Is(err, pool.ErrSpawn):
 		return http.StatusInternalServerError, CodeSpawnFailed
 	case errors.Is(err, pool.ErrTimeout):

@@ -278,7 +278,8 @@ class Client(_wire.Settings, FilesMixin):
         ``mode`` (default "default"; the one that ran a cell last, as
         ``kernpool vars --owner`` picks it), or of a session's kernel
         (APIError code ``busy`` while a cell runs, ``interrupted`` when an
-        interrupt stopped the listing, ``idle`` for a session without a
+        interrupt stopped the listing, ``kernel_died`` when a ``__repr__``
+        ended the kernel, ``idle`` for a session without a
         live kernel, ``not_found`` for an owner without one)."""
         _wire.variables_target(kernel_id, owner, session)
         if session is not None:

@@ -32,6 +32,9 @@ class APIError(KernpoolError):
     ``timeout`` (a variables listing interrupted after 10 s),
     ``interrupted`` (a variables listing stopped by an interrupt; the
     kernel keeps its state unless the message says it was killed),
+    ``kernel_died`` (a ``__repr__`` ended the kernel during a variables
+    listing: ``os._exit``, or the OOM killer, which the message names; its
+    state is lost and the owner's next cell gets a new kernel),
     ``spawn_failed`` or ``internal``. ``status`` is the HTTP status, or None
     for an ``error`` event that ended a stream (and for ``variables(owner=...)``
     finding no live kernel of the owner). ``retry_after`` is the
