@@ -51,7 +51,7 @@ func New(version, revision string, modes []string) *Metrics {
 	m.kernelStarts = counter("kernel_starts_total", "Kernels started, by mode.", "mode")
 	m.kernelEnds = counter("kernel_ends_total", "Kernels torn down, by mode and reason (idle, lru, oom, timeout, interrupt, exit, shutdown, crash, reset).", "mode", "reason")
 	m.spawnFailures = counter("spawn_failures_total", "Kernels that failed to start, by mode.", "mode")
-	m.oomKills = counter("oom_kills_total", "Kernels killed at their memory limit while running a cell, by mode.", "mode")
+	m.oomKills = counter("oom_kills_total", "Kernels killed at their memory limit while running a cell or a variables listing, by mode.", "mode")
 	m.refusals = counter("refusals_total", "Requests refused before running, by reason (capacity: every kernel busy at max_kernels; quota: a per-owner quota).", "reason")
 	m.toolCalls = counter("tool_calls_total", "Tool calls forwarded to a client, by outcome (ok, error).", "outcome")
 	m.cellDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -130,6 +130,11 @@ func (m *Metrics) KernelStarted(mode string) {
 func (m *Metrics) KernelEnded(mode string, reason pool.EndReason) {
 	m.kernelEnds.WithLabelValues(mode, string(reason)).Inc()
 	m.live.WithLabelValues(mode).Dec()
+	// Counted at the teardown, where the pool decided the kernel's end
+	// once: a cell's OOM and a listing's (a repr's) alike.
+	if reason == pool.EndOOM {
+		m.oomKills.WithLabelValues(mode).Inc()
+	}
 }
 
 // SparesChanged implements pool.Observer.
@@ -147,9 +152,6 @@ func (m *Metrics) Refused(_ string, why pool.Refusal) { m.refusals.WithLabelValu
 func (m *Metrics) CellDone(ev *pool.CellEvent) {
 	m.cells.WithLabelValues(ev.Mode, string(ev.Status)).Inc()
 	m.cellDuration.WithLabelValues(ev.Mode).Observe(ev.Duration.Seconds())
-	if ev.OOMKilled {
-		m.oomKills.WithLabelValues(ev.Mode).Inc()
-	}
 	for outcome, n := range ev.ToolOutcomes {
 		m.toolCalls.WithLabelValues(string(outcome)).Add(float64(n))
 	}

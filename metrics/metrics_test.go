@@ -17,6 +17,9 @@ func TestObserverSeries(t *testing.T) {
 	m.KernelStarted("default")
 	m.KernelStarted("default")
 	m.KernelEnded("default", pool.EndOOM)
+	// A listing's OOM kill: a kernel ended for "oom" with no cell event.
+	m.KernelStarted("untrusted")
+	m.KernelEnded("untrusted", pool.EndOOM)
 	m.SparesChanged("untrusted", 1)
 	m.SparesChanged("untrusted", 1)
 	m.SparesChanged("untrusted", -1)
@@ -44,6 +47,7 @@ func TestObserverSeries(t *testing.T) {
 		`kernpool_cells_total{mode="default",status="error"} 1`,
 		`kernpool_cells_total{mode="default",status="success"} 0`,
 		`kernpool_oom_kills_total{mode="default"} 1`,
+		`kernpool_oom_kills_total{mode="untrusted"} 1`,
 		`kernpool_refusals_total{reason="quota"} 1`,
 		`kernpool_refusals_total{reason="capacity"} 0`,
 		`kernpool_tool_calls_total{outcome="ok"} 2`,

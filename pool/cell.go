@@ -133,37 +133,50 @@ func (c *cell) verdict(ctx context.Context) fate {
 		}
 		return fate{}
 	}
-	var death *kernel.DeathError
 	switch {
 	case c.doom != "":
 		c.p.count(func(st *PoolStats) { st.Interrupted++ })
 		return fate{reason: c.doom}
-	case ctx.Err() != nil, errors.Is(c.err, kernel.ErrCanceled):
+	case ctx.Err() != nil:
 		c.p.count(func(st *PoolStats) { st.Interrupted++ })
 		return fate{reason: reasonCanceled}
-	case errors.Is(c.err, kernel.ErrInterrupted):
-		c.p.count(func(st *PoolStats) { st.Interrupted++ })
-		return fate{reason: reasonInterrupted}
-	case errors.Is(c.err, kernel.ErrTimeout):
-		c.p.count(func(st *PoolStats) { st.Timeouts++ })
-		return fate{reason: reasonTimeout}
-	case errors.As(c.err, &death):
-		if death.OOMKilled || c.lv.k.Verdict().OOMKilled {
-			c.p.count(func(st *PoolStats) { st.Died++; st.OOMKilled++ })
-			return fate{reason: reasonOOM}
-		}
-		c.p.count(func(st *PoolStats) { st.Died++ })
-		return fate{reason: reasonDied}
-	case errors.Is(c.err, kernel.ErrProtocol):
-		return fate{reason: reasonProtocol}
 	case errors.Is(c.err, kernel.ErrBusy):
 		// Cannot happen while the slot's semaphore serializes cells; the
 		// kernel is alive and keeps its state.
 		c.p.log.Error("kernel reported busy under the slot semaphore", "id", c.lv.id)
 		return fate{}
 	}
-	// ErrClosed (died between cells) or anything else: the kernel is dead.
-	return fate{reason: reasonDead}
+	return fate{reason: c.p.endOf(c.lv, c.err)}
+}
+
+// endOf decides what ended lv, as its exchange (a cell or a listing)
+// reports it in err, and counts it: the one place a kernel's death, kill
+// for an interrupt or timeout, or broken protocol becomes a teardown
+// reason and a stat. ErrClosed (died between exchanges) or anything else:
+// the kernel is dead.
+func (p *Pool) endOf(lv *live, err error) teardownReason {
+	var death *kernel.DeathError
+	switch {
+	case errors.Is(err, kernel.ErrCanceled):
+		p.count(func(st *PoolStats) { st.Interrupted++ })
+		return reasonCanceled
+	case errors.Is(err, kernel.ErrInterrupted):
+		p.count(func(st *PoolStats) { st.Interrupted++ })
+		return reasonInterrupted
+	case errors.Is(err, kernel.ErrTimeout):
+		p.count(func(st *PoolStats) { st.Timeouts++ })
+		return reasonTimeout
+	case errors.As(err, &death):
+		if death.OOMKilled || lv.k.Verdict().OOMKilled {
+			p.count(func(st *PoolStats) { st.Died++; st.OOMKilled++ })
+			return reasonOOM
+		}
+		p.count(func(st *PoolStats) { st.Died++ })
+		return reasonDied
+	case errors.Is(err, kernel.ErrProtocol):
+		return reasonProtocol
+	}
+	return reasonDead
 }
 
 // write assembles the Result the fate calls for (result.go words it).

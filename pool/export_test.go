@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"maps"
 	"testing"
 	"time"
 
@@ -67,3 +68,17 @@ func (s Streamer) Add(e kernel.Event) { s.s.add(e) }
 
 // Finish flushes what is held.
 func (s Streamer) Finish() { s.s.finish() }
+
+// Recorder is quota_test.go's counting Observer, for the tests of
+// package pool_test.
+type Recorder = recorder
+
+// NewRecorder returns an empty Recorder.
+var NewRecorder = newRecorder
+
+// Ends returns how many kernels r was told ended, by reason (a copy).
+func (r *recorder) Ends() map[EndReason]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.ends)
+}

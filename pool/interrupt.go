@@ -150,6 +150,9 @@ func (p *Pool) Variables(ctx context.Context, id string) (*Variables, error) {
 	}
 	defer func() { <-s.sem }()
 	v, err := lv.k.Variables(ctx)
+	if err != nil && lv.k.Err() != nil {
+		p.listingEnded(s, lv, err)
+	}
 	switch {
 	case errors.Is(err, kernel.ErrBusy):
 		return nil, fmt.Errorf("variables %q: %w", id, ErrBusy)
@@ -173,6 +176,22 @@ func (p *Pool) Variables(ctx context.Context, id string) (*Variables, error) {
 		v.Variables[i].Repr = lv.filter.Clean(v.Variables[i].Repr)
 	}
 	return v, nil
+}
+
+// listingEnded tears down a kernel that a listing left dead (killed past
+// its interrupt grace or the deadline, or dead of its own) and counts it
+// as a cell's would be (endOf), unless a pool operation doomed it: that
+// operation tears it down and counts it. The dead kernel stays in its
+// slot, so the owner's next cell discards it and reports state_reset
+// (the teardown is done once). The caller holds s's semaphore.
+func (p *Pool) listingEnded(s *slot, lv *live, err error) {
+	p.mu.Lock()
+	doomed := s.doom != ""
+	p.mu.Unlock()
+	if doomed {
+		return
+	}
+	p.teardown(lv, p.endOf(lv, err))
 }
 
 // liveByID returns the slot and live kernel of id (lv nil: none).

@@ -25,9 +25,11 @@ type PoolStats struct {
 	Timeouts uint64 `json:"timeouts"`
 	// Interrupted counts cells canceled by their caller or by a kill.
 	Interrupted uint64 `json:"interrupted"`
-	// Died counts kernels that died while running a cell (OOM included).
+	// Died counts kernels that died while running a cell or a variables
+	// listing (OOM included).
 	Died uint64 `json:"died"`
-	// OOMKilled counts kernels killed by their memory limit.
+	// OOMKilled counts kernels killed by their memory limit (during a cell
+	// or a listing).
 	OOMKilled uint64 `json:"oom_killed"`
 	// Ended counts kernels ended by sys.exit.
 	Ended uint64 `json:"ended"`

@@ -22,8 +22,9 @@ import (
 // or the session's: os._exit, or allocating past the kernel's memory
 // limit (a real memory cgroup: the OOM killer). Either is answered 409
 // kernel_died (pool.ErrKernelDied) with a message saying how the kernel
-// ended, is not logged as a failure of the daemon, and the owner's next
-// cell runs on a new kernel, its state reset.
+// ended, is counted in the pool's stats as a cell's death is (died, and
+// oom_killed for the OOM killer), is not logged as a failure of the
+// daemon, and the owner's next cell runs on a new kernel, its state reset.
 func TestVariablesKernelDied(t *testing.T) {
 	const oomRepr = "  b = bytearray(256 << 20)\n  for i in range(0, len(b), 4096): b[i] = 1\n  return 'big'\n"
 	for _, tc := range []struct {
@@ -62,6 +63,7 @@ func TestVariablesKernelDied(t *testing.T) {
 				t.Fatalf("execute: %+v, %v", res, err)
 			}
 			kid := res.Kernel.ID
+			before := d.pool.Stats()
 			if tc.session {
 				_, err = c.SessionVariables(ctx, req.Session)
 			} else {
@@ -71,6 +73,14 @@ func TestVariablesKernelDied(t *testing.T) {
 			if !errors.As(err, &ae) || ae.StatusCode != http.StatusConflict || ae.Code != api.CodeKernelDied || !errors.Is(err, pool.ErrKernelDied) ||
 				!strings.Contains(ae.Message, tc.want[0]) || !strings.Contains(ae.Message, tc.want[1]) {
 				t.Fatalf("listing whose repr ended the kernel: %v; want 409 kernel_died saying %q", err, tc.want)
+			}
+			wantOOM := uint64(0)
+			if tc.oom {
+				wantOOM = 1
+			}
+			if st := d.pool.Stats(); st.Died-before.Died != 1 || st.OOMKilled-before.OOMKilled != wantOOM {
+				t.Fatalf("stats after the listing's death: died %d, oom_killed %d (before %d, %d); want +1, +%d",
+					st.Died, st.OOMKilled, before.Died, before.OOMKilled, wantOOM)
 			}
 			if l := logs.String(); strings.Contains(l, "[ERROR]") {
 				t.Fatalf("the daemon logged a failure: %q", l)
