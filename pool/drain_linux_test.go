@@ -1,0 +1,154 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kernpool/kernpool/internal/testenv"
+	"github.com/kernpool/kernpool/kernel"
+)
+
+// What a drain reports (PendingSaves, the checkpoint counters) and what a
+// fleet's draining node waits for per owner (OwnerUnsaved,
+// WaitOwnerSaved), with real sandboxed kernels: the owners' kernels of a
+// persist mode, beside a mode that does not persist ("plain") and an
+// explicit session, neither of which a close saves.
+
+// newDrainPool is a persist pool with a "plain" mode that does not
+// persist, and idle saves left to the test (startIdleSaves with a time
+// an hour ahead): the reaper's own never comes due.
+func newDrainPool(t *testing.T, mods ...func(*Config)) *Pool {
+	t.Helper()
+	sandboxes, state := newRealIsolator(t)
+	return newTestPool(t, append([]func(*Config){func(c *Config) {
+		c.StateDir, c.Sandboxes = state, plainAsDefault{sandboxes}
+		c.Policies = map[string]CellPolicy{defaultName: {Persist: true, InterruptGrace: testenv.Patience}, "plain": {}}
+		c.Checkpoints.Idle = time.Hour
+	}}, mods...)...)
+}
+
+// plainAsDefault sandboxes the "plain" mode's kernels in the default
+// profile: the real isolator knows no other.
+type plainAsDefault struct{ SandboxFactory }
+
+func (f plainAsDefault) NewSandbox(id, owner, mode string, limits Limits) (kernel.Sandbox, error) {
+	if mode == "plain" {
+		mode = defaultName
+	}
+	return f.SandboxFactory.NewSandbox(id, owner, mode, limits)
+}
+
+// idleSaveAll saves every changed kernel as an idle save would and waits
+// until no save is left in flight.
+func idleSaveAll(t *testing.T, p *Pool) {
+	t.Helper()
+	p.startIdleSaves(time.Now().Add(2 * time.Hour))
+	waitFor(t, "the idle saves", func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return len(p.saving) == 0
+	})
+}
+
+// drainOwners starts the kernels every test here begins with: owners a
+// and b in the persist mode, c in "plain" only, and d with a session of
+// the persist mode only, each of which ran one cell.
+func drainOwners(t *testing.T, p *Pool) {
+	t.Helper()
+	for _, req := range []Request{{Owner: "a", Code: "x = 1"}, {Owner: "b", Code: "y = 2"}, {Owner: "c", Mode: "plain", Code: "z = 3"}} {
+		wantStatus(t, run(t, p, req), StatusSuccess)
+	}
+	d := mustSession(t, p, SessionSpec{Owner: "d"})
+	wantStatus(t, run(t, p, Request{Owner: "d", Session: d.ID, Code: "w = 4"}), StatusSuccess)
+}
+
+// TestCheckpointCountersOfEvictions: each eviction's save counts once in
+// CheckpointsSaved (a drain's "saved"), a failed one in CheckpointsFailed.
+func TestCheckpointCountersOfEvictions(t *testing.T) {
+	p := newDrainPool(t, func(c *Config) { c.MaxKernels = 1 })
+	wantStatus(t, run(t, p, Request{Owner: "a", Code: "x = 1"}), StatusSuccess)
+	wantStatus(t, run(t, p, Request{Owner: "b", Code: "y = 2"}), StatusSuccess) // evicts a
+	waitSaved(t, p)
+	if st := p.Stats(); st.CheckpointsSaved != 1 || st.CheckpointsFailed != 0 {
+		t.Fatalf("after one eviction: saved %d, failed %d; want 1, 0", st.CheckpointsSaved, st.CheckpointsFailed)
+	}
+	wantStatus(t, run(t, p, Request{Owner: "a", Code: "x"}), StatusSuccess) // evicts b
+	waitSaved(t, p)
+	if st := p.Stats(); st.CheckpointsSaved != 2 || st.CheckpointsFailed != 0 {
+		t.Fatalf("after two evictions: saved %d, failed %d; want 2, 0", st.CheckpointsSaved, st.CheckpointsFailed)
+	}
+}
+
+// TestOwnerUnsavedPerOwner: an owner's state is unsaved while one of its
+// persist kernels ran a cell since its last save, and only its own
+// kernels count: not another owner's, not a plain mode's nor a
+// session's (a close saves neither). "" is the default owner.
+func TestOwnerUnsavedPerOwner(t *testing.T) {
+	p := newDrainPool(t)
+	drainOwners(t, p)
+	wantStatus(t, run(t, p, Request{Code: "v = 5"}), StatusSuccess) // the default owner
+	check := func(when string, want map[string]bool) {
+		t.Helper()
+		for owner, unsaved := range want {
+			if got := p.OwnerUnsaved(owner); got != unsaved {
+				t.Errorf("%s: OwnerUnsaved(%q) = %v, want %v", when, owner, got, unsaved)
+			}
+		}
+	}
+	check("after one cell each", map[string]bool{"a": true, "b": true, "c": false, "d": false, "": true, DefaultOwner: true, "nobody": false})
+	idleSaveAll(t, p)
+	check("after the idle saves", map[string]bool{"a": false, "b": false, "c": false, "d": false, "": false})
+	wantStatus(t, run(t, p, Request{Owner: "a", Code: "x += 1"}), StatusSuccess)
+	check("after a's next cell", map[string]bool{"a": true, "b": false, "c": false, "d": false, "": false})
+}
+
+// doneProbe is a context that says when its Done is first asked for:
+// WaitOwnerSaved asks only once it found the owner unsaved and waits.
+type doneProbe struct {
+	context.Context
+	once  sync.Once
+	asked chan struct{}
+}
+
+func (c *doneProbe) Done() <-chan struct{} {
+	c.once.Do(func() { close(c.asked) })
+	return c.Context.Done()
+}
+
+// TestWaitOwnerSavedEndsWithTheState: WaitOwnerSaved returns at once for
+// an owner with nothing unsaved, with ctx's error while the owner's
+// state is unsaved ("" naming the default owner), and nil once nothing
+// is left unsaved even when no save ended it (a kill loses the state:
+// nothing is left for a save to wait for).
+func TestWaitOwnerSavedEndsWithTheState(t *testing.T) {
+	p := newDrainPool(t)
+	wantStatus(t, run(t, p, Request{Code: "v = 5"}), StatusSuccess)
+	a := run(t, p, Request{Owner: "a", Code: "x = 1"})
+	wantStatus(t, a, StatusSuccess)
+	wantStatus(t, run(t, p, Request{Owner: "c", Mode: "plain", Code: "z = 3"}), StatusSuccess)
+
+	ended, cancel := context.WithCancel(t.Context())
+	cancel()
+	for owner, want := range map[string]error{"a": context.Canceled, "": context.Canceled, "c": nil, "nobody": nil} {
+		if err := p.WaitOwnerSaved(ended, owner); !errors.Is(err, want) || (want == nil) != (err == nil) {
+			t.Errorf("WaitOwnerSaved(%q) with an ended ctx = %v, want %v", owner, err, want)
+		}
+	}
+
+	bounded, stop := context.WithTimeout(t.Context(), testenv.Patience)
+	defer stop()
+	probe := &doneProbe{Context: bounded, asked: make(chan struct{})}
+	waited := make(chan error, 1)
+	go func() { waited <- p.WaitOwnerSaved(probe, "a") }()
+	<-probe.asked // it found a unsaved and waits
+	if err := p.Kill(a.Kernel.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-waited; err != nil {
+		t.Fatalf("WaitOwnerSaved after a's kernel was killed = %v, want nil", err)
+	}
+}
+
