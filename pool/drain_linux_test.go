@@ -65,6 +65,33 @@ func drainOwners(t *testing.T, p *Pool) {
 	wantStatus(t, run(t, p, Request{Owner: "d", Session: d.ID, Code: "w = 4"}), StatusSuccess)
 }
 
+// TestPendingSavesCountsWhatCloseSaves: a drain's "remaining" counts the
+// kernels the pool's close will save: the two persist kernels (a, b) but
+// not the plain one (c) nor the session (d); once b is stored by an idle
+// save and only a ran a cell since, one. Close then saves exactly that
+// one (CheckpointsSaved 1, none failed) and nothing is left to save.
+func TestPendingSavesCountsWhatCloseSaves(t *testing.T) {
+	p := newDrainPool(t)
+	drainOwners(t, p)
+	if n := p.PendingSaves(); n != 2 {
+		t.Fatalf("PendingSaves with a, b unsaved = %d, want 2", n)
+	}
+	idleSaveAll(t, p)
+	if n := p.PendingSaves(); n != 0 {
+		t.Fatalf("PendingSaves with every kernel stored = %d, want 0", n)
+	}
+	wantStatus(t, run(t, p, Request{Owner: "a", Code: "x += 1"}), StatusSuccess)
+	if n := p.PendingSaves(); n != 1 {
+		t.Fatalf("PendingSaves with a changed since its save = %d, want 1", n)
+	}
+	if err := p.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if st := p.Stats(); st.CheckpointsSaved != 1 || st.CheckpointsFailed != 0 || p.PendingSaves() != 0 {
+		t.Fatalf("after Close: saved %d, failed %d, pending %d; want 1, 0, 0", st.CheckpointsSaved, st.CheckpointsFailed, p.PendingSaves())
+	}
+}
+
 // TestCheckpointCountersOfEvictions: each eviction's save counts once in
 // CheckpointsSaved (a drain's "saved"), a failed one in CheckpointsFailed.
 func TestCheckpointCountersOfEvictions(t *testing.T) {
@@ -152,3 +179,16 @@ func TestWaitOwnerSavedEndsWithTheState(t *testing.T) {
 	}
 }
 
+// TestPendingSavesCountsAnIdleSaveOnce: a kernel whose idle save is in
+// flight (its pickling sleeps) is one save to wait for, not two.
+func TestPendingSavesCountsAnIdleSaveOnce(t *testing.T) {
+	p := newDrainPool(t)
+	wantStatus(t, run(t, p, Request{Owner: "a", Code: slowReduceCell(3600)}), StatusSuccess)
+	p.startIdleSaves(time.Now().Add(2 * time.Hour))
+	waitFor(t, "a's idle save", func() bool { return idleSaveRunning(p, "a") })
+	if n := p.PendingSaves(); n != 1 {
+		t.Errorf("PendingSaves with a's idle save in flight = %d, want 1", n)
+	}
+	_ = liveOf(p, "a").k.Kill() // ends the save's hour-long sleep
+	waitFor(t, "the idle save's end", func() bool { return !idleSaveRunning(p, "a") })
+}
