@@ -112,3 +112,43 @@ func TestPoolInterruptAndVariables(t *testing.T) {
 }
 
 var _ = context.Background
+
+// killNewKernels is an Observer that kills each of the first n kernels
+// the pool starts as it is told of it: after the spawn, before the pool
+// writes the kernel's first cell (spawnInto reports the start first).
+type killNewKernels struct {
+	*recorder
+	p      *Pool
+	n      int
+	killed int
+}
+
+func (o *killNewKernels) KernelStarted(mode string) {
+	o.recorder.KernelStarted(mode)
+	if o.killed == o.n {
+		return
+	}
+	o.killed++
+	for _, k := range o.p.List() {
+		if lv := o.p.byIDForTest(k.ID); lv != nil {
+			_ = lv.k.Kill()
+			<-lv.k.Done()
+		}
+	}
+}
+
+// A kernel found dead before its cell was written is replaced once, not
+// again and again: with the first two kernels dying so, the cell ends
+// on the second with the death reported, and a third is never started.
+func TestKernelDeadBeforeItsCellIsRetriedOnce(t *testing.T) {
+	obs := &killNewKernels{recorder: newRecorder(), n: 2}
+	p := newTestPool(t, func(c *Config) { c.Observer = obs })
+	obs.p = p
+	res := run(t, p, Request{Code: "print('ran')"})
+	obs.mu.Lock()
+	starts := obs.starts
+	obs.mu.Unlock()
+	if res.Status != StatusError || !strings.Contains(res.Error, "failed before running the cell") || strings.Contains(res.Output, "ran") || starts != 2 {
+		t.Fatalf("cell on two kernels dead before it = %+v after %d kernel starts; want it failed after 2", res, starts)
+	}
+}
