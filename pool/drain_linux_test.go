@@ -170,7 +170,11 @@ func TestWaitOwnerSavedEndsWithTheState(t *testing.T) {
 	probe := &doneProbe{Context: bounded, asked: make(chan struct{})}
 	waited := make(chan error, 1)
 	go func() { waited <- p.WaitOwnerSaved(probe, "a") }()
-	<-probe.asked // it found a unsaved and waits
+	select {
+	case <-probe.asked: // it found a unsaved and waits
+	case err := <-waited:
+		t.Fatalf("WaitOwnerSaved(a) with a unsaved returned at once: %v", err)
+	}
 	if err := p.Kill(a.Kernel.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -191,4 +195,62 @@ func TestPendingSavesCountsAnIdleSaveOnce(t *testing.T) {
 	}
 	_ = liveOf(p, "a").k.Kill() // ends the save's hour-long sleep
 	waitFor(t, "the idle save's end", func() bool { return !idleSaveRunning(p, "a") })
+}
+
+// TestOwnerUnsavedWhileItsEvictionSaves: an evicted kernel's save in
+// flight keeps its owner unsaved, and only its owner, though the kernel
+// left the pool; WaitOwnerSaved waits for that save, not another owner's
+// (b's, still saving), and returns once it ended (here failed: counted
+// in CheckpointsFailed, not Saved).
+func TestOwnerUnsavedWhileItsEvictionSaves(t *testing.T) {
+	p := newDrainPool(t, func(c *Config) {
+		c.MaxKernels = 2
+		c.Checkpoints.Timeout = 2 * time.Hour // the saves end when the test kills their kernels
+	})
+	wantStatus(t, run(t, p, Request{Owner: "a", Code: slowReduceCell(3600)}), StatusSuccess)
+	wantStatus(t, run(t, p, Request{Owner: "b", Code: slowReduceCell(3600)}), StatusSuccess)
+	va, vb := liveOf(p, "a"), liveOf(p, "b")
+	// c's cell (evicting a) runs until c is shut down: busy, c is no
+	// candidate when d's cell needs room, and b is evicted (an idle plain
+	// kernel would go first: it needs no save).
+	busy := make(chan outcome, 1)
+	go func() {
+		res, err := p.Execute(t.Context(), Request{Owner: "c", Mode: "plain", Code: "import time\ntime.sleep(3600)"})
+		busy <- outcome{res, err}
+	}()
+	waitFor(t, "c's cell evicting a", func() bool { st := p.Stats(); return st.Evicted == 1 && st.KernelsBusy == 1 })
+	wantStatus(t, run(t, p, Request{Owner: "d", Mode: "plain", Code: "1"}), StatusSuccess) // evicts b
+	defer func() {
+		p.ShutdownOwner("c")
+		if o := <-busy; o.err != nil || o.res.Status != StatusInterrupted {
+			t.Errorf("c's cell after its owner's shutdown: %+v, %v", o.res, o.err)
+		}
+	}()
+	if st := p.Stats(); st.KernelsSaving != 2 || st.Evicted != 2 || liveOf(p, "a") != nil || liveOf(p, "b") != nil {
+		t.Fatalf("stats %+v: want a and b evicted and saving", st)
+	}
+	for owner, want := range map[string]bool{"a": true, "b": true, "nobody": false} {
+		if got := p.OwnerUnsaved(owner); got != want {
+			t.Errorf("OwnerUnsaved(%q) with a's and b's saves in flight = %v, want %v", owner, got, want)
+		}
+	}
+	bounded, stop := context.WithTimeout(t.Context(), testenv.Patience)
+	defer stop()
+	probe := &doneProbe{Context: bounded, asked: make(chan struct{})}
+	waited := make(chan error, 1)
+	go func() { waited <- p.WaitOwnerSaved(probe, "a") }()
+	select {
+	case <-probe.asked: // it found a unsaved and waits
+	case err := <-waited:
+		t.Fatalf("WaitOwnerSaved(a) with a's save in flight returned at once: %v", err)
+	}
+	_ = va.k.Kill() // ends a's save's hour-long pickling: it fails
+	if err := <-waited; err != nil {
+		t.Fatalf("WaitOwnerSaved after a's save ended = %v, want nil", err)
+	}
+	if st := p.Stats(); st.CheckpointsSaved != 0 || st.CheckpointsFailed != 1 || st.KernelsSaving != 1 || p.OwnerUnsaved("a") || !p.OwnerUnsaved("b") {
+		t.Fatalf("after a's failed save: %+v, a unsaved %v; want 0 saved, 1 failed, b still saving", st, p.OwnerUnsaved("a"))
+	}
+	_ = vb.k.Kill()
+	waitSaved(t, p)
 }
