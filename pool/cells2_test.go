@@ -152,3 +152,21 @@ func TestKernelDeadBeforeItsCellIsRetriedOnce(t *testing.T) {
 		t.Fatalf("cell on two kernels dead before it = %+v after %d kernel starts; want it failed after 2", res, starts)
 	}
 }
+
+// Kill ends that kernel only and counts it once in PoolStats.Killed; a
+// second Kill of the id finds nothing and counts nothing.
+func TestKillCountsOnce(t *testing.T) {
+	p := newTestPool(t)
+	a := run(t, p, Request{Owner: "a", Code: "pass"})
+	b := run(t, p, Request{Owner: "b", Code: "pass"})
+	bPid := pidOf(t, p, b.Kernel.ID)
+	if err := p.Kill(a.Kernel.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Kill(a.Kernel.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("second Kill = %v, want ErrNotFound", err)
+	}
+	if st := p.Stats(); st.Killed != 1 || st.KernelsLive != 1 || !pidAlive(bPid) {
+		t.Fatalf("after killing a: killed %d, live %d, b alive %v; want 1, 1, true", st.Killed, st.KernelsLive, pidAlive(bPid))
+	}
+}
