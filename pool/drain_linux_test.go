@@ -210,6 +210,7 @@ func TestOwnerUnsavedWhileItsEvictionSaves(t *testing.T) {
 	wantStatus(t, run(t, p, Request{Owner: "a", Code: slowReduceCell(3600)}), StatusSuccess)
 	wantStatus(t, run(t, p, Request{Owner: "b", Code: slowReduceCell(3600)}), StatusSuccess)
 	va, vb := liveOf(p, "a"), liveOf(p, "b")
+	defer func() { _, _ = va.k.Kill(), vb.k.Kill() }() // a failed test's close need not wait for their hour-long saves
 	// c's cell (evicting a) runs until c is shut down: busy, c is no
 	// candidate when d's cell needs room, and b is evicted (an idle plain
 	// kernel would go first: it needs no save).

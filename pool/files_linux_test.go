@@ -399,3 +399,20 @@ func TestFilesWhileACellRuns(t *testing.T) {
 		t.Fatal("the cell did not see the upload")
 	}
 }
+
+// A path of exactly pool.MaxOutputName bytes is listed; one byte more is
+// left out and marks the list truncated.
+func TestOutputsNameAtTheCap(t *testing.T) {
+	p := filesPool(t, 1<<20)
+	dirs := "out/" + strings.Repeat(strings.Repeat("d", 250)+"/", 4) // 1008 bytes
+	at, over := dirs+strings.Repeat("f", 16), dirs+strings.Repeat("g", 17)
+	if len(at) != 1024 || pool.MaxOutputName != 1024 {
+		t.Fatalf("the path is %d bytes, the cap %d: want both 1024", len(at), pool.MaxOutputName)
+	}
+	code := fmt.Sprintf("import os\nos.makedirs(%q)\nopen(%q, 'w').write('x')\nopen(%q, 'w').write('y')", dirs, at, over)
+	res := run(t, p, pool.Request{Code: code, OutputsDir: "out"})
+	wantStatus(t, res, pool.StatusSuccess)
+	if len(res.Outputs) != 1 || res.Outputs[0].Name != at || !res.OutputsTruncated {
+		t.Fatalf("outputs %+v (truncated %v), want only the %d-byte path, truncated", res.Outputs, res.OutputsTruncated, len(at))
+	}
+}
