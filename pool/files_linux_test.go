@@ -416,3 +416,21 @@ func TestOutputsNameAtTheCap(t *testing.T) {
 		t.Fatalf("outputs %+v (truncated %v), want only the %d-byte path, truncated", res.Outputs, res.OutputsTruncated, len(at))
 	}
 }
+
+// An outputs_dir the pool may not walk lists nothing and says why in the
+// result's warning: one that goes through a symlink, one the kernel's
+// uid may not read.
+func TestOutputsDirUnwalkableIsAWarning(t *testing.T) {
+	p := filesPool(t, 1<<20)
+	wantStatus(t, run(t, p, pool.Request{Code: "import os\nos.symlink('/etc', 'lnk')"}), pool.StatusSuccess)
+	for dir, want := range map[string]string{
+		"lnk":    "a symlink, which is never followed",
+		"locked": "the kernel's uid may not access the path: permission denied",
+	} {
+		res := run(t, p, pool.Request{Code: "import os\nos.makedirs('locked', exist_ok=True)\nos.chmod('locked', 0)", OutputsDir: dir})
+		wantStatus(t, res, pool.StatusSuccess)
+		if len(res.Outputs) != 0 || !strings.HasPrefix(res.Warning, "outputs_dir: ") || !strings.HasSuffix(res.Warning, want) {
+			t.Errorf("outputs_dir %q: outputs %+v, warning %q; want none and a warning ending %q", dir, res.Outputs, res.Warning, want)
+		}
+	}
+}
