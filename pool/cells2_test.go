@@ -170,3 +170,23 @@ func TestKillCountsOnce(t *testing.T) {
 		t.Fatalf("after killing a: killed %d, live %d, b alive %v; want 1, 1, true", st.Killed, st.KernelsLive, pidAlive(bPid))
 	}
 }
+
+// PoolStats counts the kernels alive (an ended one is not) and those
+// running a cell (a drain's cells_running): a, b alive, b busy; once b's
+// cell ends, none busy.
+func TestStatsCountLiveAndBusy(t *testing.T) {
+	p := newTestPool(t)
+	wantStatus(t, run(t, p, Request{Owner: "a", Code: "pass"}), StatusSuccess)
+	if res := run(t, p, Request{Owner: "x", Code: "import sys\nsys.exit(0)"}); !res.Kernel.Ended {
+		t.Fatalf("sys.exit: %+v", res)
+	}
+	b := startBlocker(t, p, t.Context(), Request{Owner: "b"})
+	if st := p.Stats(); st.KernelsLive != 2 || st.KernelsBusy != 1 {
+		t.Errorf("with b's cell running: live %d, busy %d; want 2, 1", st.KernelsLive, st.KernelsBusy)
+	}
+	b.let(t)
+	wantStatus(t, b.wait(t), StatusSuccess)
+	if st := p.Stats(); st.KernelsLive != 2 || st.KernelsBusy != 0 {
+		t.Errorf("after b's cell: live %d, busy %d; want 2, 0", st.KernelsLive, st.KernelsBusy)
+	}
+}
