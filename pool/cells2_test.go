@@ -154,7 +154,8 @@ func TestKernelDeadBeforeItsCellIsRetriedOnce(t *testing.T) {
 }
 
 // Kill ends that kernel only and counts it once in PoolStats.Killed; a
-// second Kill of the id finds nothing and counts nothing.
+// second Kill of the id finds nothing and counts nothing; an owner
+// shutdown counts the kernels it ends.
 func TestKillCountsOnce(t *testing.T) {
 	p := newTestPool(t)
 	a := run(t, p, Request{Owner: "a", Code: "pass"})
@@ -168,6 +169,13 @@ func TestKillCountsOnce(t *testing.T) {
 	}
 	if st := p.Stats(); st.Killed != 1 || st.KernelsLive != 1 || !pidAlive(bPid) {
 		t.Fatalf("after killing a: killed %d, live %d, b alive %v; want 1, 1, true", st.Killed, st.KernelsLive, pidAlive(bPid))
+	}
+	// An owner shutdown counts its kernels killed too.
+	if n := p.ShutdownOwner("b"); n != 1 {
+		t.Fatalf("ShutdownOwner(b) = %d, want 1", n)
+	}
+	if st := p.Stats(); st.Killed != 2 || st.KernelsLive != 0 {
+		t.Fatalf("after b's shutdown: killed %d, live %d; want 2, 0", st.Killed, st.KernelsLive)
 	}
 }
 
