@@ -112,3 +112,89 @@ func TestPoolInterruptAndVariables(t *testing.T) {
 }
 
 var _ = context.Background
+
+// killNewKernels is an Observer that kills each of the first n kernels
+// the pool starts as it is told of it: after the spawn, before the pool
+// writes the kernel's first cell (spawnInto reports the start first).
+type killNewKernels struct {
+	*recorder
+	p      *Pool
+	n      int
+	killed int
+}
+
+func (o *killNewKernels) KernelStarted(mode string) {
+	o.recorder.KernelStarted(mode)
+	if o.killed == o.n {
+		return
+	}
+	o.killed++
+	for _, k := range o.p.List() {
+		if lv := o.p.byIDForTest(k.ID); lv != nil {
+			_ = lv.k.Kill()
+			<-lv.k.Done()
+		}
+	}
+}
+
+// A kernel found dead before its cell was written is replaced once, not
+// again and again: with the first two kernels dying so, the cell ends
+// on the second with the death reported, and a third is never started.
+func TestKernelDeadBeforeItsCellIsRetriedOnce(t *testing.T) {
+	obs := &killNewKernels{recorder: newRecorder(), n: 2}
+	p := newTestPool(t, func(c *Config) { c.Observer = obs })
+	obs.p = p
+	res := run(t, p, Request{Code: "print('ran')"})
+	obs.mu.Lock()
+	starts := obs.starts
+	obs.mu.Unlock()
+	if res.Status != StatusError || !strings.Contains(res.Error, "failed before running the cell") || strings.Contains(res.Output, "ran") || starts != 2 {
+		t.Fatalf("cell on two kernels dead before it = %+v after %d kernel starts; want it failed after 2", res, starts)
+	}
+}
+
+// Kill ends that kernel only and counts it once in PoolStats.Killed; a
+// second Kill of the id finds nothing and counts nothing; an owner
+// shutdown counts the kernels it ends.
+func TestKillCountsOnce(t *testing.T) {
+	p := newTestPool(t)
+	a := run(t, p, Request{Owner: "a", Code: "pass"})
+	b := run(t, p, Request{Owner: "b", Code: "pass"})
+	bPid := pidOf(t, p, b.Kernel.ID)
+	if err := p.Kill(a.Kernel.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Kill(a.Kernel.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("second Kill = %v, want ErrNotFound", err)
+	}
+	if st := p.Stats(); st.Killed != 1 || st.KernelsLive != 1 || !pidAlive(bPid) {
+		t.Fatalf("after killing a: killed %d, live %d, b alive %v; want 1, 1, true", st.Killed, st.KernelsLive, pidAlive(bPid))
+	}
+	// An owner shutdown counts its kernels killed too.
+	if n := p.ShutdownOwner("b"); n != 1 {
+		t.Fatalf("ShutdownOwner(b) = %d, want 1", n)
+	}
+	if st := p.Stats(); st.Killed != 2 || st.KernelsLive != 0 {
+		t.Fatalf("after b's shutdown: killed %d, live %d; want 2, 0", st.Killed, st.KernelsLive)
+	}
+}
+
+// PoolStats counts the kernels alive (an ended one is not) and those
+// running a cell (a drain's cells_running): a, b alive, b busy; once b's
+// cell ends, none busy.
+func TestStatsCountLiveAndBusy(t *testing.T) {
+	p := newTestPool(t)
+	wantStatus(t, run(t, p, Request{Owner: "a", Code: "pass"}), StatusSuccess)
+	if res := run(t, p, Request{Owner: "x", Code: "import sys\nsys.exit(0)"}); !res.Kernel.Ended {
+		t.Fatalf("sys.exit: %+v", res)
+	}
+	b := startBlocker(t, p, t.Context(), Request{Owner: "b"})
+	if st := p.Stats(); st.KernelsLive != 2 || st.KernelsBusy != 1 {
+		t.Errorf("with b's cell running: live %d, busy %d; want 2, 1", st.KernelsLive, st.KernelsBusy)
+	}
+	b.let(t)
+	wantStatus(t, b.wait(t), StatusSuccess)
+	if st := p.Stats(); st.KernelsLive != 2 || st.KernelsBusy != 0 {
+		t.Errorf("after b's cell: live %d, busy %d; want 2, 0", st.KernelsLive, st.KernelsBusy)
+	}
+}

@@ -11,8 +11,10 @@ import (
 
 // PendingSaves counts what closing the pool still has to checkpoint: the
 // live kernels of modes with Persist that are bound to a key (a spare
-// has no state of a key; a session's is not saved at close, sessions.go),
-// plus the saves in flight.
+// has no state of a key; a session's is not saved at close, sessions.go)
+// and changed since the store last took them (markSaveLocked saves no
+// clean kernel), plus the saves in flight (an idle save among them: its
+// kernel counts there, once).
 func (p *Pool) PendingSaves() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -20,6 +22,9 @@ func (p *Pool) PendingSaves() int {
 	for _, s := range p.slots {
 		lv := s.live
 		if lv == nil || lv.key == (key{}) || lv.saveDone != nil || !p.policy(lv.key.mode).Persist || lv.key.session != "" {
+			continue
+		}
+		if lv.cleanLocked() || lv.idleDone != nil && p.saving[lv.key] == lv.idleDone {
 			continue
 		}
 		n++

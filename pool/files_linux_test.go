@@ -399,3 +399,38 @@ func TestFilesWhileACellRuns(t *testing.T) {
 		t.Fatal("the cell did not see the upload")
 	}
 }
+
+// A path of exactly pool.MaxOutputName bytes is listed; one byte more is
+// left out and marks the list truncated.
+func TestOutputsNameAtTheCap(t *testing.T) {
+	p := filesPool(t, 1<<20)
+	dirs := "out/" + strings.Repeat(strings.Repeat("d", 250)+"/", 4) // 1008 bytes
+	at, over := dirs+strings.Repeat("f", 16), dirs+strings.Repeat("g", 17)
+	if len(at) != 1024 || pool.MaxOutputName != 1024 {
+		t.Fatalf("the path is %d bytes, the cap %d: want both 1024", len(at), pool.MaxOutputName)
+	}
+	code := fmt.Sprintf("import os\nos.makedirs(%q)\nopen(%q, 'w').write('x')\nopen(%q, 'w').write('y')", dirs, at, over)
+	res := run(t, p, pool.Request{Code: code, OutputsDir: "out"})
+	wantStatus(t, res, pool.StatusSuccess)
+	if len(res.Outputs) != 1 || res.Outputs[0].Name != at || !res.OutputsTruncated {
+		t.Fatalf("outputs %+v (truncated %v), want only the %d-byte path, truncated", res.Outputs, res.OutputsTruncated, len(at))
+	}
+}
+
+// An outputs_dir the pool may not walk lists nothing and says why in the
+// result's warning: one that goes through a symlink, one the kernel's
+// uid may not read.
+func TestOutputsDirUnwalkableIsAWarning(t *testing.T) {
+	p := filesPool(t, 1<<20)
+	wantStatus(t, run(t, p, pool.Request{Code: "import os\nos.symlink('/etc', 'lnk')"}), pool.StatusSuccess)
+	for dir, want := range map[string]string{
+		"lnk":    "a symlink, which is never followed",
+		"locked": "the kernel's uid may not access the path: permission denied",
+	} {
+		res := run(t, p, pool.Request{Code: "import os\nos.makedirs('locked', exist_ok=True)\nos.chmod('locked', 0)", OutputsDir: dir})
+		wantStatus(t, res, pool.StatusSuccess)
+		if len(res.Outputs) != 0 || !strings.HasPrefix(res.Warning, "outputs_dir: ") || !strings.HasSuffix(res.Warning, want) {
+			t.Errorf("outputs_dir %q: outputs %+v, warning %q; want none and a warning ending %q", dir, res.Outputs, res.Warning, want)
+		}
+	}
+}

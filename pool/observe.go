@@ -66,8 +66,9 @@ const (
 type CellEvent struct {
 	// Time is when the call began.
 	Time time.Time
-	// Owner is the tenant; KernelID, UID and Mode name the kernel ("" and
-	// -1 when no kernel was reached).
+	// Owner is the tenant; KernelID and Mode name the kernel ("" when no
+	// kernel was reached); UID is the uid the cell ran as: -1 when none
+	// ran (no kernel reached, or its kernel stopped before the cell).
 	Owner, KernelID, Mode string
 	UID                   int
 	// Code is the cell's source (hash it; store it only when asked to).

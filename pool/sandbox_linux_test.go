@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -196,5 +197,36 @@ func TestCloseWaitsForSpawnsInFlight(t *testing.T) {
 	o := <-done
 	if o.err != nil || o.res.Status != StatusInterrupted || !strings.Contains(o.res.Output, "pool closed") {
 		t.Fatalf("cell of the interrupted spawn = %+v, %v", o.res, o.err)
+	}
+}
+
+// TestCellEventOfACellThatNeverRan: a cell whose kernel started after
+// its owner was shut down (the spawn was in flight) is interrupted
+// before any of its code ran: its event names the kernel but uid -1 (the
+// audit log's "uid": the cell ran as no uid), not one a cell could have
+// run as (the mutant uid 1 would name a system user).
+func TestCellEventOfACellThatNeverRan(t *testing.T) {
+	f := &sandboxFactory{gate: make(chan struct{}), entered: make(chan struct{})}
+	rec := newRecorder()
+	p := newTestPool(t, func(c *Config) { c.Sandboxes = f; c.Observer = rec })
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := p.Execute(t.Context(), Request{Owner: "o", Code: "pass"})
+		done <- outcome{res, err}
+	}()
+	<-f.entered // the spawn is held in Prepare
+	if n := p.ShutdownOwner("o"); n != 0 {
+		t.Fatalf("ShutdownOwner killed %d kernels, want 0 (the one starting is not live yet)", n)
+	}
+	close(f.gate)
+	o := <-done
+	if o.err != nil || o.res.Status != StatusInterrupted || o.res.Kernel.ID == "" || !strings.Contains(o.res.Output, "owner shutdown") {
+		t.Fatalf("cell of the spawn its owner's shutdown overtook = %+v, %v", o.res, o.err)
+	}
+	rec.mu.Lock()
+	cells := slices.Clone(rec.cells)
+	rec.mu.Unlock()
+	if len(cells) != 1 || cells[0].KernelID != o.res.Kernel.ID || cells[0].UID != -1 || cells[0].Status != StatusInterrupted {
+		t.Fatalf("cell events = %+v, want one for kernel %s with uid -1", cells, o.res.Kernel.ID)
 	}
 }

@@ -288,3 +288,24 @@ func TestDeathStderrRedacted(t *testing.T) {
 		t.Fatalf("a dying kernel's stderr in the error: %q", res.Error)
 	}
 }
+
+// TestOwnerShutdownKeepsOtherOwnersMasks: shutting another owner down
+// (b) forgets b's env masks only: a's value, restored from its
+// checkpoint, is still masked.
+func TestOwnerShutdownKeepsOtherOwnersMasks(t *testing.T) {
+	const planted = "kept-planted-0123456789"
+	p := pool.NewPersistPool(t, func(c *pool.Config) {
+		c.MaxKernels = 1
+		c.Output = envscrub.NewPipeline(envscrub.OutputConfig{InlineCap: 1000, StderrCap: 1000, SpillCap: 100000})
+	})
+	wantStatus(t, run(t, p, pool.Request{Owner: "a", Env: map[string]string{"CELL_SECRET": planted}, Code: "import os\ncopy = os.environ['CELL_SECRET']"}), pool.StatusSuccess)
+	run(t, p, pool.Request{Owner: "b", Env: map[string]string{"B_SECRET": "b-planted-0123456789"}, Code: "y = 1"}) // evicts a's kernel, saved
+	pool.WaitSaved(t, p)
+	if n := p.ShutdownOwner("b"); n != 1 {
+		t.Fatalf("ShutdownOwner(b) = %d, want 1", n)
+	}
+	res := run(t, p, pool.Request{Owner: "a", Code: "print(copy[:4], copy)"})
+	if !res.Kernel.Restored || res.Output != "kept ***\n" {
+		t.Fatalf("a's restored value after b's shutdown: %+v", res)
+	}
+}
