@@ -78,3 +78,30 @@ func mustOK(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestCloseInitClosesBothEnds: closing a sandbox's init step (Release,
+// or a restart of its Prepare) closes the status pipe's read end and the
+// init's write end if the daemon still holds it: one pipe per kernel start
+// would leak otherwise.
+func TestCloseInitClosesBothEnds(t *testing.T) {
+	for _, keepWrite := range []bool{true, false} {
+		r, w, err := os.Pipe()
+		mustOK(t, err)
+		st := &initStep{status: r}
+		if keepWrite {
+			st.write = w
+		} else {
+			mustOK(t, w.Close())
+		}
+		s := &Sandbox{init: st}
+		s.closeInit()
+		for name, f := range map[string]*os.File{"read end": r, "write end": w} {
+			if err := f.Close(); !errors.Is(err, os.ErrClosed) {
+				t.Errorf("write end held %t: the %s is still open (Close: %v)", keepWrite, name, err)
+			}
+		}
+		if st.status != nil || st.write != nil {
+			t.Errorf("write end held %t: the init step still names its pipe", keepWrite)
+		}
+	}
+}

@@ -23,12 +23,19 @@ func TestProbeInitFailsClosed(t *testing.T) {
 	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// An empty first line: the report is the first line, and that one is none.
+	empty := filepath.Join(testTempDir(t), "empty-init")
+	script = "#!/bin/sh\nprintf '\\nready 0 ns=mnt,pid,ipc,uts,net seccomp=1\\n' >&3\n"
+	if err := os.WriteFile(empty, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name, path, want string
 	}{
 		{"default init", "", ""},
 		{"not an init", "/bin/true", "no report from the init"},
 		{"ready then exit 3", fake, "exit status 3"},
+		{"empty first line", empty, `unexpected report ""`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
