@@ -1,0 +1,79 @@
+package isolate
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/kernpool/kernpool/internal/testenv"
+	"github.com/kernpool/kernpool/kernel"
+)
+
+// logBuffer is a log sink safe for the isolator's goroutines.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestNewReportsKernelUIDs: doctor's profiles show uid -1 (one from the
+// range per kernel) when kernels get uids of their own and the daemon's
+// uid when they keep it; New skips a range uid a process runs as, and
+// warns about it only then. The range is this test's own (62740-62749):
+// other tests' kernels run in the default one.
+func TestNewReportsKernelUIDs(t *testing.T) {
+	testenv.RequireRoot(t)
+	const busyUID = 62741
+	for _, c := range []struct {
+		name        string
+		runAs, busy bool
+		wantUID     int
+		wantTainted int
+	}{
+		{"uids of their own", true, false, -1, 0},
+		{"one of them in use", true, true, -1, 1},
+		{"the daemon's uid", false, false, os.Geteuid(), 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.busy {
+				sleeper := exec.Command("sleep", "600")
+				sleeper.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: busyUID, Gid: busyUID}}
+				mustOK(t, sleeper.Start())
+				t.Cleanup(func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() })
+			}
+			var logs logBuffer
+			iso := newIso(t, func(cfg *Config) {
+				cfg.RunAsUser, cfg.UIDRange = c.runAs, [2]int{62740, 62749}
+				if !c.runAs {
+					cfg.Isolation = kernel.IsolationProcess // kernels as root: accepted explicitly
+				}
+				cfg.Logger = hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Debug})
+			})
+			r := iso.Report()
+			if got := r.Profiles[DefaultProfile].UID; got != c.wantUID {
+				t.Errorf("default profile's uid %d, want %d", got, c.wantUID)
+			}
+			warned := strings.Contains(logs.String(), "kernel uids with running processes are not used")
+			if r.TaintedUIDs != c.wantTainted || warned != (c.wantTainted > 0) {
+				t.Errorf("%d uids skipped (want %d), warned %t\n%s", r.TaintedUIDs, c.wantTainted, warned, logs.String())
+			}
+		})
+	}
+}
