@@ -36,7 +36,8 @@ func (b *logBuffer) String() string {
 // TestNewReportsKernelUIDs: doctor's profiles show uid -1 (one from the
 // range per kernel) when kernels get uids of their own and the daemon's
 // uid when they keep it; New skips a range uid a process runs as, and
-// warns about it only then. The range is this test's own (62740-62749):
+// warns about it only then; it logs a reduced isolation when the report
+// has one. The range is this test's own (62740-62749):
 // other tests' kernels run in the default one.
 func TestNewReportsKernelUIDs(t *testing.T) {
 	testenv.RequireRoot(t)
@@ -73,6 +74,12 @@ func TestNewReportsKernelUIDs(t *testing.T) {
 			warned := strings.Contains(logs.String(), "kernel uids with running processes are not used")
 			if r.TaintedUIDs != c.wantTainted || warned != (c.wantTainted > 0) {
 				t.Errorf("%d uids skipped (want %d), warned %t\n%s", r.TaintedUIDs, c.wantTainted, warned, logs.String())
+			}
+			// Kernels as root are a reduction New must log; the others
+			// depend on the host, but the log must match the report.
+			reduced := strings.Contains(logs.String(), "reduced kernel isolation")
+			if reduced != (r.Warning() != "") || !c.runAs && !reduced {
+				t.Errorf("logged a reduced isolation: %t; the report's warning: %q\n%s", reduced, r.Warning(), logs.String())
 			}
 		})
 	}

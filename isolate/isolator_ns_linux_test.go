@@ -1,0 +1,30 @@
+package isolate
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestDropNamespaces: a daemon that is not root cannot give kernels a
+// network or pid namespace: each profile asking for one is named in Lost
+// (sandbox mode then refuses to start) and loses the flags, so reports
+// say what kernels get; profiles asking for none are untouched.
+func TestDropNamespaces(t *testing.T) {
+	i := bareIsolator(t)
+	i.cfg.Profiles = map[string]Profile{"a": {NoNetwork: true}, "b": {}, "c": {PIDNamespace: true, TmpSize: 1 << 20}}
+	i.dropNamespaces([]string{"a", "b", "c"})
+	if len(i.report.Lost) != 2 || !strings.Contains(i.report.Lost[0], "(profile a;") || !strings.Contains(i.report.Lost[1], "(profile c;") {
+		t.Errorf("Lost %q, want one line for profile a and one for c", i.report.Lost)
+	}
+	if len(i.report.Advice) != 1 {
+		t.Errorf("Advice %q, want one line (run as root)", i.report.Advice)
+	}
+	for n, p := range i.cfg.Profiles {
+		if p.NoNetwork || p.PIDNamespace {
+			t.Errorf("profile %s still asks for namespaces: %+v", n, p)
+		}
+	}
+	if len(i.cfg.Profiles) != 3 || i.cfg.Profiles["c"].TmpSize != 1<<20 {
+		t.Errorf("profiles after the drop: %+v", i.cfg.Profiles)
+	}
+}
