@@ -41,7 +41,7 @@ func (b *logBuffer) String() string {
 // other tests' kernels run in the default one.
 func TestNewReportsKernelUIDs(t *testing.T) {
 	testenv.RequireRoot(t)
-	const busyUID = 62741
+	const first, last = 62740, 62749
 	for _, c := range []struct {
 		name        string
 		runAs, busy bool
@@ -49,19 +49,17 @@ func TestNewReportsKernelUIDs(t *testing.T) {
 		wantTainted int
 	}{
 		{"uids of their own", true, false, -1, 0},
-		{"one of them in use", true, true, -1, 1},
+		{"its first and last in use", true, true, -1, 2},
 		{"the daemon's uid", false, false, os.Geteuid(), 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if c.busy {
-				sleeper := exec.Command("sleep", "600")
-				sleeper.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: busyUID, Gid: busyUID}}
-				mustOK(t, sleeper.Start())
-				t.Cleanup(func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() })
+				runAs(t, first)
+				runAs(t, last)
 			}
 			var logs logBuffer
 			iso := newIso(t, func(cfg *Config) {
-				cfg.RunAsUser, cfg.UIDRange = c.runAs, [2]int{62740, 62749}
+				cfg.RunAsUser, cfg.UIDRange = c.runAs, [2]int{first, last}
 				if !c.runAs {
 					cfg.Isolation = kernel.IsolationProcess // kernels as root: accepted explicitly
 				}
@@ -82,5 +80,50 @@ func TestNewReportsKernelUIDs(t *testing.T) {
 				t.Errorf("logged a reduced isolation: %t; the report's warning: %q\n%s", reduced, r.Warning(), logs.String())
 			}
 		})
+	}
+}
+
+// runAs starts a process running as uid until the test ends.
+func runAs(t *testing.T, uid int) {
+	t.Helper()
+	p := exec.Command("sleep", "600")
+	p.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+	mustOK(t, p.Start())
+	t.Cleanup(func() { _ = p.Process.Kill(); _ = p.Wait() })
+}
+
+// TestIsolatorUIDBusy: a retired uid comes back only when no process runs
+// as it: the pool's busy check says so of a uid with a process, and not
+// of one without.
+func TestIsolatorUIDBusy(t *testing.T) {
+	testenv.RequireRoot(t)
+	iso := newIso(t, func(cfg *Config) { cfg.UIDRange = [2]int{62750, 62759} })
+	if iso.uids == nil {
+		t.Fatal("a root daemon's isolator has no uid pool")
+	}
+	runAs(t, 62751)
+	if !iso.uids.busy(62751) || iso.uids.busy(62752) {
+		t.Fatalf("busy: uid with a process %t, uid without %t; want true, false", iso.uids.busy(62751), iso.uids.busy(62752))
+	}
+}
+
+// TestScrubOfCleanUIDLogsNothing: the scrub before a lease warns only
+// about entries it could not remove; scrubbing an empty dir cannot fail.
+func TestScrubOfCleanUIDLogsNothing(t *testing.T) {
+	testenv.RequireRoot(t)
+	var logs logBuffer
+	iso := newIso(t, func(cfg *Config) {
+		cfg.UIDRange, cfg.ScrubDirs = [2]int{62760, 62769}, []string{testTempDir(t)}
+		cfg.Logger = hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Debug})
+	})
+	sb, err := iso.reserve(kernelID(t), "alice", DefaultProfile, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sb.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(logs.String(), "scrub did not remove") {
+		t.Fatalf("the scrub of an empty dir warned:\n%s", logs.String())
 	}
 }
