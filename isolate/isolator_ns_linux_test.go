@@ -3,6 +3,9 @@ package isolate
 import (
 	"strings"
 	"testing"
+
+	"github.com/kernpool/kernpool/internal/testenv"
+	"github.com/kernpool/kernpool/kernel"
 )
 
 // TestDropNamespaces: a daemon that is not root cannot give kernels a
@@ -26,5 +29,31 @@ func TestDropNamespaces(t *testing.T) {
 	}
 	if len(i.cfg.Profiles) != 3 || i.cfg.Profiles["c"].TmpSize != 1<<20 {
 		t.Errorf("profiles after the drop: %+v", i.cfg.Profiles)
+	}
+}
+
+// TestCgroupsDisabledLosses: without cgroups, kernels with a uid of their
+// own are still killed whole (by uid); only kernels of the daemon's uid
+// lose the kill of descendants that leave the process group.
+func TestCgroupsDisabledLosses(t *testing.T) {
+	testenv.RequireRoot(t)
+	for _, c := range []struct {
+		name      string
+		runAs     bool
+		wantsLost bool
+	}{
+		{"uids of their own", true, false},
+		{"the daemon's uid", false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			iso := newIso(t, func(cfg *Config) {
+				cfg.CgroupEnabled, cfg.Isolation, cfg.RunAsUser, cfg.PerOwnerUID = false, kernel.IsolationProcess, c.runAs, false
+				cfg.UIDRange = [2]int{62770, 62779}
+			})
+			lost := strings.Join(iso.Report().Lost, "\n")
+			if got := strings.Contains(lost, "killing descendants that leave the process group"); got != c.wantsLost {
+				t.Errorf("Lost names the descendants' kill: %t, want %t\n%s", got, c.wantsLost, lost)
+			}
+		})
 	}
 }
