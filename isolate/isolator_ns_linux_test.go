@@ -1,6 +1,8 @@
 package isolate
 
 import (
+	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -55,5 +57,36 @@ func TestCgroupsDisabledLosses(t *testing.T) {
 				t.Errorf("Lost names the descendants' kill: %t, want %t\n%s", got, c.wantsLost, lost)
 			}
 		})
+	}
+}
+
+// TestContains: the controller check finds a listed controller and only
+// a listed one.
+func TestContains(t *testing.T) {
+	for _, c := range []struct {
+		list []string
+		s    string
+		want bool
+	}{
+		{[]string{"cpu", "memory"}, "memory", true},
+		{[]string{"cpu"}, "memory", false},
+		{nil, "pids", false},
+	} {
+		if got := contains(c.list, c.s); got != c.want {
+			t.Errorf("contains(%q, %q) = %t, want %t", c.list, c.s, got, c.want)
+		}
+	}
+}
+
+// TestCgroupAdvice: a cgroup setup that fails for no known reason is
+// advised by who the daemon is: a root daemon needs a writable cgroupfs,
+// another one root or a delegated subtree.
+func TestCgroupAdvice(t *testing.T) {
+	want := "run the daemon as root"
+	if os.Geteuid() == 0 {
+		want = "mount cgroupfs writable"
+	}
+	if got := cgroupAdvice(errors.New("permission denied")); !strings.HasPrefix(got, want) {
+		t.Errorf("cgroupAdvice = %q, want it to start %q", got, want)
 	}
 }

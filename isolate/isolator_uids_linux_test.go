@@ -127,3 +127,17 @@ func TestScrubOfCleanUIDLogsNothing(t *testing.T) {
 		t.Fatalf("the scrub of an empty dir warned:\n%s", logs.String())
 	}
 }
+
+// TestCleanStartLogsNoError: New on a fresh state dir and cgroup parent
+// has nothing left to sweep or unmount, and says no error about either.
+func TestCleanStartLogsNoError(t *testing.T) {
+	testenv.RequireRoot(t)
+	var logs logBuffer
+	newIso(t, func(cfg *Config) {
+		cfg.UIDRange = [2]int{62780, 62789}
+		cfg.Logger = hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Debug})
+	})
+	if strings.Contains(logs.String(), "[ERROR]") {
+		t.Fatalf("New logged an error:\n%s", logs.String())
+	}
+}
