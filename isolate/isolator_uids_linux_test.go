@@ -141,3 +141,21 @@ func TestCleanStartLogsNoError(t *testing.T) {
 		t.Fatalf("New logged an error:\n%s", logs.String())
 	}
 }
+
+// TestPrepareKeepsCallersProcAttr: Prepare adds the sandbox's settings to
+// the attributes the caller already set, not in place of them.
+func TestPrepareKeepsCallersProcAttr(t *testing.T) {
+	testenv.RequireRoot(t)
+	iso := newIso(t, func(cfg *Config) { cfg.UIDRange = [2]int{62790, 62799} })
+	sb, err := iso.reserve(kernelID(t), "alice", DefaultProfile, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = sb.Release() })
+	cmd := exec.Command("/bin/true")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Noctty: true}
+	mustOK(t, sb.Prepare(cmd, testTempDir(t)))
+	if !cmd.SysProcAttr.Noctty || cmd.SysProcAttr.Pdeathsig != syscall.SIGKILL {
+		t.Fatalf("after Prepare: Noctty %t (the caller's, want true), Pdeathsig %v (want SIGKILL)", cmd.SysProcAttr.Noctty, cmd.SysProcAttr.Pdeathsig)
+	}
+}
