@@ -3,7 +3,9 @@ package isolate
 import (
 	"errors"
 	"os"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/kernpool/kernpool/internal/testenv"
@@ -88,5 +90,33 @@ func TestCgroupAdvice(t *testing.T) {
 	}
 	if got := cgroupAdvice(errors.New("permission denied")); !strings.HasPrefix(got, want) {
 		t.Errorf("cgroupAdvice = %q, want it to start %q", got, want)
+	}
+}
+
+// TestPrepareDirectEnv: a kernel started without the init step gets the
+// runner's variables for what it must do itself: v1 placement only with
+// files to join, rlimits only when there are some, no_new_privs when set.
+func TestPrepareDirectEnv(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		placement []string
+		rlimits   []Rlimit
+		want      []string
+	}{
+		{"nothing to do", nil, nil, []string{kernel.EnvNoNewPrivs + "=1"}},
+		{"placement and rlimits", []string{"/a", "/b"}, []Rlimit{{Name: "core"}},
+			[]string{kernel.EnvCgroupProcs + "=/a:/b", kernel.EnvRlimits + "=core=0:0", kernel.EnvNoNewPrivs + "=1"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			iso := bareIsolator(t)
+			iso.cfg.Rlimits, iso.cfg.NoNewPrivs = c.rlimits, true
+			s := &Sandbox{iso: iso, uid: -1, gid: -1}
+			var a syscall.SysProcAttr
+			var env []string
+			s.prepareDirect(&a, &env, c.placement)
+			if !slices.Equal(env, c.want) {
+				t.Errorf("env %q, want %q", env, c.want)
+			}
+		})
 	}
 }
