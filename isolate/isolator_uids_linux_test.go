@@ -2,6 +2,7 @@ package isolate
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"strings"
@@ -157,5 +158,27 @@ func TestPrepareKeepsCallersProcAttr(t *testing.T) {
 	mustOK(t, sb.Prepare(cmd, testTempDir(t)))
 	if !cmd.SysProcAttr.Noctty || cmd.SysProcAttr.Pdeathsig != syscall.SIGKILL {
 		t.Fatalf("after Prepare: Noctty %t (the caller's, want true), Pdeathsig %v (want SIGKILL)", cmd.SysProcAttr.Noctty, cmd.SysProcAttr.Pdeathsig)
+	}
+}
+
+// TestPrepareAgainClosesCgroupFD: a second Prepare of a sandbox (a start
+// retried) closes the cgroup fd the first one opened.
+func TestPrepareAgainClosesCgroupFD(t *testing.T) {
+	testenv.RequireRoot(t)
+	iso := newIso(t, func(cfg *Config) { cfg.UIDRange = [2]int{62800, 62809} })
+	sb, err := iso.reserve(kernelID(t), "alice", DefaultProfile, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = sb.Release() })
+	staging := testTempDir(t)
+	mustOK(t, sb.Prepare(exec.Command("/bin/true"), staging))
+	first := sb.cgfd
+	if first == nil {
+		t.Skip("no cgroup fd on this host (cgroup v1 only)")
+	}
+	mustOK(t, sb.Prepare(exec.Command("/bin/true"), staging))
+	if err := first.Close(); !errors.Is(err, os.ErrClosed) {
+		t.Fatalf("the first Prepare's cgroup fd is still open (Close: %v)", err)
 	}
 }
