@@ -9,6 +9,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -180,5 +181,36 @@ func TestPrepareAgainClosesCgroupFD(t *testing.T) {
 	mustOK(t, sb.Prepare(exec.Command("/bin/true"), staging))
 	if err := first.Close(); !errors.Is(err, os.ErrClosed) {
 		t.Fatalf("the first Prepare's cgroup fd is still open (Close: %v)", err)
+	}
+}
+
+// TestKillWithoutCgroupKillsTheUID: without a cgroup, Kill ends every
+// process of a kernel's own uid, also one outside its process group.
+func TestKillWithoutCgroupKillsTheUID(t *testing.T) {
+	testenv.RequireRoot(t)
+	iso := newIso(t, func(cfg *Config) {
+		cfg.CgroupEnabled, cfg.Isolation, cfg.PerOwnerUID = false, kernel.IsolationProcess, false
+		cfg.UIDRange = [2]int{62810, 62819}
+	})
+	sb, err := iso.reserve(kernelID(t), "alice", DefaultProfile, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = sb.Release() })
+	p := exec.Command("sleep", "600")
+	p.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: &syscall.Credential{Uid: uint32(sb.UID()), Gid: uint32(sb.UID())}}
+	mustOK(t, p.Start())
+	done := make(chan error, 1)
+	go func() { done <- p.Wait() }()
+	mustOK(t, sb.Kill())
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("the uid's process exited by itself, not killed")
+		}
+	case <-time.After(time.Minute): // only stops a hung test
+		_ = p.Process.Kill()
+		<-done
+		t.Fatal("Kill left a process of the kernel's uid running")
 	}
 }
