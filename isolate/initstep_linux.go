@@ -43,6 +43,10 @@ type initStep struct {
 // the package initialisation of the daemon's dependencies on every start.
 const InitBinary = "kernpool-init"
 
+// executable is os.Executable, a variable so that tests can put the
+// daemon's binary in a dir of theirs.
+var executable = os.Executable
+
 // ResolveInitPath is the init the daemon runs: configured, else
 // kernpool-init beside the running executable when it is a regular file
 // owned by root (or the daemon's user) that nobody else can write, else
@@ -51,7 +55,7 @@ func ResolveInitPath(configured string) string {
 	if configured != "" {
 		return configured
 	}
-	self, err := os.Executable()
+	self, err := executable()
 	if err != nil {
 		return DefaultInitPath
 	}

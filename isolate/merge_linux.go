@@ -10,8 +10,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ksmDir holds the host's samepage-merging (KSM) knobs and counters.
-const ksmDir = "/sys/kernel/mm/ksm"
+// ksmDir holds the host's samepage-merging (KSM) knobs and counters, and
+// mergePrctl asks the kernel for the per-process switch (probeMergePrctl):
+// variables so that tests can give checkMerge a host it does not run on.
+var (
+	ksmDir     = "/sys/kernel/mm/ksm"
+	mergePrctl = probeMergePrctl
+)
 
 // mergeProfiles are the names of the profiles with MemoryMerge, sorted.
 func mergeProfiles(c Config) []string {
@@ -37,7 +42,7 @@ func checkMerge(c Config) (string, error) {
 	}
 	run, err := os.ReadFile(filepath.Join(ksmDir, "run"))
 	if err == nil {
-		err = probeMergePrctl()
+		err = mergePrctl()
 	}
 	if err != nil {
 		return "", fmt.Errorf("%w: profile %s: memory_merge needs samepage merging (CONFIG_KSM, Linux 6.4 or later): %w",

@@ -2,6 +2,7 @@ package isolate
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
 	"testing"
 )
@@ -97,5 +98,81 @@ func TestUIDLeasesAreExclusiveAcrossPools(t *testing.T) {
 	b.taint(got)
 	if u, err := a.acquire("w"); err == nil {
 		t.Fatalf("a pool leased uid %d while every uid is leased or retired elsewhere", u)
+	}
+}
+
+// Per owner, an owner's uid comes from its name, not from who came first:
+// a restarted daemon meets its owners in any order and must give each the
+// uid its files and processes had. The four owners hash to four distinct
+// uids of the 4-uid range (FNV-1a of their names mod 4: alice 3, bob 0,
+// carol 2, erin 1), so none has to probe past another's.
+func TestUIDPoolPerOwnerUIDIndependentOfOrder(t *testing.T) {
+	owners := []string{"alice", "bob", "carol", "erin"}
+	alone := map[string]int{}
+	seen := map[int]bool{}
+	for _, o := range owners {
+		u, err := newUIDPool(100, 103, true, "", nil).acquire(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		alone[o], seen[u] = u, true
+	}
+	if len(seen) != len(owners) {
+		t.Fatalf("owners alone got uids %v; want %d distinct ones", alone, len(owners))
+	}
+	for _, o := range owners {
+		p := newUIDPool(100, 103, true, "", nil)
+		for _, other := range owners {
+			if other != o {
+				if _, err := p.acquire(other); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if u, err := p.acquire(o); err != nil || u != alone[o] {
+			t.Fatalf("%s after the others: uid %d (%v); alone it gets %d", o, u, err, alone[o])
+		}
+	}
+}
+
+// Per owner, every uid handed out lies in the configured range: a uid
+// below it may be a host account's.
+func TestUIDPoolPerOwnerStaysInRange(t *testing.T) {
+	p := newUIDPool(60000, 60009, true, "", nil)
+	got := map[int]string{}
+	for i := range 10 {
+		o := fmt.Sprintf("owner%d", i)
+		u, err := p.acquire(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u < 60000 || u > 60009 {
+			t.Fatalf("%s got uid %d, outside the range 60000-60009", o, u)
+		}
+		if prev, ok := got[u]; ok {
+			t.Fatalf("%s and %s share uid %d", prev, o, u)
+		}
+		got[u] = o
+	}
+}
+
+// Per owner, the uid stays the owner's while any of its kernels holds it:
+// with one uid in the range, a second owner is refused until the first
+// owner's last kernel releases it (a shared uid would let the owners'
+// kernels signal each other and read each other's files).
+func TestUIDPoolPerOwnerRefsKeepUID(t *testing.T) {
+	p := newUIDPool(500, 500, true, "", nil)
+	for range 2 {
+		if u, err := p.acquire("alice"); err != nil || u != 500 {
+			t.Fatalf("alice: uid %d, %v; want 500", u, err)
+		}
+	}
+	p.release(500)
+	if u, err := p.acquire("bob"); !errors.Is(err, ErrNoUID) {
+		t.Fatalf("bob got uid %d (%v) while alice's second kernel holds it; want ErrNoUID", u, err)
+	}
+	p.release(500)
+	if u, err := p.acquire("bob"); err != nil || u != 500 {
+		t.Fatalf("bob after alice's last release: uid %d, %v; want 500", u, err)
 	}
 }
