@@ -145,6 +145,24 @@ func (c *doneProbe) Done() <-chan struct{} {
 	return c.Context.Done()
 }
 
+// waitingForSave starts WaitOwnerSaved(owner) and returns once it waits
+// (its result comes on the channel); it fails the test if it returned at
+// once, with what (why it should have waited).
+func waitingForSave(t *testing.T, p *Pool, owner, what string) <-chan error {
+	t.Helper()
+	bounded, stop := context.WithTimeout(t.Context(), testenv.Patience)
+	t.Cleanup(stop)
+	probe := &doneProbe{Context: bounded, asked: make(chan struct{})}
+	waited := make(chan error, 1)
+	go func() { waited <- p.WaitOwnerSaved(probe, owner) }()
+	select {
+	case <-probe.asked: // it found the owner unsaved and waits
+	case err := <-waited:
+		t.Fatalf("WaitOwnerSaved(%s) with %s returned at once: %v", owner, what, err)
+	}
+	return waited
+}
+
 // TestWaitOwnerSavedEndsWithTheState: WaitOwnerSaved returns at once for
 // an owner with nothing unsaved, with ctx's error while the owner's
 // state is unsaved ("" naming the default owner), and nil once nothing
@@ -165,16 +183,7 @@ func TestWaitOwnerSavedEndsWithTheState(t *testing.T) {
 		}
 	}
 
-	bounded, stop := context.WithTimeout(t.Context(), testenv.Patience)
-	defer stop()
-	probe := &doneProbe{Context: bounded, asked: make(chan struct{})}
-	waited := make(chan error, 1)
-	go func() { waited <- p.WaitOwnerSaved(probe, "a") }()
-	select {
-	case <-probe.asked: // it found a unsaved and waits
-	case err := <-waited:
-		t.Fatalf("WaitOwnerSaved(a) with a unsaved returned at once: %v", err)
-	}
+	waited := waitingForSave(t, p, "a", "a unsaved")
 	if err := p.Kill(a.Kernel.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -235,16 +244,7 @@ func TestOwnerUnsavedWhileItsEvictionSaves(t *testing.T) {
 			t.Errorf("OwnerUnsaved(%q) with a's and b's saves in flight = %v, want %v", owner, got, want)
 		}
 	}
-	bounded, stop := context.WithTimeout(t.Context(), testenv.Patience)
-	defer stop()
-	probe := &doneProbe{Context: bounded, asked: make(chan struct{})}
-	waited := make(chan error, 1)
-	go func() { waited <- p.WaitOwnerSaved(probe, "a") }()
-	select {
-	case <-probe.asked: // it found a unsaved and waits
-	case err := <-waited:
-		t.Fatalf("WaitOwnerSaved(a) with a's save in flight returned at once: %v", err)
-	}
+	waited := waitingForSave(t, p, "a", "a's save in flight")
 	_ = va.k.Kill() // ends a's save's hour-long pickling: it fails
 	if err := <-waited; err != nil {
 		t.Fatalf("WaitOwnerSaved after a's save ended = %v, want nil", err)

@@ -173,11 +173,9 @@ func BenchmarkAPIOverhead(b *testing.B) {
 	report(med["raw"]-med["http"], "raw-http-ns")
 }
 
-// bareHandler is a handler with no code of the API's: it reads the
-// body, runs req on d's pool under the request's context (as the API
-// does, so a disconnect would cancel it) and answers 200 with a result
-// encoded once here.
-func bareHandler(b *testing.B, d *daemon, req pool.Request) http.Handler {
+// encodedResult runs req once on d's pool and returns its result as the
+// API encodes it, and that answer's Content-Length.
+func encodedResult(b *testing.B, d *daemon, req pool.Request) ([]byte, string) {
 	res, err := d.pool.Execute(context.Background(), req)
 	if err != nil {
 		b.Fatal(err)
@@ -187,7 +185,15 @@ func bareHandler(b *testing.B, d *daemon, req pool.Request) http.Handler {
 		b.Fatal(err)
 	}
 	answer = append(answer, '\n')
-	length := strconv.Itoa(len(answer))
+	return answer, strconv.Itoa(len(answer))
+}
+
+// bareHandler is a handler with no code of the API's: it reads the
+// body, runs req on d's pool under the request's context (as the API
+// does, so a disconnect would cancel it) and answers 200 with a result
+// encoded once here.
+func bareHandler(b *testing.B, d *daemon, req pool.Request) http.Handler {
+	answer, length := encodedResult(b, d, req)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := io.ReadAll(r.Body); err != nil {
 			return
@@ -205,16 +211,7 @@ func bareHandler(b *testing.B, d *daemon, req pool.Request) http.Handler {
 // pingHandler answers as bareHandler's does without running the cell:
 // the socket's and the HTTP server's round trip alone.
 func pingHandler(b *testing.B, d *daemon, req pool.Request) http.Handler {
-	res, err := d.pool.Execute(context.Background(), req)
-	if err != nil {
-		b.Fatal(err)
-	}
-	answer, err := json.Marshal(res)
-	if err != nil {
-		b.Fatal(err)
-	}
-	answer = append(answer, '\n')
-	length := strconv.Itoa(len(answer))
+	answer, length := encodedResult(b, d, req)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := io.ReadAll(r.Body); err != nil {
 			return

@@ -59,15 +59,7 @@ func (r *runner) testOther(dir, ov string) string {
 	}
 	timeout := max(r.floor, time.Duration(r.coef*ot.secs*float64(time.Second)))
 	env := goEnv(ov, testenv.PatienceEnv+"="+r.patience.String())
-	switch outcome, _, _ := runTests(bin, ot.dir(r.root), nil, timeout, env, "-test.run", ot.run); {
-	case ctx.Err() != nil:
-		return stTimedOut // interrupted: left out of the report
-	case outcome == failed:
-		return stKilled
-	case outcome == timedOut:
-		return stTimedOut
-	}
-	return stLived
+	return mutantStatus(runTests(bin, ot.dir(r.root), nil, timeout, env, "-test.run", ot.run))
 }
 
 // selfCheck is why a -testpkg run refuses to start: a missing -run (every

@@ -196,14 +196,23 @@ func (r *runner) runBatches(bin string, env []string, bs [][]int) string {
 			own += r.cm.Tests[ti].Secs
 		}
 		timeout := max(r.floor, time.Duration(r.coef*own*float64(time.Second)))
-		switch outcome, _, _ := runTests(bin, r.pkgDir(), names, timeout, env); {
-		case ctx.Err() != nil:
-			return stTimedOut // interrupted: left out of the report
-		case outcome == failed:
-			return stKilled
-		case outcome == timedOut:
-			return stTimedOut
+		if st := mutantStatus(runTests(bin, r.pkgDir(), names, timeout, env)); st != stLived {
+			return st
 		}
+	}
+	return stLived
+}
+
+// mutantStatus is what one test run says of a mutant: killed when a test
+// failed, timed out, else lived (so far).
+func mutantStatus(outcome runOutcome, _ string, _ time.Duration) string {
+	switch {
+	case ctx.Err() != nil:
+		return stTimedOut // interrupted: left out of the report
+	case outcome == failed:
+		return stKilled
+	case outcome == timedOut:
+		return stTimedOut
 	}
 	return stLived
 }
