@@ -105,3 +105,18 @@ func TestShutdownAndCloseLogWhatTheyKilled(t *testing.T) {
 		t.Errorf("after Close of a pool without kernels, log lines %q; want none", got)
 	}
 }
+
+// Close of a pool running no cell has nothing to drain: even with its
+// context already done it is a complete drain (nil), and it kills the
+// idle kernel. A Close that waited for a drain here would report it cut
+// short, or hang with a context that never ends.
+func TestCloseOfAnIdlePoolIsNotCutShort(t *testing.T) {
+	p := newTestPool(t)
+	pid := pidOf(t, p, run(t, p, Request{Code: "pass"}).Kernel.ID)
+	done, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := p.Close(done); err != nil {
+		t.Fatalf("Close of an idle pool with its context done = %v, want nil", err)
+	}
+	assertDead(t, pid)
+}
