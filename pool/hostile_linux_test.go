@@ -45,10 +45,14 @@ threading.Thread(target=noise).start()
 	if want := int64(lines * 3 * len("bg-000\n")); len(ks) != 1 || ks[0].DroppedOutputBytes != want {
 		t.Fatalf("listing %+v, want dropped_output_bytes %d", ks, want)
 	}
-	// The observer (the metrics) gets the count with the kernel's next cell.
+	// The observer (the metrics) gets the count with the kernel's next
+	// cell, and only the bytes dropped since the cell before: nothing was
+	// written between the second and third cells.
+	wantStatus(t, run(t, p, Request{Owner: "a", Code: "pass"}), StatusSuccess)
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	if want := int64(lines * 3 * len("bg-000\n")); len(rec.cells) != 2 || rec.cells[0].BetweenCellsBytes != 0 || rec.cells[1].BetweenCellsBytes != want {
-		t.Fatalf("cell events %+v, want between-cells bytes 0 then %d", rec.cells, want)
+	if want := int64(lines * 3 * len("bg-000\n")); len(rec.cells) != 3 || rec.cells[0].BetweenCellsBytes != 0 ||
+		rec.cells[1].BetweenCellsBytes != want || rec.cells[2].BetweenCellsBytes != 0 {
+		t.Fatalf("cell events %+v, want between-cells bytes 0, %d, 0", rec.cells, want)
 	}
 }

@@ -48,6 +48,18 @@ func (p *Pool) outputsBefore(lv *live, rq normalized) *outputsSnap {
 	return s
 }
 
+// maxWarningMsg bounds the walk error a warning quotes: the messages are
+// short today, and a longer one (a path in it) must not grow every result.
+const maxWarningMsg = 512
+
+// capWarning cuts msg to maxWarningMsg bytes, marking the cut.
+func capWarning(msg string) string {
+	if len(msg) > maxWarningMsg {
+		return msg[:maxWarningMsg] + "..."
+	}
+	return msg
+}
+
 // apply walks the outputs dir again and lists the changes in res.
 func (s *outputsSnap) apply(res *Result) {
 	if s == nil || res == nil {
@@ -61,11 +73,7 @@ func (s *outputsSnap) apply(res *Result) {
 		truncated = truncated || t
 	}
 	if s.err != nil {
-		msg := s.err.Error()
-		if len(msg) > 512 {
-			msg = msg[:512] + "..."
-		}
-		res.Warning = strings.TrimSpace(res.Warning + " outputs_dir: " + msg)
+		res.Warning = strings.TrimSpace(res.Warning + " outputs_dir: " + capWarning(s.err.Error()))
 		return
 	}
 	res.Outputs = []FileEntry{}
