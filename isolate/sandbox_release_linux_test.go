@@ -142,6 +142,7 @@ func TestGroupKillFailureReported(t *testing.T) {
 	id := kernelID(t)
 	sb, err := iso.reserve(id, "alice", DefaultProfile, Limits{})
 	mustOK(t, err)
+	t.Cleanup(func() { _, _ = sb.Release() }) // a test that failed early
 	kf := sb.group.KillFile()
 	if kf == "" {
 		t.Skip("no cgroup.kill on this host")
@@ -198,6 +199,7 @@ func TestReleaseClosesCgroupFD(t *testing.T) {
 	iso := newIso(t, func(cfg *Config) { cfg.UIDRange = [2]int{62870, 62879} })
 	sb, err := iso.reserve(kernelID(t), "alice", DefaultProfile, Limits{})
 	mustOK(t, err)
+	t.Cleanup(func() { _, _ = sb.Release() }) // a test that failed early
 	mustOK(t, sb.Prepare(exec.Command("/bin/true"), testTempDir(t)))
 	fd := sb.cgfd
 	if fd == nil {
