@@ -149,6 +149,14 @@ type Rlimit struct {
 // DefaultUIDLockDir is where daemons lock the kernel uids they lease.
 const DefaultUIDLockDir = "/run/kernpool/uids"
 
+// uidLockDir is the uid lock dir in use: UIDLockDir, or the default.
+func (c *Config) uidLockDir() string {
+	if c.UIDLockDir == "" {
+		return DefaultUIDLockDir
+	}
+	return c.UIDLockDir
+}
+
 // DefaultConfig is the recommended configuration: cgroups on, a default
 // profile of 1 GiB / 512 pids / no CPU cap, uids 60000-60999 when root, no
 // core dumps, 1024 open files, no_new_privs.

@@ -112,3 +112,17 @@ func TestReportWarning(t *testing.T) {
 		}
 	}
 }
+
+// TestUIDLockDir: the uid lock dir is the configured one, else the
+// documented default.
+func TestUIDLockDir(t *testing.T) {
+	for _, c := range []struct{ set, want string }{
+		{"", "/run/kernpool/uids"},
+		{"/srv/kernpool/uids", "/srv/kernpool/uids"},
+	} {
+		cfg := Config{UIDLockDir: c.set}
+		if got := cfg.uidLockDir(); got != c.want {
+			t.Errorf("UIDLockDir %q: lock dir %q, want %q", c.set, got, c.want)
+		}
+	}
+}

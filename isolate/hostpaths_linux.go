@@ -85,7 +85,7 @@ func hostWritable(root string, first, last int, skip []string) (hostPaths, error
 	var st unix.Stat_t
 	if err = unix.Fstat(fd, &st); err == nil {
 		if w.writable(&st) {
-			err = fmt.Errorf("%s is writable by kernel uids (mode %o)", root, st.Mode&0o7777)
+			err = fmt.Errorf("%s is writable by kernel uids or theirs (mode %o)", root, st.Mode&0o7777)
 		} else {
 			err = w.dir(fd, root)
 		}
@@ -110,9 +110,32 @@ type hostWalk struct {
 
 func (w *hostWalk) inRange(id uint32) bool { return int(id) >= w.first && int(id) <= w.last }
 
+// writable: world-writable, writable by a range gid, or a range uid's
+// whatever its mode (its owner can chmod it writable).
 func (w *hostWalk) writable(st *unix.Stat_t) bool {
 	m := st.Mode
-	return m&0o002 != 0 || w.inRange(st.Uid) && m&0o200 != 0 || w.inRange(st.Gid) && m&0o020 != 0
+	return m&0o002 != 0 || w.inRange(st.Uid) || w.inRange(st.Gid) && m&0o020 != 0
+}
+
+// checkUIDLockDir refuses a uid lock dir kernel uids could write (the
+// walk's rule: world-writable, writable by a range gid, or a range uid's):
+// a kernel could unlink the lock files,
+// and another daemon lease a uid this one leases, or plant them and hold
+// uids from every daemon. Stat follows a symlink: the lock files are
+// opened through it.
+func checkUIDLockDir(dir string, first, last int) error {
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		return fmt.Errorf("uid lock dir: %w", err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return fmt.Errorf("%w: uid lock dir %s is not a directory", ErrBadConfig, dir)
+	}
+	if (&hostWalk{first: first, last: last}).writable(&st) {
+		return fmt.Errorf("%w: uid lock dir %s is writable by kernel uids or theirs (mode %o, owner %d:%d): make it root's, mode 0700",
+			ErrBadConfig, dir, st.Mode&0o7777, st.Uid, st.Gid)
+	}
+	return nil
 }
 
 func (w *hostWalk) searchable(st *unix.Stat_t) bool {

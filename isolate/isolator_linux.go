@@ -181,10 +181,7 @@ func (i *Isolator) setupUIDs(root bool) error {
 	if hits := rangeEntries(idFiles, first, last); len(hits) > 0 {
 		return fmt.Errorf("%w: uid range %d-%d overlaps %s: choose a range with no users or groups", ErrBadConfig, first, last, strings.Join(hits, ", "))
 	}
-	lockDir := i.cfg.UIDLockDir
-	if lockDir == "" {
-		lockDir = DefaultUIDLockDir
-	}
+	lockDir := i.cfg.uidLockDir()
 	// Its parent (/run/kernpool by default) is where the daemon's socket
 	// and state dir live too: kernels must be able to traverse it.
 	if err := os.MkdirAll(filepath.Dir(lockDir), 0o711); err != nil {
@@ -192,6 +189,9 @@ func (i *Isolator) setupUIDs(root bool) error {
 	}
 	if err := os.Mkdir(lockDir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("uid lock dir: %w", err)
+	}
+	if err := checkUIDLockDir(lockDir, first, last); err != nil {
+		return err
 	}
 	i.uids = newUIDPool(first, last, i.cfg.PerOwnerUID, lockDir, nil)
 	dirs := i.cfg.ScrubDirs
@@ -220,11 +220,10 @@ func (i *Isolator) findHostPaths() {
 	if !i.useInit || i.uids == nil {
 		return
 	}
-	lockDir := i.cfg.UIDLockDir
-	if lockDir == "" {
-		lockDir = DefaultUIDLockDir
-	}
-	hp, err := findHostPaths(i.cfg.UIDRange[0], i.cfg.UIDRange[1], []string{i.cfg.StateDir, lockDir})
+	// The state dir only: its staging dirs are the kernels' own. The uid
+	// lock dir is walked like any other: setupUIDs refused one kernels
+	// could write, and anything below it they could write is found.
+	hp, err := findHostPaths(i.cfg.UIDRange[0], i.cfg.UIDRange[1], []string{i.cfg.StateDir})
 	if err != nil {
 		i.report.Lost = append(i.report.Lost, "private or read-only host paths: "+err.Error())
 		i.report.Advice = append(i.report.Advice, "see `kernpool doctor`")

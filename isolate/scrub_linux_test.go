@@ -210,6 +210,7 @@ func TestHostWritableFindsReachableWritableDirs(t *testing.T) {
 	mk("scratch/inner", 0o777|os.ModeSticky, 0) // hidden by scratch's tmpfs
 	mk("shared", 0o777, 0)
 	mk("opt/leftover", 0o700, first+3)
+	mk("opt/mine", 0o500, first+4) // its owner can chmod it writable
 	mk("private/deep", 0o777|os.ModeSticky, 0)
 	mk("private", 0o700, 0) // a kernel cannot search it: deep is unreachable
 	mk("state/kernels/k1", 0o700, first)
@@ -235,8 +236,8 @@ func TestHostWritableFindsReachableWritableDirs(t *testing.T) {
 	if got := rel(hp.Private); got != "scratch" {
 		t.Errorf("private = %q, want scratch", got)
 	}
-	if got := rel(hp.ReadOnly); got != "opt/leftover shared" {
-		t.Errorf("read-only = %q, want opt/leftover shared", got)
+	if got := rel(hp.ReadOnly); got != "opt/leftover opt/mine shared" {
+		t.Errorf("read-only = %q, want opt/leftover opt/mine shared", got)
 	}
 	if err := os.Chmod(root, 0o777); err != nil {
 		t.Fatal(err)

@@ -22,7 +22,24 @@ type pkgInfo struct {
 	CgoFiles     []string
 	TestGoFiles  []string
 	XTestGoFiles []string
-	Module       struct{ Path string }
+	// IgnoredGoFiles are the files this system's build leaves out (build
+	// constraints), test files included.
+	IgnoredGoFiles []string
+	Module         struct{ Path string }
+}
+
+// excludes are gremlins' -E regexps (paths from the package dir) for the
+// package: its subpackages (each its own run) and the sources this
+// system's build leaves out, as go list says, not guessed from file names
+// (sandbox_unix.go is `unix && !linux`): their mutants never build here.
+func (p *pkgInfo) excludes() []string {
+	ex := []string{`/`}
+	for _, f := range p.IgnoredGoFiles {
+		if !strings.HasSuffix(f, "_test.go") {
+			ex = append(ex, "^"+regexp.QuoteMeta(f)+"$")
+		}
+	}
+	return ex
 }
 
 func listPkg(root, pkg string) (*pkgInfo, error) {

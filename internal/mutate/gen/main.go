@@ -31,7 +31,6 @@ func main() {
 type options struct {
 	pkg, out, gremlins, only, retest, summary string
 	testPkg, run                              string
-	excludes                                  []string
 	coef                                      float64
 	floor, patience, budget                   time.Duration
 	limit, sample                             int
@@ -57,7 +56,6 @@ func parseFlags() options {
 	flag.BoolVar(&o.fresh, "recover", false, "rebuild the coverage map from scratch")
 	flag.BoolVar(&o.report, "report", false, "test nothing: summarise the report")
 	flag.Parse()
-	o.excludes = []string{`/`, `_(windows|darwin|other|bsd)\.go$`}
 	return o
 }
 
@@ -117,7 +115,7 @@ func (r *runner) plan(o options, reportPath string) ([]Mutant, error) {
 	if r.info, err = listPkg(r.root, r.pkg); err != nil {
 		return nil, err
 	}
-	ms, err := listMutants(r.root, r.pkg, o.gremlins, reportPath+".dry.json", o.excludes)
+	ms, err := listMutants(r.root, r.pkg, o.gremlins, reportPath+".dry.json", r.info.excludes())
 	if err != nil {
 		return nil, err
 	}
