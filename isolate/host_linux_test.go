@@ -52,36 +52,25 @@ func TestRangeEntriesFindsUsersAtTheEdges(t *testing.T) {
 func TestKillUIDEndsOnlyThatUIDsProcesses(t *testing.T) {
 	testenv.RequireRoot(t)
 	const uid, other = 61979, 61978
-	start := func(u uint32) *exec.Cmd {
-		t.Helper()
-		cmd := exec.Command("sleep", "1000")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: u, Gid: u}, Pdeathsig: syscall.SIGKILL}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill() })
-		return cmd
-	}
-	mine := []*exec.Cmd{start(uid), start(uid)}
-	theirs := start(other)
-	defer func() { _ = theirs.Process.Kill(); _ = theirs.Wait() }()
+	p1, done1 := uidProc(t, uid)
+	p2, done2 := uidProc(t, uid)
+	theirs, _ := uidProc(t, other)
 	// A process can still show as running between its SIGKILL and its
 	// exit, and get a second one: at least its two, then.
 	if n := killUID(uid); n < 2 {
 		t.Errorf("killUID killed %d processes, want at least 2", n)
 	}
-	for _, c := range mine {
-		ended := make(chan error, 1)
-		go func() { ended <- c.Wait() }()
+	for i, done := range []chan error{done1, done2} {
+		pid := []*exec.Cmd{p1, p2}[i].Process.Pid
 		var err error
 		select {
-		case err = <-ended:
+		case err = <-done:
 		case <-time.After(testenv.Patience):
-			t.Fatalf("process %d of uid %d still runs after killUID", c.Process.Pid, uid)
+			t.Fatalf("process %d of uid %d still runs after killUID", pid, uid)
 		}
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-			t.Errorf("process %d of uid %d: %v, want killed by SIGKILL", c.Process.Pid, uid, err)
+			t.Errorf("process %d of uid %d: %v, want killed by SIGKILL", pid, uid, err)
 		}
 	}
 	if _, ok := procUID(theirs.Process.Pid); !ok {

@@ -88,10 +88,7 @@ func TestNewReportsKernelUIDs(t *testing.T) {
 // runAs starts a process running as uid until the test ends.
 func runAs(t *testing.T, uid int) {
 	t.Helper()
-	p := exec.Command("sleep", "600")
-	p.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
-	mustOK(t, p.Start())
-	t.Cleanup(func() { _ = p.Process.Kill(); _ = p.Wait() })
+	uidProc(t, uid)
 }
 
 // TestIsolatorUIDBusy: a retired uid comes back only when no process runs
@@ -197,11 +194,7 @@ func TestKillWithoutCgroupKillsTheUID(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = sb.Release() })
-	p := exec.Command("sleep", "600")
-	p.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: &syscall.Credential{Uid: uint32(sb.UID()), Gid: uint32(sb.UID())}}
-	mustOK(t, p.Start())
-	done := make(chan error, 1)
-	go func() { done <- p.Wait() }()
+	p, done := uidProc(t, sb.UID())
 	mustOK(t, sb.Kill())
 	select {
 	case err := <-done:
