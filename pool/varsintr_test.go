@@ -85,6 +85,9 @@ func TestVariablesInterruptedByRequest(t *testing.T) {
 					t.Fatalf("listing whose repr ignored the interrupt: %v; want %v saying the kernel was killed", err, tc.want)
 				}
 				assertDead(t, pid)
+				if live := p.Stats().KernelsLive; live != 0 {
+					t.Fatalf("live kernels after the listing's kill: %d; want 0 (the killed kernel left the registry)", live)
+				}
 				return
 			}
 			if !errors.Is(err, ErrInterrupted) || errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "keeps its state") {
