@@ -384,7 +384,7 @@ func endReasonOf(reason teardownReason) EndReason {
 		return EndOOM
 	case reasonTimeout:
 		return EndTimeout
-	case reasonCanceled:
+	case reasonCanceled, reasonInterrupted:
 		return EndInterrupt
 	case reasonExit:
 		return EndExit
