@@ -214,15 +214,17 @@ func (c *cell) runAttached(ctx context.Context, fresh bool) (*Result, fate, erro
 	return res, f, nil
 }
 
-// settle carries out a cell's fate: a kernel that does not live on is
-// detached from its slot and torn down (teardown checkpoints it first
-// where the mode persists).
+// settle carries out the fate of a cell's or a listing's kernel: one that
+// does not live on is detached from its slot, which leaves the registry
+// when no caller uses it (a listing is not one), and torn down (teardown
+// checkpoints it first where the mode persists).
 func (p *Pool) settle(s *slot, lv *live, f fate) {
 	if f.reason == "" {
 		return
 	}
 	p.mu.Lock()
 	p.detachLocked(s, lv)
+	p.dropUnusedLocked(s)
 	p.mu.Unlock()
 	p.teardown(lv, f.reason)
 }

@@ -178,12 +178,11 @@ func (p *Pool) Variables(ctx context.Context, id string) (*Variables, error) {
 	return v, nil
 }
 
-// listingEnded tears down a kernel that a listing left dead (killed past
-// its interrupt grace or the deadline, or dead of its own) and counts it
-// as a cell's would be (endOf), unless a pool operation doomed it: that
-// operation tears it down and counts it. The dead kernel stays in its
-// slot, so the owner's next cell discards it and reports state_reset
-// (the teardown is done once). The caller holds s's semaphore.
+// listingEnded ends a kernel that a listing left dead (killed past its
+// interrupt grace or the deadline, or dead of its own) as a cell's would
+// be: endOf decides and counts, settle takes it out of the registry and
+// tears it down; unless a pool operation doomed it: that operation does
+// both. The caller holds s's semaphore.
 func (p *Pool) listingEnded(s *slot, lv *live, err error) {
 	p.mu.Lock()
 	doomed := s.doom != ""
@@ -191,7 +190,7 @@ func (p *Pool) listingEnded(s *slot, lv *live, err error) {
 	if doomed {
 		return
 	}
-	p.teardown(lv, p.endOf(lv, err))
+	p.settle(s, lv, fate{reason: p.endOf(lv, err)})
 }
 
 // liveByID returns the slot and live kernel of id (lv nil: none).

@@ -16,7 +16,8 @@ const (
 	EndOOM EndReason = "oom"
 	// EndTimeout: a cell hit its timeout.
 	EndTimeout EndReason = "timeout"
-	// EndInterrupt: the caller canceled the running cell (disconnect).
+	// EndInterrupt: an interrupt (explicit, or the caller gone) outlived
+	// its grace and the kernel was killed.
 	EndInterrupt EndReason = "interrupt"
 	// EndExit: the cell called sys.exit.
 	EndExit EndReason = "exit"

@@ -225,9 +225,7 @@ func (p *Pool) leave(s *slot) {
 	}
 	s.users--
 	s.lastUsed = time.Now()
-	if s.users == 0 && s.live == nil && !s.removed {
-		p.removeLocked(s, "")
-	}
+	p.dropUnusedLocked(s)
 	p.users--
 	if p.users == 0 && p.drained != nil {
 		close(p.drained)
@@ -247,6 +245,14 @@ func (p *Pool) removeLocked(s *slot, doom teardownReason) {
 	delete(p.slots, s.key)
 	if s.live != nil {
 		delete(p.byID, s.live.id)
+	}
+}
+
+// dropUnusedLocked takes s out of the registry when it holds no kernel
+// and no caller uses it.
+func (p *Pool) dropUnusedLocked(s *slot) {
+	if s.users == 0 && s.live == nil && !s.removed {
+		p.removeLocked(s, "")
 	}
 }
 
@@ -378,7 +384,7 @@ func endReasonOf(reason teardownReason) EndReason {
 		return EndOOM
 	case reasonTimeout:
 		return EndTimeout
-	case reasonCanceled:
+	case reasonCanceled, reasonInterrupted:
 		return EndInterrupt
 	case reasonExit:
 		return EndExit

@@ -14,7 +14,8 @@ import (
 // failure: ErrKernelDied (no other listing sentinel), its message saying
 // the kernel died and how. The death is counted as a cell's is, at once
 // (Died, not OOMKilled; the kernel ended as a crash), the owner's next
-// cell runs on a new kernel, its state reset, and another owner's kernel
+// cell runs on a new kernel (not a state_reset: as after a cell's death,
+// the listing's answer told the loss), and another owner's kernel
 // lives on with its state.
 func TestVariablesKernelDied(t *testing.T) {
 	rec := newRecorder()
@@ -38,8 +39,8 @@ func TestVariablesKernelDied(t *testing.T) {
 		t.Fatalf("kernels ended after the listing's death: %v; want %v", ends, wantEnds)
 	}
 	next := run(t, p, Request{Code: "print('a' in dir())"})
-	if next.Status != StatusSuccess || next.Output != "False\n" || next.Kernel.ID == id || !next.Kernel.StateReset {
-		t.Fatalf("after the listing's death: %+v; want a new kernel, state reset", next)
+	if next.Status != StatusSuccess || next.Output != "False\n" || next.Kernel.ID == id || next.Kernel.Reused || next.Kernel.StateReset {
+		t.Fatalf("after the listing's death: %+v; want a new kernel, no state_reset", next)
 	}
 	if ends := rec.Ends(); !maps.Equal(ends, wantEnds) || p.Stats().Died != st.Died {
 		t.Fatalf("the next cell counted the dead kernel again: ends %v, stats %+v", ends, p.Stats())

@@ -22,7 +22,8 @@ import (
 // outlives its grace and is killed with the kernel: still ErrInterrupted
 // (the API's 409 interrupted, as a deadline's kill stays ErrTimeout), its
 // message saying the kernel was killed, and the kill counted at once as a
-// cell's is (Interrupted; for the deadline Timeouts and the end "timeout").
+// cell's is (Interrupted and the end "interrupt"; for the deadline
+// Timeouts and the end "timeout").
 func TestVariablesInterruptedByRequest(t *testing.T) {
 	for _, tc := range []struct {
 		name             string
@@ -32,7 +33,7 @@ func TestVariablesInterruptedByRequest(t *testing.T) {
 		wantEnds         map[EndReason]int
 	}{
 		{"interrupt", false, false, ErrInterrupted, PoolStats{}, map[EndReason]int{}},
-		{"interrupt ignoring SIGINT", true, false, ErrInterrupted, PoolStats{Interrupted: 1}, map[EndReason]int{EndCrash: 1}},
+		{"interrupt ignoring SIGINT", true, false, ErrInterrupted, PoolStats{Interrupted: 1}, map[EndReason]int{EndInterrupt: 1}},
 		{"deadline ignoring SIGINT", true, true, ErrTimeout, PoolStats{Timeouts: 1}, map[EndReason]int{EndTimeout: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -85,6 +86,9 @@ func TestVariablesInterruptedByRequest(t *testing.T) {
 					t.Fatalf("listing whose repr ignored the interrupt: %v; want %v saying the kernel was killed", err, tc.want)
 				}
 				assertDead(t, pid)
+				if live := p.Stats().KernelsLive; live != 0 {
+					t.Fatalf("live kernels after the listing's kill: %d; want 0 (the killed kernel left the registry)", live)
+				}
 				return
 			}
 			if !errors.Is(err, ErrInterrupted) || errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "keeps its state") {

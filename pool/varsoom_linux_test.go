@@ -14,8 +14,8 @@ import (
 // the kernel OOM-killed: ErrKernelDied, its message naming the OOM killer
 // and the limit as a cell's does. It counts as a cell's OOM kill, at
 // once: Died and OOMKilled, the kernel ended for "oom". The owner's next
-// cell runs on a new kernel, its state reset; another owner's kernel
-// lives on with its state.
+// cell runs on a new kernel (no state_reset, as after a cell's OOM kill);
+// another owner's kernel lives on with its state.
 func TestVariablesOOMKilled(t *testing.T) {
 	iso, state := newRealIsolator(t)
 	rec := pool.NewRecorder()
@@ -41,8 +41,8 @@ func TestVariablesOOMKilled(t *testing.T) {
 		t.Fatalf("kernels ended after the listing's OOM kill: %v; want %v", ends, wantEnds)
 	}
 	next := run(t, p, pool.Request{Limits: lim, Code: "print('a' in dir())"})
-	if next.Status != pool.StatusSuccess || next.Output != "False\n" || next.Kernel.ID == warm.Kernel.ID || !next.Kernel.StateReset {
-		t.Fatalf("after the listing's OOM kill: %+v; want a new kernel, state reset", next)
+	if next.Status != pool.StatusSuccess || next.Output != "False\n" || next.Kernel.ID == warm.Kernel.ID || next.Kernel.Reused || next.Kernel.StateReset {
+		t.Fatalf("after the listing's OOM kill: %+v; want a new kernel, no state_reset", next)
 	}
 	if ends := rec.Ends(); !maps.Equal(ends, wantEnds) || p.Stats().OOMKilled != st.OOMKilled {
 		t.Fatalf("the next cell counted the dead kernel again: ends %v, stats %+v", ends, p.Stats())
