@@ -17,7 +17,7 @@ type runner struct {
 	info      *pkgInfo
 	work      string // temporary files of this run
 	cm        *CoverMap
-	cache     *goCache // gen's own GOCACHE (nil: the user's)
+	cache     *goCache    // gen's own GOCACHE (nil: the user's)
 	other     *otherTests // -testpkg: no coverage map, these tests run every mutant
 	fr        funcRanges
 	src       sourceLines
