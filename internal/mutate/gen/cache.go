@@ -73,17 +73,38 @@ func (c *goCache) entries(f func(path string, size int64)) error {
 			return err
 		}
 		for _, e := range files {
-			info, err := e.Info()
+			p := filepath.Join(s.Name(), e.Name())
+			size, err := treeSize(filepath.Join(c.dir, p))
 			if err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
-					continue // removed meanwhile
-				}
 				return err
 			}
-			f(filepath.Join(s.Name(), e.Name()), info.Size())
+			f(p, size)
 		}
 	}
 	return nil
+}
+
+// treeSize is the bytes of the file at path, or of the files under it:
+// go run's executables are cached as a directory (<hash>-d/gremlins).
+func treeSize(path string) (int64, error) {
+	var n int64
+	err := filepath.WalkDir(path, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			n += info.Size()
+		}
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return n, nil // removed meanwhile
+	}
+	return n, err
 }
 
 func (c *goCache) size() (int64, error) {
@@ -145,7 +166,7 @@ func (c *goCache) prune() error {
 		return err
 	}
 	for _, p := range gone {
-		if err := os.Remove(filepath.Join(c.dir, p)); err != nil && !os.IsNotExist(err) {
+		if err := os.RemoveAll(filepath.Join(c.dir, p)); err != nil {
 			return err
 		}
 	}

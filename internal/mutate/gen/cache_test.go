@@ -230,6 +230,53 @@ func TestEnvFailure(t *testing.T) {
 	}
 }
 
+// TestCacheTrim: past the limit, trim removes the entries added since
+// the snapshot, a go run executable's directory included, and keeps the
+// snapshot's; still past it, it empties the cache; go's own files (not
+// in a two-digit directory) stay.
+func TestCacheTrim(t *testing.T) {
+	c, err := openCache(t.TempDir(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.lock.Close()
+	write := func(files map[string]int) {
+		for name, n := range files {
+			writeFiles(t, c.dir, map[string]string{name: strings.Repeat("x", n)})
+		}
+	}
+	exist := func(names ...string) (n int) {
+		for _, name := range names {
+			if _, err := os.Stat(filepath.Join(c.dir, name)); err == nil {
+				n++
+			}
+		}
+		return n
+	}
+	write(map[string]int{"README": 50, "ab/old-a": 100, "cd/old-d/tool": 100})
+	if err := c.snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	write(map[string]int{"ab/new-a": 1000, "ef/new-d/gremlins": 1000})
+	c.limit = 2100 // the entries hold 2200 bytes
+	if err := c.trim(); err != nil {
+		t.Fatal(err)
+	}
+	if n := exist("README", "ab/old-a", "cd/old-d/tool"); n != 3 {
+		t.Errorf("trimmed past the limit: %d of README and the snapshot's 2 entries left, want all", n)
+	}
+	if n := exist("ab/new-a", "ef/new-d"); n != 0 {
+		t.Errorf("trimmed past the limit: %d of the 2 new entries left, want none", n)
+	}
+	c.limit = 150 // the snapshot's own 200 bytes are past it
+	if err := c.trim(); err != nil {
+		t.Fatal(err)
+	}
+	if n := exist("README", "ab/old-a", "cd/old-d/tool"); n != 1 {
+		t.Errorf("the snapshot past the limit: %d of README and 2 entries left, want README alone", n)
+	}
+}
+
 // TestByteSize: -cache-limit's sizes.
 func TestByteSize(t *testing.T) {
 	for _, c := range []struct {
