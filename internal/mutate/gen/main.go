@@ -110,7 +110,11 @@ func mutateAll(root string, o options) error {
 		if r.cache, err = openCache(dir, int64(o.cacheLimit)); err != nil {
 			return err
 		}
-		defer r.cache.close()
+		defer func() {
+			if err := r.cache.close(); err != nil {
+				fmt.Fprintln(os.Stderr, "gen: trimming the build cache:", err)
+			}
+		}()
 		todo, err := r.plan(o, reportPath)
 		if err != nil {
 			return err
