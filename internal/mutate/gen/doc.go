@@ -29,6 +29,23 @@
 //     make the same change (- as INVERT_NEGATIVES and ARITHMETIC_BASE) are
 //     tested once.
 //
+// The build cache: every go command gen runs (go list, gremlins' dry run,
+// the coverage and mutant builds, and the tests' own builds) has GOCACHE
+// set to gen's own, DIR/gocache (-gocache; locked: one gen at a time), so
+// the user's is never written. Each mutant build adds the objects of its
+// package and the packages above it in the test binary (4 MiB for
+// isolate, 11 MiB for pool), which nothing reuses: past -cache-limit
+// (default 8G; 0: no limit), between mutants, gen removes the entries
+// added since the unmutated builds (std, dependencies and the unmutated
+// package stay: the next build recompiles only what the mutant changes,
+// where an emptied cache costs 50 s of std and dependencies), and empties
+// the cache when that is not enough; at exit it removes the mutants'
+// entries too. A build that fails because of the host (no space left on
+// device, out of memory, the toolchain killed: no compile error at a
+// position) is no verdict: it is tried once more on an emptied cache,
+// and a second failure stops gen with the reason, the mutant left for the
+// next run. Only a mutant's own compile error is NOT VIABLE.
+//
 // DIR/<pkg>.select.txt is the report, one line per mutant (status, mutator,
 // file:line:col, tests run, seconds, the line's code), appended as each
 // finishes: a re-run skips the mutants already in it whose line is

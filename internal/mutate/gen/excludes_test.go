@@ -33,7 +33,7 @@ func TestExcludesBuildConstraints(t *testing.T) {
 	for name, src := range files {
 		mustWrite(t, filepath.Join(root, name), src)
 	}
-	info, err := listPkg(root, "p")
+	info, err := listPkg(root, "p", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

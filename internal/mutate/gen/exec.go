@@ -42,9 +42,11 @@ func (p *pkgInfo) excludes() []string {
 	return ex
 }
 
-func listPkg(root, pkg string) (*pkgInfo, error) {
+// listPkg runs go list in env (nil: gen's own).
+func listPkg(root, pkg string, env []string) (*pkgInfo, error) {
 	cmd := exec.Command("go", "list", "-json", "./"+pkg)
 	cmd.Dir = root
+	cmd.Env = env
 	out, err := cmd.Output()
 	if err != nil {
 		return nil, fmt.Errorf("go list ./%s: %w", pkg, err)
@@ -66,21 +68,26 @@ func listPkg(root, pkg string) (*pkgInfo, error) {
 
 // goEnv is the environment of every go command and test binary run here:
 // vet is the unit step's job (a mutant vet flags is not one a test
-// killed); an overlay reaches the tests' own go builds through GOFLAGS.
-func goEnv(overlay string, extra ...string) []string {
+// killed); an overlay reaches the tests' own go builds through GOFLAGS,
+// and gen's own build cache (-gocache) their builds too.
+func (r *runner) goEnv(overlay string, extra ...string) []string {
 	flags := strings.TrimSpace(os.Getenv("GOFLAGS") + " -vet=off")
 	if overlay != "" {
 		flags += " -overlay=" + overlay
 	}
-	return append(append(os.Environ(), "GOFLAGS="+flags), extra...)
+	env := append(os.Environ(), "GOFLAGS="+flags)
+	if r.cache != nil {
+		env = append(env, "GOCACHE="+r.cache.dir)
+	}
+	return append(env, extra...)
 }
 
-// buildTest compiles the package's test binary to bin.
-func buildTest(root, pkg, bin, overlay string, extra ...string) (string, error) {
+// buildTest compiles pkg's test binary to bin.
+func (r *runner) buildTest(pkg, bin, overlay string, extra ...string) (string, error) {
 	args := append([]string{"test", "-c", "-o", bin}, extra...)
 	cmd := exec.Command("go", append(args, "./"+pkg)...)
-	cmd.Dir = root
-	cmd.Env = goEnv(overlay)
+	cmd.Dir = r.root
+	cmd.Env = r.goEnv(overlay)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -134,10 +141,10 @@ func runPattern(names []string) string {
 
 // listTests returns the binary's tests, fuzz targets and examples that
 // pattern matches (not its benchmarks, which no go test run executes).
-func listTests(bin, dir, pattern string) ([]string, error) {
+func listTests(bin, dir, pattern string, env []string) ([]string, error) {
 	cmd := exec.Command(bin, "-test.list", pattern)
 	cmd.Dir = dir
-	cmd.Env = goEnv("")
+	cmd.Env = env
 	out, err := cmd.Output()
 	if err != nil {
 		return nil, fmt.Errorf("%s -test.list: %w", bin, err)
@@ -165,7 +172,7 @@ func (r *runner) coverTest(bin, name string) (TestRun, error) {
 		return TestRun{}, err
 	}
 	prof := filepath.Join(tmp, "cover.out")
-	outcome, out, took := runTests(bin, r.pkgDir(), []string{name}, 30*time.Minute, goEnv("", "GOCOVERDIR="+covdir),
+	outcome, out, took := runTests(bin, r.pkgDir(), []string{name}, 30*time.Minute, r.goEnv("", "GOCOVERDIR="+covdir),
 		"-test.coverprofile", prof)
 	t := TestRun{Name: name, Secs: took.Seconds(), Failed: outcome != passed}
 	if t.Failed {
@@ -176,6 +183,7 @@ func (r *runner) coverTest(bin, name string) (TestRun, error) {
 	if ents, _ := os.ReadDir(covdir); len(ents) > 0 {
 		children := filepath.Join(tmp, "children.out")
 		cmd := exec.Command("go", "tool", "covdata", "textfmt", "-i", covdir, "-o", children)
+		cmd.Env = r.goEnv("")
 		if o, err := cmd.CombinedOutput(); err != nil {
 			return t, fmt.Errorf("covdata of %s: %v\n%s", name, err, o)
 		}

@@ -260,22 +260,12 @@ func TestOtherPackagesTests(t *testing.T) {
 			"func TestNeg(t *testing.T) {\n\tif p.Neg(2) != -2 {\n\t\tt.Fatal(\"neg\")\n\t}\n}\n\n" +
 			"func TestBroken(t *testing.T) { t.Fatal(\"broken\") }\n",
 	}
-	for name, src := range files {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, name)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(root, name), []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	writeFiles(t, root, files)
 	newRunner := func(run string) *runner {
 		r := &runner{root: root, pkg: "p", coef: 10, floor: time.Minute, work: t.TempDir(),
 			src: sourceLines{root: root}, done: map[string]Entry{}, other: &otherTests{pkg: "q", run: run}}
 		var err error
-		if r.info, err = listPkg(root, "p"); err != nil {
+		if r.info, err = listPkg(root, "p", nil); err != nil {
 			t.Fatal(err)
 		}
 		return r
@@ -295,8 +285,27 @@ func TestOtherPackagesTests(t *testing.T) {
 		{Mutant{Mutator: "INVERT_NEGATIVES", File: "p/p.go", Line: 10, Col: 30}, stLived},
 		{Mutant{Mutator: "ARITHMETIC_BASE", File: "p/p_other.go", Line: 1, Col: 1}, stNotCovered},
 	} {
-		if e := r.test(c.m); e.Status != c.want || e.Status != stNotCovered && e.Tests != 1 {
+		if e, err := r.test(c.m); err != nil {
+			t.Errorf("%s %s: %v", c.m.Mutator, c.m.Pos(), err)
+		} else if e.Status != c.want || e.Status != stNotCovered && e.Tests != 1 {
 			t.Errorf("%s %s: %s after %d tests, want %s after 1", c.m.Mutator, c.m.Pos(), e.Status, e.Tests, c.want)
 		}
+	}
+}
+
+// writeFiles writes files (path from root: content) under root, and sets
+// ctx for the code under test.
+func writeFiles(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for name, src := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ctx == nil {
+		ctx = context.Background()
 	}
 }

@@ -34,6 +34,8 @@ type options struct {
 	coef                                      float64
 	floor, patience, budget                   time.Duration
 	limit, sample                             int
+	gocache                                   string
+	cacheLimit                                byteSize
 	fresh, report                             bool
 }
 
@@ -53,6 +55,9 @@ func parseFlags() options {
 	flag.StringVar(&o.summary, "summary", "", "append the package's summary line to this file")
 	flag.StringVar(&o.testPkg, "testpkg", "", "run every mutant against this package's tests (those -run names) instead of -pkg's covering ones")
 	flag.StringVar(&o.run, "run", "", "with -testpkg: the regexp (go test -run) naming the tests every mutant runs")
+	flag.StringVar(&o.gocache, "gocache", "", "gen's own build cache, the GOCACHE of every go command it runs (default: OUT/gocache); the user's is never written")
+	o.cacheLimit = 8 << 30
+	flag.Var(&o.cacheLimit, "cache-limit", "past this size (8G, 500M; 0: no limit) the build cache is trimmed between mutants")
 	flag.BoolVar(&o.fresh, "recover", false, "rebuild the coverage map from scratch")
 	flag.BoolVar(&o.report, "report", false, "test nothing: summarise the report")
 	flag.Parse()
@@ -97,6 +102,19 @@ func mutateAll(root string, o options) error {
 		r.other = &otherTests{pkg: strings.TrimSuffix(o.testPkg, "/"), run: o.run}
 	}
 	if !o.report {
+		dir := o.gocache
+		if dir == "" {
+			dir = filepath.Join(o.out, "gocache")
+		}
+		var err error
+		if r.cache, err = openCache(dir, int64(o.cacheLimit)); err != nil {
+			return err
+		}
+		defer func() {
+			if err := r.cache.close(); err != nil {
+				fmt.Fprintln(os.Stderr, "gen: trimming the build cache:", err)
+			}
+		}()
 		todo, err := r.plan(o, reportPath)
 		if err != nil {
 			return err
@@ -112,10 +130,11 @@ func mutateAll(root string, o options) error {
 // and returns the mutants left to test.
 func (r *runner) plan(o options, reportPath string) ([]Mutant, error) {
 	var err error
-	if r.info, err = listPkg(r.root, r.pkg); err != nil {
+	env := r.goEnv("")
+	if r.info, err = listPkg(r.root, r.pkg, env); err != nil {
 		return nil, err
 	}
-	ms, err := listMutants(r.root, r.pkg, o.gremlins, reportPath+".dry.json", r.info.excludes())
+	ms, err := listMutants(r.root, r.pkg, o.gremlins, reportPath+".dry.json", r.info.excludes(), env)
 	if err != nil {
 		return nil, err
 	}
@@ -185,12 +204,7 @@ func (r *runner) testAll(o options, reportPath string, todo []Mutant, start time
 		return err
 	}
 	defer os.RemoveAll(r.work)
-	if r.other != nil {
-		err = r.baseline()
-	} else {
-		err = r.coverage(reportPath+".cover.json", o.fresh)
-	}
-	if err != nil {
+	if err := r.prepare(reportPath+".cover.json", o.fresh); err != nil {
 		return err
 	}
 	f, err := os.OpenFile(reportPath, os.O_APPEND|os.O_WRONLY, 0o644)
@@ -203,10 +217,13 @@ func (r *runner) testAll(o options, reportPath string, todo []Mutant, start time
 			fmt.Printf("gen: budget spent, %d mutants left untested\n", len(todo)-i)
 			break
 		}
-		e := r.test(m)
+		e, err := r.test(m)
 		if ctx.Err() != nil {
 			fmt.Printf("gen: interrupted, %d mutants left untested\n", len(todo)-i)
 			break
+		}
+		if err != nil {
+			return fmt.Errorf("%s %s, %d mutants left untested: %w", m.Mutator, m.Pos(), len(todo)-i, err)
 		}
 		if _, err := fmt.Fprintln(f, e.String()); err != nil {
 			return err

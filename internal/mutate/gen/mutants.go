@@ -95,8 +95,9 @@ type gremlinsReport struct {
 
 // listMutants runs gremlins' dry run in the package directory and returns
 // its mutants, in its order. gremlins is the command line that runs it
-// (`go run module@version`); excludes are its -E regexps.
-func listMutants(root, pkg, gremlins, reportFile string, excludes []string) ([]Mutant, error) {
+// (`go run module@version`); excludes are its -E regexps; env is gen's
+// go environment.
+func listMutants(root, pkg, gremlins, reportFile string, excludes, env []string) ([]Mutant, error) {
 	args := strings.Fields(gremlins)
 	args = append(args, "unleash", "--dry-run", "-o", reportFile)
 	for _, e := range excludes {
@@ -105,7 +106,7 @@ func listMutants(root, pkg, gremlins, reportFile string, excludes []string) ([]M
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Dir = filepath.Join(root, pkg)
 	// No test runs in gremlins' coverage pass: only the list is used.
-	cmd.Env = append(os.Environ(), "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -vet=off -count=1 -run=^$"))
+	cmd.Env = append(env, "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -vet=off -count=1 -run=^$"))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("gremlins dry run: %v\n%s", err, tail(string(out), 20))
 	}

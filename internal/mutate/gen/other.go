@@ -27,10 +27,10 @@ func (o *otherTests) dir(root string) string { return filepath.Join(root, o.pkg)
 func (r *runner) baseline() error {
 	ot := r.other
 	bin := filepath.Join(r.work, "baseline.test")
-	if out, err := buildTest(r.root, ot.pkg, bin, ""); err != nil {
+	if out, err := r.buildTest(ot.pkg, bin, ""); err != nil {
 		return fmt.Errorf("building %s's tests: %v\n%s", ot.pkg, err, out)
 	}
-	names, err := listTests(bin, ot.dir(r.root), ot.run)
+	names, err := listTests(bin, ot.dir(r.root), ot.run, r.goEnv(""))
 	if err != nil {
 		return err
 	}
@@ -38,7 +38,7 @@ func (r *runner) baseline() error {
 		return fmt.Errorf("-run %q selects no test of %s", ot.run, ot.pkg)
 	}
 	ot.count = len(names)
-	env := goEnv("", testenv.PatienceEnv+"="+r.patience.String())
+	env := r.goEnv("", testenv.PatienceEnv+"="+r.patience.String())
 	outcome, out, took := runTests(bin, ot.dir(r.root), nil, 30*time.Minute, env, "-test.run", ot.run)
 	if outcome != passed {
 		return fmt.Errorf("%s -run %q fails on the unmutated code:\n%s", ot.pkg, ot.run, indent(tail(out, 15)))
@@ -50,16 +50,15 @@ func (r *runner) baseline() error {
 
 // testOther builds the other package's test binary with the mutant's
 // overlay and runs the chosen tests in one process.
-func (r *runner) testOther(dir, ov string) string {
+func (r *runner) testOther(dir, ov string) (string, error) {
 	ot := r.other
 	bin := filepath.Join(dir, "mutant.test")
-	if out, err := buildTest(r.root, ot.pkg, bin, ov); err != nil {
-		fmt.Printf("    does not compile:\n%s\n", indent(tail(out, 4)))
-		return stNotViable
+	if ok, err := r.buildMutant(ot.pkg, bin, ov); !ok {
+		return stNotViable, err
 	}
 	timeout := max(r.floor, time.Duration(r.coef*ot.secs*float64(time.Second)))
-	env := goEnv(ov, testenv.PatienceEnv+"="+r.patience.String())
-	return mutantStatus(runTests(bin, ot.dir(r.root), nil, timeout, env, "-test.run", ot.run))
+	env := r.goEnv(ov, testenv.PatienceEnv+"="+r.patience.String())
+	return mutantStatus(runTests(bin, ot.dir(r.root), nil, timeout, env, "-test.run", ot.run)), nil
 }
 
 // selfCheck is why a -testpkg run refuses to start: a missing -run (every

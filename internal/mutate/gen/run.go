@@ -17,6 +17,7 @@ type runner struct {
 	info      *pkgInfo
 	work      string // temporary files of this run
 	cm        *CoverMap
+	cache     *goCache    // gen's own GOCACHE (nil: the user's)
 	other     *otherTests // -testpkg: no coverage map, these tests run every mutant
 	fr        funcRanges
 	src       sourceLines
@@ -53,10 +54,10 @@ func (r *runner) coverage(path string, fresh bool) error {
 	}
 	r.cm = cm
 	bin := filepath.Join(r.work, "cover.test")
-	if out, err := buildTest(r.root, r.pkg, bin, "", "-cover", "-covermode=set", "-coverpkg="+r.info.ImportPath); err != nil {
+	if out, err := r.buildTest(r.pkg, bin, "", "-cover", "-covermode=set", "-coverpkg="+r.info.ImportPath); err != nil {
 		return fmt.Errorf("building the coverage binary: %v\n%s", err, out)
 	}
-	names, err := listTests(bin, r.pkgDir(), ".")
+	names, err := listTests(bin, r.pkgDir(), ".", r.goEnv(""))
 	if err != nil {
 		return err
 	}
@@ -84,13 +85,15 @@ func (r *runner) coverage(path string, fresh bool) error {
 	return cm.save(path)
 }
 
-// test runs one mutant against the tests that cover its line.
-func (r *runner) test(m Mutant) Entry {
+// test runs one mutant against the tests that cover its line. An error
+// is no verdict on the mutant (a full disk, a killed toolchain): gen
+// stops, and the mutant, left out of the report, is tested next time.
+func (r *runner) test(m Mutant) (Entry, error) {
 	start := time.Now()
 	e := Entry{Mutant: m, Code: r.src.line(m.File, m.Line)}
-	end := func(st string) Entry {
+	end := func(st string) (Entry, error) {
 		e.Status, e.Secs = st, time.Since(start).Seconds()
-		return e
+		return e, nil
 	}
 	if !slices.Contains(r.info.GoFiles, filepath.Base(m.File)) {
 		// Another system's file: it never builds here, no test runs it.
@@ -108,8 +111,7 @@ func (r *runner) test(m Mutant) Entry {
 	}
 	src, err := os.ReadFile(filepath.Join(r.root, m.File))
 	if err != nil {
-		fmt.Println("   ", err)
-		return end(stNotViable)
+		return e, err
 	}
 	mutant, off, repl, err := apply(src, m)
 	if err != nil {
@@ -119,39 +121,39 @@ func (r *runner) test(m Mutant) Entry {
 	change := fmt.Sprintf("%s:%d:%s", m.File, off, repl)
 	if prev, ok := r.done[change]; ok {
 		e.Status = prev.Status
-		return e
+		return e, nil
 	}
-	e = r.testMutant(e, start, mutant, sel)
+	if err := r.cache.trim(); err != nil {
+		return e, fmt.Errorf("trimming the build cache: %w", err)
+	}
+	st, err := r.testMutant(e.File, mutant, sel)
+	if err != nil {
+		return e, err
+	}
+	e, _ = end(st)
 	r.done[change] = e
-	return e
+	return e, nil
 }
 
 // testMutant builds the mutant through an overlay and runs sel on it.
-func (r *runner) testMutant(e Entry, start time.Time, mutant []byte, sel []int) Entry {
-	end := func(st string) Entry {
-		e.Status, e.Secs = st, time.Since(start).Seconds()
-		return e
-	}
+func (r *runner) testMutant(file string, mutant []byte, sel []int) (string, error) {
 	dir, err := os.MkdirTemp(r.work, "mutant-")
 	if err != nil {
-		fmt.Println("   ", err)
-		return end(stNotViable)
+		return "", err
 	}
 	defer os.RemoveAll(dir)
-	ov, err := overlay.Write(dir, filepath.Join(r.root, e.File), mutant)
+	ov, err := overlay.Write(dir, filepath.Join(r.root, file), mutant)
 	if err != nil {
-		fmt.Println("   ", err)
-		return end(stNotViable)
+		return "", err
 	}
 	if r.other != nil {
-		return end(r.testOther(dir, ov))
+		return r.testOther(dir, ov)
 	}
 	bin := filepath.Join(dir, "mutant.test")
-	if out, err := buildTest(r.root, r.pkg, bin, ov); err != nil {
-		fmt.Printf("    does not compile:\n%s\n", indent(tail(out, 4)))
-		return end(stNotViable)
+	if ok, err := r.buildMutant(r.pkg, bin, ov); !ok {
+		return stNotViable, err
 	}
-	return end(r.runSelected(bin, ov, sel))
+	return r.runSelected(bin, ov, sel), nil
 }
 
 // alone is how many of a mutant's tests, the quickest, run one process
@@ -168,7 +170,7 @@ const alone = 4
 func (r *runner) runSelected(bin, overlay string, sel []int) string {
 	sel = slices.Clone(sel)
 	slices.SortStableFunc(sel, func(a, b int) int { return cmp.Compare(r.cm.Tests[a].Secs, r.cm.Tests[b].Secs) })
-	env := goEnv(overlay, testenv.PatienceEnv+"="+r.patience.String())
+	env := r.goEnv(overlay, testenv.PatienceEnv+"="+r.patience.String())
 	return r.runBatches(bin, env, batches(sel, alone))
 }
 
