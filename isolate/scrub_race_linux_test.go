@@ -1,14 +1,9 @@
 package isolate
 
 import (
-	"bufio"
 	"errors"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 	"unsafe"
@@ -168,47 +163,5 @@ func TestScrubDirectoryRemovedUnderTheWalk(t *testing.T) {
 	}
 	if got := countEntries(t, dir); got != 1 {
 		t.Errorf("%d entries left in the top dir, want 1 (shared): the uid's files must go", got)
-	}
-}
-
-// The helper for TestScrubFailsWhenIPCTablesCannotBeRead: in a mount
-// namespace of its own, /proc/sysvipc/shm is a table no scanner reads (a
-// line past bufio's 64 KiB), and it prints what a scrub returns.
-const ipcHelperEnv = "KERNPOOL_ISOLATE_TEST_IPC_TABLE"
-
-func TestMain_ipcTable(t *testing.T) {
-	dir := os.Getenv(ipcHelperEnv)
-	if dir == "" {
-		t.Skip("helper process only")
-	}
-	table := filepath.Join(dir, "shm")
-	long := make([]byte, 70<<10)
-	for i := range long {
-		long[i] = 'x'
-	}
-	if err := os.WriteFile(table, append(long, '\n'), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Mount(table, "/proc/sysvipc/shm", "", unix.MS_BIND, ""); err != nil {
-		t.Fatal(err)
-	}
-	_, err := scrubUID([]string{dir}, 61990)
-	fmt.Fprintf(os.Stdout, "failed=%v err=%v\n", scrubFailed(err), err)
-}
-
-// SysV objects are the other half of a uid's leftovers: a scrub that
-// cannot read the IPC tables cannot know they are gone, and must count as
-// failed (the uid retires until it is clean) rather than pass.
-func TestScrubFailsWhenIPCTablesCannotBeRead(t *testing.T) {
-	testenv.RequireRoot(t)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestMain_ipcTable$", "-test.v=false")
-	cmd.Env = append(os.Environ(), ipcHelperEnv+"="+t.TempDir())
-	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS, Pdeathsig: syscall.SIGKILL}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("helper: %v\n%s", err, out)
-	}
-	if !strings.Contains(string(out), "failed=true") || !strings.Contains(string(out), bufio.ErrTooLong.Error()) {
-		t.Errorf("scrub with an unreadable /proc/sysvipc/shm said:\n%s\nwant it failed with %q", out, bufio.ErrTooLong)
 	}
 }
