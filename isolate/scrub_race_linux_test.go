@@ -26,11 +26,21 @@ func gateOpens(t *testing.T, dir string) *openGate {
 	if err != nil {
 		t.Skipf("fanotify permission events unavailable: %v", err)
 	}
-	t.Cleanup(func() { _ = unix.Close(fd) })
+	g := &openGate{fd: fd}
+	t.Cleanup(g.release)
 	if err := unix.FanotifyMark(fd, unix.FAN_MARK_ADD, unix.FAN_OPEN_PERM|unix.FAN_ONDIR, unix.AT_FDCWD, dir); err != nil {
 		t.Skipf("fanotify mark: %v", err)
 	}
-	return &openGate{fd: fd}
+	return g
+}
+
+// release ends the gate: later opens of its directory go on unheld (a
+// walk reopening it through ".." on its way up).
+func (g *openGate) release() {
+	if g.fd >= 0 {
+		_ = unix.Close(g.fd)
+		g.fd = -1
+	}
 }
 
 // await returns once some process is held opening the directory, then
