@@ -73,8 +73,9 @@ func fdsTo(t *testing.T, path, except string) []int {
 	return fds
 }
 
-// withoutStdin runs fn with fd 0 closed, as for a daemon started so: the
-// next fd opened is 0.
+// withoutStdin runs fn with fd 0 closed, as in a program embedding
+// isolate that closed its stdin (the Go runtime reopens a closed fd 0 on
+// /dev/null only at start): the next fd opened is 0.
 func withoutStdin(t *testing.T, fn func()) {
 	t.Helper()
 	saved, err := unix.FcntlInt(0, unix.F_DUPFD_CLOEXEC, 3)
