@@ -77,3 +77,47 @@ func TestKillUIDEndsOnlyThatUIDsProcesses(t *testing.T) {
 		t.Errorf("the process of uid %d was ended too", other)
 	}
 }
+
+// canUse reads a directory's owner bits for its owner, its group bits for
+// a member of its group and its other bits for anyone else: a kernel uid
+// (its own group, not the owner) may enter a directory whose group or
+// other bits alone let it, and not one whose group bits deny it while the
+// other bits would allow it.
+func TestCanUseReadsTheBitsOfTheCallersClass(t *testing.T) {
+	testenv.RequireRoot(t)
+	const uid, gid, otherGID = 61963, 61963, 61964
+	base := stateDir(t) // searchable by others up to /
+	cases := []struct {
+		name       string
+		owner, gid int
+		mode       os.FileMode
+		searchable bool
+	}{
+		{"its group may search", 0, gid, 0o710, true},
+		{"only others may search, and it is an other", 0, otherGID, 0o701, true},
+		{"its group may not search, others may", 0, gid, 0o701, false},
+		{"only another group may search", 0, otherGID, 0o710, false},
+		{"its owner may not search, its group may", uid, gid, 0o070, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := filepath.Join(base, strings.ReplaceAll(c.name, " ", "-"))
+			if err := os.Mkdir(d, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(d, c.owner, c.gid); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(d, c.mode); err != nil {
+				t.Fatal(err)
+			}
+			err := canUse(d, uid, gid, true)
+			if c.searchable && err != nil {
+				t.Errorf("canUse(%s, mode %04o, group %d) = %v; want nil", d, c.mode, c.gid, err)
+			}
+			if !c.searchable && (!errors.Is(err, ErrAccess) || !strings.Contains(err.Error(), "cannot search "+d)) {
+				t.Errorf("canUse(%s, mode %04o, group %d) = %v; want ErrAccess: cannot search it", d, c.mode, c.gid, err)
+			}
+		})
+	}
+}

@@ -17,11 +17,19 @@ import (
 // a flood on a disk takes minutes).
 func scrubTestDir(t *testing.T) string {
 	t.Helper()
+	return scrubTmpfs(t, 400000)
+}
+
+// scrubTmpfs is scrubTestDir with room for inodes entries (tmpfs counts
+// every hard link against nr_inodes).
+func scrubTmpfs(t *testing.T, inodes int) string {
+	t.Helper()
 	d := filepath.Join(t.TempDir(), "lock")
 	if err := os.Mkdir(d, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	if err := unix.Mount("tmpfs", d, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,size=64m,nr_inodes=400000"); err != nil {
+	opts := "mode=1777,size=64m,nr_inodes=" + strconv.Itoa(inodes)
+	if err := unix.Mount("tmpfs", d, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		t.Fatalf("mount a tmpfs for the scrub test: %v", err)
 	}
 	t.Cleanup(func() { _ = unix.Unmount(d, unix.MNT_DETACH) })
