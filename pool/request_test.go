@@ -138,7 +138,7 @@ func TestMinimalEnv(t *testing.T) {
 }
 
 func TestFormatTimeoutAndIDs(t *testing.T) {
-	for d, want := range map[time.Duration]string{30 * time.Second: "30s", 1500 * time.Millisecond: "1.5s", 250 * time.Millisecond: "250ms"} {
+	for d, want := range map[time.Duration]string{30 * time.Second: "30s", 90 * time.Second: "90s", 2 * time.Hour: "7200s", 1500 * time.Millisecond: "1.5s", 250 * time.Millisecond: "250ms"} {
 		if got := formatTimeout(d); got != want {
 			t.Errorf("formatTimeout(%s) = %q, want %q", d, got, want)
 		}

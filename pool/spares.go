@@ -31,6 +31,13 @@ const (
 	maxSpareBackoff = time.Minute
 )
 
+// spareBackoff is how long a mode waits after its n-th failed spare in a
+// row: minSpareBackoff doubled n-1 times, at most maxSpareBackoff (the
+// shift is capped so a long failing streak cannot overflow it).
+func spareBackoff(n int) time.Duration {
+	return min(minSpareBackoff<<min(n-1, 8), maxSpareBackoff)
+}
+
 // Warm is one mode's warm start.
 type Warm struct {
 	// Spares is how many kernels of the mode are kept started ahead of
@@ -215,7 +222,7 @@ func (p *Pool) startSpare(mode string, gen uint64) {
 	if err != nil {
 		n := p.sp.failures[mode] + 1
 		p.sp.failures[mode] = n
-		p.sp.retryAt[mode] = time.Now().Add(min(minSpareBackoff<<min(n-1, 8), maxSpareBackoff))
+		p.sp.retryAt[mode] = time.Now().Add(spareBackoff(n))
 		p.mu.Unlock()
 		if ctx.Err() == nil {
 			p.log.Error("spare kernel failed to start", "mode", mode, "error", err)

@@ -120,3 +120,25 @@ func TestCloseOfAnIdlePoolIsNotCutShort(t *testing.T) {
 	}
 	assertDead(t, pid)
 }
+
+// A reload that replaces spares logs how many it stopped; one that changes
+// nothing logs nothing.
+func TestSetWarmLogsWhatItReplaced(t *testing.T) {
+	var logs testenv.SyncBuffer
+	p := newTestPool(t, withWarm(map[string]Warm{"default": {Spares: 2, Profile: "v1"}}), func(c *Config) {
+		c.Logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: &logs})
+	})
+	waitSpares(t, p, "default", 2)
+	if err := p.SetWarm(map[string]Warm{"default": {Spares: 2, Profile: "v1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := logLines(&logs, "spare kernels replaced"); len(got) != 0 {
+		t.Errorf("after a reload that changed nothing, log lines %q; want none", got)
+	}
+	if err := p.SetWarm(map[string]Warm{"default": {Spares: 2, Profile: "v2"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := logLines(&logs, "spare kernels replaced"); len(got) != 1 || got[0] != "spare kernels replaced: stopped=2" {
+		t.Errorf("after a profile change, log lines %q; want one saying 2 stopped", got)
+	}
+}

@@ -1,0 +1,66 @@
+package pool
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// Each limits member at zero (no limit) is taken, and one below it is
+// refused naming the field: the request body decides the sandbox's caps.
+func TestLimitsZeroTakenNegativeRefused(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want Limits
+		err  string // "" when taken
+	}{
+		{`{"memory_max":0}`, Limits{}, ""},
+		{`{"pids_max":0}`, Limits{}, ""},
+		{`{"cpu_max":0}`, Limits{}, ""},
+		{`{"memory_max":1,"pids_max":1,"cpu_max":0.5}`, Limits{MemoryMax: 1, PidsMax: 1, CPUMax: 0.5}, ""},
+		{`{"memory_max":-1}`, Limits{}, `field "limits.memory_max" must not be negative`},
+		{`{"pids_max":-1}`, Limits{}, `field "limits.pids_max" must not be negative`},
+		{`{"cpu_max":-0.5}`, Limits{}, `field "limits.cpu_max" must not be negative`},
+	} {
+		var l Limits
+		err := l.UnmarshalJSON([]byte(tc.body))
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: refused: %v", tc.body, err)
+		case tc.err == "" && l != tc.want:
+			t.Errorf("%s: read %+v, want %+v", tc.body, l, tc.want)
+		case tc.err != "" && (err == nil || !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: error %v, want ErrBadRequest saying %q", tc.body, err, tc.err)
+		}
+	}
+}
+
+// A limit equal to the ceiling is taken, one unit past it is refused, and
+// the refusal prints both figures as the operator wrote them (a fractional
+// cpu ceiling is not rounded).
+func TestCeilingAtTheLimitAndOnePast(t *testing.T) {
+	ceiling := Limits{MemoryMax: 64 << 20, PidsMax: 100, CPUMax: 1.5}
+	for _, tc := range []struct {
+		name string
+		l    Limits
+		err  string // "" when taken
+	}{
+		{"all at the ceiling", Limits{MemoryMax: 64 << 20, PidsMax: 100, CPUMax: 1.5}, ""},
+		{"none set", Limits{}, ""},
+		{"memory one byte past", Limits{MemoryMax: 64<<20 + 1}, "limits.memory_max 67108865B is over the ceiling of 64MiB"},
+		{"pids one past", Limits{PidsMax: 101}, "limits.pids_max 101 is over the ceiling of 100"},
+		{"cpu past", Limits{CPUMax: 1.75}, "limits.cpu_max 1.75 is over the ceiling of 1.5"},
+	} {
+		err := checkCeiling(tc.l, ceiling)
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: refused: %v", tc.name, err)
+		case tc.err != "" && (err == nil || !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: error %v, want ErrBadRequest saying %q", tc.name, err, tc.err)
+		}
+	}
+	// A zero ceiling bounds nothing.
+	if err := checkCeiling(Limits{MemoryMax: 1 << 40, PidsMax: 1 << 20, CPUMax: 64}, Limits{}); err != nil {
+		t.Errorf("no ceiling: %v", err)
+	}
+}
