@@ -211,7 +211,7 @@ func TestParseMountinfo(t *testing.T) {
 	}{
 		{"36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue", []mountLine{{"/mnt2", "ext3"}}},
 		{"22 1 0:21 / /proc rw,nosuid - proc proc rw", []mountLine{{"/proc", "proc"}}},
-		{"40 1 0:30 / /mnt/a\\040b\\134c rw - tmpfs tmpfs rw", []mountLine{{"/mnt/a b\\c", "tmpfs"}}},
+		{"40 1 0:30 / /mnt/a\\040b\\134c\\047 rw - tmpfs tmpfs rw", []mountLine{{"/mnt/a b\\c'", "tmpfs"}}},
 		{"40 1 0:30 / \\011tab rw - tmpfs tmpfs rw", []mountLine{{"\ttab", "tmpfs"}}},        // an escape first
 		{"40 1 0:30 / /a\\08\\04 rw - tmpfs tmpfs rw", []mountLine{{"/a\\08\\04", "tmpfs"}}}, // no escapes: 8 is no octal digit, \04 too short
 		{"1 2 0:3 / /five - tmpfs", []mountLine{{"/five", "tmpfs"}}},                         // exactly 5 fields, then only the type
