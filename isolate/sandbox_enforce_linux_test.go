@@ -2,9 +2,13 @@ package isolate
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/kernpool/kernpool/internal/testenv"
 )
@@ -67,5 +71,43 @@ func TestSandboxProcsListsTheKernel(t *testing.T) {
 	}
 	if pids, err := sb.Procs(); pids != nil || err != nil {
 		t.Errorf("Procs once released: %v, %v; want none", pids, err)
+	}
+}
+
+// A group that cannot be removed is Release's error, never a clean
+// release. Made so here on a hybrid host: a child cgroup in the group's
+// dir on the cgroup2 mount, which Remove takes away with a plain rmdir.
+func TestReleaseReportsAGroupNotRemoved(t *testing.T) {
+	testenv.RequireRoot(t)
+	iso := newIso(t, nil)
+	if !strings.HasPrefix(iso.Report().CgroupMode, "hybrid") {
+		t.Skipf("cgroup mode %q: the child cgroup only blocks the removal on a hybrid host", iso.Report().CgroupMode)
+	}
+	id := kernelID(t)
+	sb, err := iso.reserve(id, "alice", DefaultProfile, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var child string
+	for _, d := range groupDirs(iso, id) {
+		var fs unix.Statfs_t
+		if unix.Statfs(d, &fs) == nil && fs.Type == unix.CGROUP2_SUPER_MAGIC {
+			child = filepath.Join(d, "stuck")
+		}
+	}
+	if child == "" {
+		t.Fatalf("no group dir of %v on the cgroup2 mount", groupDirs(iso, id))
+	}
+	if err := os.Mkdir(child, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // before the Isolator's Close
+		_ = os.Remove(child)
+		if err := sb.group.Remove(releaseTimeout); err != nil {
+			t.Error(err)
+		}
+	})
+	if _, err := sb.Release(); err == nil || !strings.Contains(err.Error(), "remove group") {
+		t.Errorf("Release with the group dir kept: %v, want the removal's error", err)
 	}
 }
