@@ -76,6 +76,11 @@ func TestValidateRejects(t *testing.T) {
 		{"memory merge without the init step", func(c *Config) { c.InitStep, c.Profiles["x"] = false, Profile{MemoryMerge: true} }},
 		{"unknown rlimit", func(c *Config) { c.Rlimits = []Rlimit{{Name: "bogus"}} }},
 		{"soft over hard", func(c *Config) { c.Rlimits = []Rlimit{{Name: "nofile", Soft: 2, Hard: 1}} }},
+		{"pty_max one past 256", func(c *Config) { c.Profiles["x"] = Profile{PtyMax: 257} }},
+		{"negative pty_max", func(c *Config) { c.Profiles["x"] = Profile{PtyMax: -1} }},
+		{"a drive letter alone", func(c *Config) { c.StateDir = "C:" }},
+		{"drive-relative", func(c *Config) { c.StateDir = "C:state" }},
+		{"no drive letter", func(c *Config) { c.StateDir = "CC\\state" }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -72,12 +72,17 @@ func findHostPaths(first, last int, skip []string) (hostPaths, error) {
 // world-writable: scratch) and ReadOnly. It reads directories with
 // getdents and stats only subdirectories: it runs at every daemon start.
 func hostWritable(root string, first, last int, skip []string) (hostPaths, error) {
+	return hostWalk{first: first, last: last, skip: skip, maxDirs: hostWalkMaxDirs}.walk(root)
+}
+
+// walk is hostWritable with w's bound (tests walk small trees to theirs).
+func (w hostWalk) walk(root string) (hostPaths, error) {
 	start := time.Now()
 	pseudo, err := pseudoMounts()
 	if err != nil {
 		return hostPaths{}, err
 	}
-	w := hostWalk{first: first, last: last, pseudo: pseudo, skip: skip, buf: make([]byte, 64<<10)}
+	w.pseudo, w.buf = pseudo, make([]byte, 64<<10)
 	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return hostPaths{}, fmt.Errorf("find host paths: %w", err)
@@ -102,6 +107,7 @@ func hostWritable(root string, first, last int, skip []string) (hostPaths, error
 
 type hostWalk struct {
 	first, last int
+	maxDirs     int // directories looked at before the walk refuses
 	pseudo      map[string]bool
 	skip        []string
 	buf         []byte
@@ -154,20 +160,7 @@ func (w *hostWalk) dir(fd int, path string) error {
 		if n == 0 {
 			break
 		}
-		for b := w.buf[:n]; len(b) >= 19; {
-			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
-			if reclen < 19 || reclen > len(b) {
-				break
-			}
-			typ, name := b[18], b[19:reclen]
-			if i := bytes.IndexByte(name, 0); i >= 0 {
-				name = name[:i]
-			}
-			if (typ == unix.DT_DIR || typ == unix.DT_UNKNOWN) && string(name) != "." && string(name) != ".." {
-				subdirs = append(subdirs, string(name))
-			}
-			b = b[reclen:]
-		}
+		subdirs = direntDirs(w.buf[:n], subdirs)
 	}
 	for _, name := range subdirs {
 		if err := w.sub(fd, path, name); err != nil {
@@ -175,6 +168,28 @@ func (w *hostWalk) dir(fd int, path string) error {
 		}
 	}
 	return nil
+}
+
+// direntDirs appends the names of getdents64 records b that may be
+// directories (DT_DIR, or DT_UNKNOWN: a filesystem without d_type) to out,
+// "." and ".." aside. A name ends at its NUL; a record too short or longer
+// than what is left ends the parse.
+func direntDirs(b []byte, out []string) []string {
+	for len(b) >= 19 {
+		reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+		if reclen < 19 || reclen > len(b) {
+			break
+		}
+		typ, name := b[18], b[19:reclen]
+		if i := bytes.IndexByte(name, 0); i >= 0 {
+			name = name[:i]
+		}
+		if (typ == unix.DT_DIR || typ == unix.DT_UNKNOWN) && string(name) != "." && string(name) != ".." {
+			out = append(out, string(name))
+		}
+		b = b[reclen:]
+	}
+	return out
 }
 
 func (w *hostWalk) sub(parent int, path, name string) error {
@@ -186,8 +201,8 @@ func (w *hostWalk) sub(parent int, path, name string) error {
 	if err := unix.Fstatat(parent, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return nil
 	}
-	if w.hp.Dirs++; w.hp.Dirs > hostWalkMaxDirs {
-		return fmt.Errorf("more than %d directories reachable", hostWalkMaxDirs)
+	if w.hp.Dirs++; w.hp.Dirs > w.maxDirs {
+		return fmt.Errorf("more than %d directories reachable", w.maxDirs)
 	}
 	if w.writable(&st) {
 		if st.Mode&0o1002 == 0o1002 {
