@@ -54,25 +54,29 @@ func TestCheckpointSaveWriterFails(t *testing.T) {
 }
 
 // Save replies at the edges: a blob announced at exactly the limit that
-// never comes is short of its size (not too big), and an empty blob
-// announced and sent is a save of nothing.
+// never comes is short of its size (not too big), an empty blob
+// announced and sent is a save of nothing, and C frames of 0 bytes
+// (which a hostile kernel may send) add nothing to the blob around them.
 func TestCheckpointHostileSaveAtTheEdges(t *testing.T) {
 	const limit = 1000
+	empty := `os.write(r.frame_fd, b"\n" + r.sentinel + b" C 0\n")`
 	cases := []struct {
-		name, reply, err string
+		name, reply, send, err, blob string
 	}{
-		{"announced at the limit, never sent", `json.dumps({"size": 1000, "saved": ["x"], "lost": []})`, "checkpoint data of 0 bytes for a blob of 1000"},
-		{"empty blob", `json.dumps({"size": 0, "saved": [], "lost": []})`, ""},
+		{"announced at the limit, never sent", `json.dumps({"size": 1000, "saved": ["x"], "lost": []})`, "pass", "checkpoint data of 0 bytes for a blob of 1000", ""},
+		{"empty blob", `json.dumps({"size": 0, "saved": [], "lost": []})`, "pass", "", ""},
+		{"empty frames around the blob", `json.dumps({"size": 3, "saved": ["x"], "lost": []})`,
+			empty + "\n    " + `os.write(r.frame_fd, b"\n" + r.sentinel + b" C 3\nabc")` + "\n    " + empty, "", "abc"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			k := startKernel(t, baseSpec(t), "")
-			mustExec(t, k, hostileSave(tc.reply, "pass"))
+			mustExec(t, k, hostileSave(tc.reply, tc.send))
 			var blob bytes.Buffer
 			s, err := k.SaveCheckpoint(context.Background(), limit, &blob, 0)
 			switch {
-			case tc.err == "" && (err != nil || s.Size != 0 || blob.Len() != 0):
-				t.Fatalf("saved %+v, %v, %d bytes; want an empty save", s, err, blob.Len())
+			case tc.err == "" && (err != nil || s.Size != int64(len(tc.blob)) || blob.String() != tc.blob):
+				t.Fatalf("saved %+v, %v, blob %q; want a save of %q", s, err, blob.String(), tc.blob)
 			case tc.err != "" && (!errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), tc.err)):
 				t.Fatalf("err = %v, want a protocol error saying %q", err, tc.err)
 			}

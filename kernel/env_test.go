@@ -76,6 +76,12 @@ func TestStartRefusesBadSpecs(t *testing.T) {
 		{"runner overwrite", func(s *Spec) { s.Files = map[string][]byte{"runner.py": nil} }, "invalid staging file name"},
 		{"runner module overwrite", func(s *Spec) { s.Files = map[string][]byte{"_kernpool_display.py": nil} }, "invalid staging file name"},
 		{"missing cwd", func(s *Spec) { s.Cwd = "/nonexistent-kernpool-cwd" }, "start"},
+		{"relative cwd", func(s *Spec) { s.Cwd = "work" }, "cwd \"work\" is not an absolute path"},
+		{"negative MaxFrameBytes", func(s *Spec) { s.MaxFrameBytes = -1 }, "negative MaxFrameBytes"},
+		{"negative StdoutCap", func(s *Spec) { s.StdoutCap = -1 }, "negative MaxFrameBytes"},
+		{"negative RawStdoutCap", func(s *Spec) { s.RawStdoutCap = -1 }, "negative MaxFrameBytes"},
+		{"negative StderrCap", func(s *Spec) { s.StderrCap = -1 }, "negative MaxFrameBytes"},
+		{"negative TailBytes", func(s *Spec) { s.TailBytes = -1 }, "negative MaxFrameBytes"},
 		{"setup fails", func(s *Spec) {
 			s.Setup = func(string) ([]string, error) { return nil, errors.New("no socket") }
 		}, "setup: no socket"},

@@ -264,6 +264,7 @@ func TestFrameMemberCapsAndBudget(t *testing.T) {
 		{"repeated member", `{"id":"1","status":"ok","stdout":"x","stdout":"` + big + `"}`, `frame repeats member "stdout"`, 1 << 30},
 		{"members over the budget", `{"id":"1","status":"ok","stdout":"` + big + `","stderr":"` + big + `"}`, "memory budget", 800_000},
 		{"over-long number", `{"id":"1","status":"ok","exit_code":` + strings.Repeat("9", 40) + `}`, "over-long value", 1 << 30},
+		{"over-long boolean", `{"id":"1","status":"ok","stdout_clipped":true` + strings.Repeat("e", 40) + `}`, `member "stdout_clipped" has an over-long value`, 1 << 30},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
