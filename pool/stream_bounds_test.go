@@ -75,10 +75,6 @@ func TestStreamerCapIsInclusive(t *testing.T) {
 	}
 }
 
-func equalStrings(a, b []string) bool {
-	return strings.Join(a, "\x00") == strings.Join(b, "\x00") && len(a) == len(b)
-}
-
 // A JSON display whose masking breaks its syntax (a secret that was a
 // number or a bare word) is sent as the masked text in a JSON string,
 // never as the unmasked original.
