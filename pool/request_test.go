@@ -177,3 +177,16 @@ func TestNameBoundsAreInclusive(t *testing.T) {
 		}
 	}
 }
+
+// Tool names are [A-Za-z_][A-Za-z0-9_]{0,63} (docs/openapi.json): every digit
+// after the first character, up to 64 characters.
+func TestToolNameSpelling(t *testing.T) {
+	for name, ok := range map[string]bool{
+		"t0": true, "t9": true, "_": true, "Zz_09": true, strings.Repeat("a", 64): true,
+		"": false, "0t": false, "9": false, "t-0": false, strings.Repeat("a", 65): false,
+	} {
+		if got := validToolName(name); got != ok {
+			t.Errorf("validToolName(%q) = %v, want %v", name, got, ok)
+		}
+	}
+}
