@@ -52,3 +52,26 @@ func TestLocalStorePutRenamesItsOwnSpoolFile(t *testing.T) {
 		t.Fatalf("%d files in the owner's dir, want the one generation", len(entries))
 	}
 }
+
+// Delete reports a generation it could not remove (here a non-empty
+// directory in a generation's place) and still removes the others.
+func TestLocalStoreDeleteReportsWhatStays(t *testing.T) {
+	l, err := newLocalStore(testTempDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := strings.Repeat("c", 32) + "/" + strings.Repeat("d", 64)
+	if err := l.Put(t.Context(), name, 1, strings.NewReader("one"), 3); err != nil {
+		t.Fatal(err)
+	}
+	stuck := l.path(name, 2)
+	if err := os.MkdirAll(filepath.Join(stuck, "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Delete(t.Context(), name, 2); err == nil {
+		t.Fatal("Delete = nil with generation 2 still in place")
+	}
+	if _, err := os.Stat(l.path(name, 1)); !os.IsNotExist(err) {
+		t.Fatalf("generation 1 after Delete: %v, want it gone", err)
+	}
+}
