@@ -132,3 +132,15 @@ func TestCkptStoreMalformed(t *testing.T) {
 		_ = os.Remove(path)
 	}
 }
+
+// A store opened without a timeout bounds each store operation by the
+// default 60 s (docs/config.md), never by an already expired context.
+func TestCkptStoreDefaultTimeout(t *testing.T) {
+	c := newStore(t, 0) // no Timeout configured
+	ctx, cancel := c.ctx()
+	defer cancel()
+	deadline, ok := ctx.Deadline()
+	if err := ctx.Err(); err != nil || !ok || time.Until(deadline) <= 50*time.Second || time.Until(deadline) > time.Minute {
+		t.Fatalf("store operation context: err %v, deadline in %v; want a live one about 60s out", err, time.Until(deadline))
+	}
+}

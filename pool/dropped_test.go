@@ -1,3 +1,5 @@
+//go:build unix
+
 package pool_test
 
 import (

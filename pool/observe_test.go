@@ -3,6 +3,7 @@ package pool
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -48,4 +49,21 @@ func TestObserversFanOutToEach(t *testing.T) {
 	// None, or only nil ones: events go nowhere, without a panic.
 	tell(Observers())
 	tell(Observers(nil, nil))
+}
+
+// A cell's ReplyBytes is what the daemon buffered for its reply: the
+// stdout, the stderr and the traceback, summed (no filter caps them here).
+func TestCellEventReplyBytesSumsStdoutStderrTraceback(t *testing.T) {
+	rec := newRecorder()
+	p := newTestPool(t, func(c *Config) { c.Observer = rec })
+	res := run(t, p, Request{Code: "import sys\nprint('o' * 10)\nprint('e' * 20, file=sys.stderr)\nraise ValueError('boom')"})
+	wantStatus(t, res, StatusError)
+	if !strings.Contains(res.Error, "ValueError: boom") {
+		t.Fatalf("traceback %q", res.Error)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if want := int64(11 + 21 + len(res.Error)); len(rec.cells) != 1 || rec.cells[0].ReplyBytes != want {
+		t.Fatalf("cell events %+v, want one with ReplyBytes %d (11 stdout, 21 stderr, %d traceback)", rec.cells, want, len(res.Error))
+	}
 }

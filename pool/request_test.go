@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"cmp"
 	"errors"
 	"os"
 	"path/filepath"
@@ -150,5 +151,42 @@ func TestFormatTimeoutAndIDs(t *testing.T) {
 			t.Fatalf("bad or repeated kernel id %q", id)
 		}
 		seen[id] = true
+	}
+}
+
+// An owner may be 256 bytes long and a mode 64, not a byte more: a name
+// at the bound is a key like any other.
+func TestNameBoundsAreInclusive(t *testing.T) {
+	p := newTestPool(t)
+	for _, tc := range []struct {
+		name string
+		req  Request
+		ok   bool
+	}{
+		{"owner of 256 bytes", Request{Owner: strings.Repeat("o", 256)}, true},
+		{"owner of 257 bytes", Request{Owner: strings.Repeat("o", 257)}, false},
+		{"mode of 64 bytes", Request{Mode: strings.Repeat("m", 64)}, true},
+		{"mode of 65 bytes", Request{Mode: strings.Repeat("m", 65)}, false},
+	} {
+		rq, err := p.normalize(tc.req)
+		switch {
+		case tc.ok && (err != nil || rq.key.owner != cmp.Or(tc.req.Owner, "default") || rq.key.mode != cmp.Or(tc.req.Mode, "default")):
+			t.Errorf("%s: key %+v, err %v; want it accepted as given", tc.name, rq.key, err)
+		case !tc.ok && !errors.Is(err, ErrBadRequest):
+			t.Errorf("%s: err %v, want ErrBadRequest", tc.name, err)
+		}
+	}
+}
+
+// Tool names are [A-Za-z_][A-Za-z0-9_]{0,63} (docs/openapi.json): every digit
+// after the first character, up to 64 characters.
+func TestToolNameSpelling(t *testing.T) {
+	for name, ok := range map[string]bool{
+		"t0": true, "t9": true, "_": true, "Zz_09": true, strings.Repeat("a", 64): true,
+		"": false, "0t": false, "9": false, "t-0": false, strings.Repeat("a", 65): false,
+	} {
+		if got := validToolName(name); got != ok {
+			t.Errorf("validToolName(%q) = %v, want %v", name, got, ok)
+		}
 	}
 }

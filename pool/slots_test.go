@@ -85,3 +85,28 @@ func TestOwnerKernelSlotFreedByKillAndShutdown(t *testing.T) {
 		end(res.Kernel.ID)
 	}
 }
+
+// TestLiftedCellQuotaForgetsBuckets: once the cell quota is lifted the
+// reaper forgets every owner's bucket, however recently spent, and a
+// quota set again later starts each owner with a full minute's tokens.
+func TestLiftedCellQuotaForgetsBuckets(t *testing.T) {
+	p := &Pool{quotas: Quotas{MaxCellsPerMinutePerOwner: 3}, buckets: map[string]*bucket{}}
+	now := time.Unix(1_700_000_000, 0)
+	for i := range 3 {
+		if err := p.takeCellLocked("a", now); err != nil {
+			t.Fatalf("cell %d: %v", i, err)
+		}
+	}
+	p.quotas = Quotas{}
+	now = now.Add(time.Second)
+	p.pruneBucketsLocked(now)
+	if len(p.buckets) != 0 {
+		t.Fatalf("%d buckets kept after the quota was lifted", len(p.buckets))
+	}
+	p.quotas = Quotas{MaxCellsPerMinutePerOwner: 3}
+	for i := range 3 {
+		if err := p.takeCellLocked("a", now); err != nil {
+			t.Fatalf("cell %d under the quota set again: %v", i, err)
+		}
+	}
+}

@@ -57,9 +57,14 @@ func TestListIdleSecondsOnlyForIdleKernels(t *testing.T) {
 // logLines returns the pool's log lines holding msg, from msg on
 // (hclog's "[INFO]  pool: msg: k=v").
 func logLines(logs *testenv.SyncBuffer, msg string) []string {
+	return logLinesAt(logs, "[INFO] ", msg)
+}
+
+// logLinesAt is logLines at another level ("[WARN] ").
+func logLinesAt(logs *testenv.SyncBuffer, level, msg string) []string {
 	var out []string
 	for _, l := range strings.Split(logs.String(), "\n") {
-		if strings.Contains(l, "[INFO]  pool: "+msg+":") {
+		if strings.Contains(l, level+" pool: "+msg+":") {
 			out = append(out, l[strings.Index(l, msg):])
 		}
 	}
@@ -140,5 +145,28 @@ func TestSetWarmLogsWhatItReplaced(t *testing.T) {
 	}
 	if got := logLines(&logs, "spare kernels replaced"); len(got) != 1 || got[0] != "spare kernels replaced: stopped=2" {
 		t.Errorf("after a profile change, log lines %q; want one saying 2 stopped", got)
+	}
+}
+
+// A newer generation logs one warning with the number of the owner's
+// kernels it dropped, and none when the owner had none here.
+func TestFenceLogsWhatItDropped(t *testing.T) {
+	const msg = "owner placed here under a newer generation: its kernels from before are dropped unsaved"
+	var logs testenv.SyncBuffer
+	p := newTestPool(t, func(c *Config) {
+		c.Logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: &logs})
+	})
+	if err := p.Fence("o", 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := logLinesAt(&logs, "[WARN] ", msg); len(got) != 0 {
+		t.Errorf("after fencing an owner without kernels, log lines %q; want none", got)
+	}
+	wantStatus(t, run(t, p, Request{Owner: "o", Code: "pass"}), StatusSuccess)
+	if err := p.Fence("o", 2); err != nil {
+		t.Fatal(err)
+	}
+	if got := logLinesAt(&logs, "[WARN] ", msg); len(got) != 1 || got[0] != msg+": owner=o generation=2 previous=1 kernels=1" {
+		t.Errorf("after a newer generation dropped one kernel, log lines %q; want one saying 1", got)
 	}
 }
