@@ -292,26 +292,15 @@ func (p *Pool) makeRoomLocked() ([]doomed, error) {
 		return nil, nil
 	}
 	var idle []*slot
-	saves := p.savingN
 	for _, s := range p.slots {
-		if s.users != 0 {
-			continue
+		if s.users == 0 {
+			idle = append(idle, s)
 		}
-		if p.needsSaveLocked(s) {
-			if saves >= p.cfg.MaxKernels {
-				continue
-			}
-			saves++
-		}
-		idle = append(idle, s)
 	}
-	if spares+len(idle) < excess {
-		p.stats.CapacityRefusals++
-		return nil, ErrCapacity
-	}
-	// Spares first: no owner loses anything.
-	out, taken := p.evictSparesLocked(excess)
-	excess -= taken
+	// Kernels that need no save first, then least recently used; a kernel
+	// that needs a save is a victim only while saves in flight stay under
+	// MaxKernels. Chosen before anything is stopped, so a refusal stops
+	// nothing.
 	slices.SortFunc(idle, func(a, b *slot) int {
 		if na, nb := p.needsSaveLocked(a), p.needsSaveLocked(b); na != nb {
 			if nb {
@@ -321,7 +310,28 @@ func (p *Pool) makeRoomLocked() ([]doomed, error) {
 		}
 		return a.lastUsed.Compare(b.lastUsed)
 	})
-	for _, s := range idle[:excess] {
+	need := excess - min(spares, excess)
+	saves := p.savingN
+	var victims []*slot
+	for _, s := range idle {
+		if len(victims) == need {
+			break
+		}
+		if p.needsSaveLocked(s) {
+			if saves >= p.cfg.MaxKernels {
+				continue
+			}
+			saves++
+		}
+		victims = append(victims, s)
+	}
+	if len(victims) < need {
+		p.stats.CapacityRefusals++
+		return nil, ErrCapacity
+	}
+	// Spares first: no owner loses anything.
+	out, _ := p.evictSparesLocked(excess)
+	for _, s := range victims {
 		if s.live != nil {
 			out = append(out, doomed{s.live, reasonEvicted})
 		}
