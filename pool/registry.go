@@ -330,7 +330,7 @@ func (p *Pool) makeRoomLocked() ([]doomed, error) {
 		return nil, ErrCapacity
 	}
 	// Spares first: no owner loses anything.
-	out, _ := p.evictSparesLocked(excess)
+	out := p.evictSparesLocked(excess)
 	for _, s := range victims {
 		if s.live != nil {
 			out = append(out, doomed{s.live, reasonEvicted})

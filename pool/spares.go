@@ -311,8 +311,9 @@ func sameFile(a, b os.FileInfo) bool {
 }
 
 // evictSparesLocked takes up to n spares out (ready ones oldest first, then
-// the one starting) and returns those to tear down and the number taken.
-func (p *Pool) evictSparesLocked(n int) (gone []doomed, taken int) {
+// the one starting) and returns those to tear down.
+func (p *Pool) evictSparesLocked(n int) (gone []doomed) {
+	taken := 0
 	for taken < n {
 		var oldest *live
 		for _, list := range p.sp.ready {
@@ -335,7 +336,7 @@ func (p *Pool) evictSparesLocked(n int) (gone []doomed, taken int) {
 		taken++
 	}
 	p.stats.SparesEvicted += uint64(taken)
-	return gone, taken
+	return gone
 }
 
 // bindSpare binds the spare lv, claimed for s's new key, to rq's owner
