@@ -6,9 +6,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
-	"strings"
+
+	"github.com/kernpool/kernpool/units"
 )
 
 // goCache is gen's own build cache (GOCACHE of every go command it runs):
@@ -194,27 +194,14 @@ func (c *goCache) empty() error {
 
 func mib(n int64) string { return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20)) }
 
-// byteSize is a flag value: bytes, or a number with K, M, G or T
-// (powers of 1024, an optional "iB" or "B" after).
+// byteSize is a flag value: a size as units.ParseSize reads it, the
+// config's sizes ("8GiB", "500M"; "0": no limit).
 type byteSize int64
-
-var sizeRE = regexp.MustCompile(`^(\d+)\s*([KMGT]?)(?:I?B)?$`)
 
 func (b *byteSize) String() string { return strconv.FormatInt(int64(*b), 10) }
 
 func (b *byteSize) Set(s string) error {
-	m := sizeRE.FindStringSubmatch(strings.ToUpper(strings.TrimSpace(s)))
-	if m == nil {
-		return fmt.Errorf("not a size: %q (e.g. 8G, 500M)", s)
-	}
-	n, err := strconv.ParseInt(m[1], 10, 64)
-	if err != nil {
-		return err
-	}
-	shift := strings.Index("KMGT", m[2]) + 1
-	if m[2] == "" {
-		shift = 0
-	}
-	*b = byteSize(n << (10 * shift))
-	return nil
+	n, err := units.ParseSize(s)
+	*b = byteSize(n)
+	return err
 }

@@ -277,16 +277,16 @@ func TestCacheTrim(t *testing.T) {
 	}
 }
 
-// TestByteSize: -cache-limit's sizes.
+// TestByteSize: -cache-limit reads sizes as the config does (units).
 func TestByteSize(t *testing.T) {
 	for _, c := range []struct {
 		in   string
 		want int64
 		ok   bool
 	}{
-		{"8G", 8 << 30, true}, {"8GiB", 8 << 30, true}, {"500m", 500 << 20, true},
-		{"123", 123, true}, {"0", 0, true}, {"1T", 1 << 40, true}, {"2KB", 2 << 10, true},
-		{"-1", 0, false}, {"8X", 0, false}, {"", 0, false},
+		{"8G", 8 << 30, true}, {"8GiB", 8 << 30, true}, {"500M", 500 << 20, true},
+		{"123", 123, true}, {"0", 0, true}, {"1T", 1 << 40, true}, {"2KB", 2000, true},
+		{"-1", 0, false}, {"8X", 0, false}, {"500m", 0, false}, {"99999999T", 0, false},
 	} {
 		var b byteSize
 		err := b.Set(c.in)

@@ -57,7 +57,7 @@ func parseFlags() options {
 	flag.StringVar(&o.run, "run", "", "with -testpkg: the regexp (go test -run) naming the tests every mutant runs")
 	flag.StringVar(&o.gocache, "gocache", "", "gen's own build cache, the GOCACHE of every go command it runs (default: OUT/gocache); the user's is never written")
 	o.cacheLimit = 8 << 30
-	flag.Var(&o.cacheLimit, "cache-limit", "past this size (8G, 500M; 0: no limit) the build cache is trimmed between mutants")
+	flag.Var(&o.cacheLimit, "cache-limit", "past this size (8GiB, 500M as in the config; 0: no limit) the build cache is trimmed between mutants")
 	flag.BoolVar(&o.fresh, "recover", false, "rebuild the coverage map from scratch")
 	flag.BoolVar(&o.report, "report", false, "test nothing: summarise the report")
 	flag.Parse()
