@@ -20,7 +20,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // testParent is a parent name no one else uses: one per test.
 func testParent(t testing.TB) string {
-	return fmt.Sprintf("kernpool-test-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "_"))
+	return testenv.CgroupParent(t, "kernpool-test")
 }
 
 func newTestManager(t testing.TB) *Manager {

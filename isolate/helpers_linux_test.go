@@ -39,7 +39,7 @@ func stateDir(t testing.TB) string {
 }
 
 func testParent(t testing.TB) string {
-	return fmt.Sprintf("kernpool-test-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "_"))
+	return testenv.CgroupParent(t, "kernpool-test")
 }
 
 // newIso makes an Isolator with its own state dir and cgroup parent.

@@ -2,7 +2,6 @@ package pool_test
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,7 +43,7 @@ func newRealIsolatorWith(t *testing.T, edit func(*isolate.Config)) (*isolate.Iso
 		}
 	}
 	cfg := isolate.DefaultConfig(state)
-	cfg.CgroupParent = fmt.Sprintf("kernpool-pooltest-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "_"))
+	cfg.CgroupParent = testenv.CgroupParent(t, "kernpool-pooltest")
 	if edit != nil {
 		edit(&cfg)
 	}
