@@ -34,6 +34,13 @@ func redirectRequestPipe(t *testing.T, k *Kernel, close bool) {
 		"for fd in os.listdir('/proc/self/fd'):\n" +
 		"    if os.path.exists('/proc/self/fd/' + fd) and os.readlink('/proc/self/fd/' + fd) == 'pipe:[" + strconv.FormatUint(st.Ino, 10) + "]':\n" +
 		"        os.dup2(r, int(fd))\n"
+	if !close {
+		// Keep a reader that never reads: a reader thread that was in
+		// read(2) on the pipe returns with the host's next bytes and then
+		// reads the new pipe, and the host's pipe, left with no reader,
+		// would fail the write (EPIPE) instead of filling up.
+		code = strings.Replace(code, "        os.dup2(r, int(fd))\n", "        os.dup(int(fd)); os.dup2(r, int(fd))\n", 1)
+	}
 	if close {
 		code += "signal.signal(signal.SIGUSR1, lambda s, f: None)\n" +
 			"for ident in sys._current_frames():\n" +
