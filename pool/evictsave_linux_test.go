@@ -49,9 +49,40 @@ func TestEvictionDoesNotWaitForVictimSave(t *testing.T) {
 		floor = max(floor, time.Since(start))
 	}
 
+	// The requester runs aside: the victim counts as saving from its
+	// eviction on (under the pool's lock), which tells at once whether
+	// its save was left off the requester's path (one on it would hold
+	// the requester 30 s).
+	type outcome struct {
+		res  *Result
+		took time.Duration
+	}
+	reqDone := make(chan outcome, 1)
 	start := time.Now()
-	res := run(t, p, Request{Owner: "requester", Code: "1 + 1"}) // evicts victim, the least recently used
-	took := time.Since(start)
+	go func() {
+		res, err := p.Execute(context.Background(), Request{Owner: "requester", Code: "1 + 1"}) // evicts victim, the least recently used
+		if err != nil {
+			t.Errorf("requester: %v", err)
+		}
+		reqDone <- outcome{res, time.Since(start)}
+	}()
+	received := false
+	t.Cleanup(func() { // a failed test ends the 30 s save the requester may wait for
+		_ = victim.k.Kill()
+		if !received {
+			<-reqDone
+		}
+	})
+	waitFor(t, "the victim's eviction", func() bool { return p.Stats().Evicted == 1 })
+	if st := p.Stats(); st.KernelsSaving != 1 {
+		t.Fatalf("the victim evicted: %d saving; want its save running off the requester's path", st.KernelsSaving)
+	}
+	o := <-reqDone
+	received = true
+	res, took := o.res, o.took
+	if res == nil {
+		t.FailNow()
+	}
 	st := p.Stats()
 	wantStatus(t, res, StatusSuccess)
 	if res.Output != "2\n" || st.Evicted != 1 {
@@ -121,8 +152,11 @@ func TestEvictionSavingBounded(t *testing.T) {
 	})
 	wantStatus(t, run(t, p, Request{Owner: "v1", Code: slowReduceCell(30)}), StatusSuccess)
 	v1 := liveOf(p, "v1")
+	// A failed test: Close would wait for their 30 s saves.
+	t.Cleanup(func() { _ = v1.k.Kill() })
 	wantStatus(t, run(t, p, Request{Owner: "v2", Code: slowReduceCell(30)}), StatusSuccess) // v1 saving
 	v2 := liveOf(p, "v2")
+	t.Cleanup(func() { _ = v2.k.Kill() })
 	_, err := p.Execute(context.Background(), Request{Owner: "v3", Code: "pass"})
 	if !isCapacity(err) {
 		t.Fatalf("third owner with one save in flight and max_kernels 1: %v, want ErrCapacity", err)
