@@ -56,12 +56,8 @@ func TestEvictionDoesNotStallAnotherTenant(t *testing.T) {
 		return took
 	}
 	floor := firstCell("floor") // room in the pool: a cold start, no eviction
-	took := firstCell("requester")
-	h, err := d.API().Health(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h.Stats.Evicted != 1 || h.Stats.KernelsSaving != 1 {
+	took := evictingFirstCell(t, d, "requester", victim)
+	if h := healthOf(t, d); h.Stats.Evicted != 1 || h.Stats.KernelsSaving != 1 {
 		t.Fatalf("after the requester's cell: evicted %d, saving %d; want the victim evicted and its save still running",
 			h.Stats.Evicted, h.Stats.KernelsSaving)
 	}
@@ -74,13 +70,60 @@ func TestEvictionDoesNotStallAnotherTenant(t *testing.T) {
 	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill the victim's kernel %d: %v", victim, err)
 	}
-	waitFor(t, scaled(time.Minute), "the victim's save to end", func() bool {
-		h, err := d.API().Health(context.Background())
-		return err == nil && h.Stats.KernelsSaving == 0
-	})
+	waitFor(t, scaled(time.Minute), "the victim's save to end", func() bool { return healthOf(t, d).Stats.KernelsSaving == 0 })
 	next := d.Run(t, "victim", "'kept' in globals()")
 	if next.Output != "False\n" || !strings.Contains(next.Warning, "its state was not saved") {
 		t.Fatalf("victim's next cell: %+v", next)
 	}
 	shutdownAndCheck(t, d, "floor", "requester", "victim")
+}
+
+// evictingFirstCell runs owner's first cell aside and, once it evicted
+// the victim, checks at once that the victim counts as saving: its save
+// runs off the cell's path (one on it would hold the cell 30 s). It
+// returns how long the cell took. A failed test kills the victim's
+// kernel (pid), ending a save the cell may wait for.
+func evictingFirstCell(t *testing.T, d *Daemon, owner string, pid int) time.Duration {
+	t.Helper()
+	type outcome struct {
+		res  Result
+		err  error
+		took time.Duration
+	}
+	done := make(chan outcome, 1)
+	start := time.Now()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), scaled(2*time.Minute))
+		defer cancel()
+		res, err := d.API().Execute(ctx, ExecReq{Owner: owner, Code: "1 + 1", Timeout: "60s"})
+		done <- outcome{res, err, time.Since(start)}
+	}()
+	received := false
+	t.Cleanup(func() {
+		if !received {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			<-done
+		}
+	})
+	waitFor(t, scaled(time.Minute), "the victim's eviction", func() bool { return healthOf(t, d).Stats.Evicted == 1 })
+	if h := healthOf(t, d); h.Stats.KernelsSaving != 1 {
+		t.Fatalf("the victim evicted: saving %d; want its save running off %s's path", h.Stats.KernelsSaving, owner)
+	}
+	got := <-done
+	received = true
+	if got.err != nil || got.res.Status != "success" || got.res.Output != "2\n" {
+		t.Fatalf("%s's first cell: %+v, %v", owner, got.res, got.err)
+	}
+	d.noteResult(got.res)
+	return got.took
+}
+
+// healthOf is the daemon's health answer.
+func healthOf(t *testing.T, d *Daemon) Health {
+	t.Helper()
+	h, err := d.API().Health(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }

@@ -60,6 +60,13 @@ func TestKillUIDEndsOnlyThatUIDsProcesses(t *testing.T) {
 	if n := killUID(uid); n < 2 {
 		t.Errorf("killUID killed %d processes, want at least 2", n)
 	}
+	// SIGKILL marks its targets before kill(2) returns: a process
+	// killUID missed is told at once, not after a wait for its exit.
+	for _, p := range []*exec.Cmd{p1, p2} {
+		if !testenv.Doomed(p.Process.Pid) {
+			t.Fatalf("process %d of uid %d was not killed by killUID", p.Process.Pid, uid)
+		}
+	}
 	for i, done := range []chan error{done1, done2} {
 		pid := []*exec.Cmd{p1, p2}[i].Process.Pid
 		var err error

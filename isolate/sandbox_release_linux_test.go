@@ -101,17 +101,24 @@ func TestReleaseWithoutCgroup(t *testing.T) {
 				t.Fatalf("the sandbox's uid %d is not from the range", sb.UID())
 			}
 			var done chan error
+			pid := 0
 			if c.proc {
 				var p *exec.Cmd
 				p, done = uidProc(t, sb.UID())
+				pid = p.Process.Pid
 				if c.frozen {
-					freeze(t, p.Process.Pid, done)
+					freeze(t, pid, done)
 				}
 			}
 			if _, err := sb.Release(); err != nil {
 				t.Fatalf("Release: %v", err)
 			}
 			if c.proc && !c.frozen {
+				// SIGKILL marks its target before kill(2) returns: a
+				// process Release did not kill is told at once.
+				if !testenv.Doomed(pid) {
+					t.Fatal("Release left a process of the kernel's uid running")
+				}
 				select {
 				case err := <-done:
 					if err == nil {

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/kernpool/kernpool/internal/testenv"
@@ -23,8 +24,10 @@ func TestGroupSandboxKillKillsWholeTree(t *testing.T) {
 	out := startPrepared(t, sb, cmd)
 	waited := false
 	t.Cleanup(func() {
+		// The group (its id is the shell's pid): members a broken Kill
+		// missed must not outlive the test.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		if !waited {
-			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
 		}
 	})
@@ -52,6 +55,13 @@ func TestGroupSandboxKillKillsWholeTree(t *testing.T) {
 	var exitErr *exec.ExitError
 	if err := cmd.Wait(); !errors.As(err, &exitErr) {
 		t.Fatalf("shell exit after Kill = %v, want killed", err)
+	}
+	// SIGKILL marks its targets before kill(2) returns: a member the
+	// Kill missed is told at once, not after a wait for its death.
+	for _, pid := range pids {
+		if !testenv.Doomed(pid) {
+			t.Fatalf("tree member %d survives the sandbox's Kill (pids %v)", pid, pids)
+		}
 	}
 	for _, pid := range pids {
 		if !waitDead(pid, testenv.Patience) {

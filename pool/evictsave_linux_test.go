@@ -49,9 +49,7 @@ func TestEvictionDoesNotWaitForVictimSave(t *testing.T) {
 		floor = max(floor, time.Since(start))
 	}
 
-	start := time.Now()
-	res := run(t, p, Request{Owner: "requester", Code: "1 + 1"}) // evicts victim, the least recently used
-	took := time.Since(start)
+	res, took := evictingCell(t, p, "requester", victim) // evicts victim, the least recently used
 	st := p.Stats()
 	wantStatus(t, res, StatusSuccess)
 	if res.Output != "2\n" || st.Evicted != 1 {
@@ -80,6 +78,45 @@ func TestEvictionDoesNotWaitForVictimSave(t *testing.T) {
 	if next.Output != "False\n" || !strings.Contains(next.Warning, "its state was not saved: saving it failed") {
 		t.Fatalf("victim's next cell: %+v", next)
 	}
+}
+
+// evictingCell runs owner's first cell ("1 + 1") aside and, once it
+// evicted a kernel, checks at once that the victim counts as saving: its
+// save runs off the cell's path (one on it would hold the cell 30 s). It
+// returns the cell's result and how long it took. A failed test kills the
+// victim, ending a save the cell may wait for.
+func evictingCell(t *testing.T, p *Pool, owner string, victim *live) (*Result, time.Duration) {
+	t.Helper()
+	type outcome struct {
+		res  *Result
+		took time.Duration
+	}
+	done := make(chan outcome, 1)
+	start := time.Now()
+	go func() {
+		res, err := p.Execute(context.Background(), Request{Owner: owner, Code: "1 + 1"})
+		if err != nil {
+			t.Errorf("%s's cell: %v", owner, err)
+		}
+		done <- outcome{res, time.Since(start)}
+	}()
+	received := false
+	t.Cleanup(func() {
+		if !received {
+			_ = victim.k.Kill()
+			<-done
+		}
+	})
+	waitFor(t, "the victim's eviction", func() bool { return p.Stats().Evicted == 1 })
+	if st := p.Stats(); st.KernelsSaving != 1 {
+		t.Fatalf("the victim evicted: %d saving; want its save running off %s's path", st.KernelsSaving, owner)
+	}
+	o := <-done
+	received = true
+	if o.res == nil {
+		t.FailNow()
+	}
+	return o.res, o.took
 }
 
 // TestEvictionSaveOverTimeoutLeavesNote: a victim whose save runs past
@@ -121,8 +158,11 @@ func TestEvictionSavingBounded(t *testing.T) {
 	})
 	wantStatus(t, run(t, p, Request{Owner: "v1", Code: slowReduceCell(30)}), StatusSuccess)
 	v1 := liveOf(p, "v1")
+	// A failed test: Close would wait for their 30 s saves.
+	t.Cleanup(func() { _ = v1.k.Kill() })
 	wantStatus(t, run(t, p, Request{Owner: "v2", Code: slowReduceCell(30)}), StatusSuccess) // v1 saving
 	v2 := liveOf(p, "v2")
+	t.Cleanup(func() { _ = v2.k.Kill() })
 	_, err := p.Execute(context.Background(), Request{Owner: "v3", Code: "pass"})
 	if !isCapacity(err) {
 		t.Fatalf("third owner with one save in flight and max_kernels 1: %v, want ErrCapacity", err)

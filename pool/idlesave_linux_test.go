@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -76,10 +77,45 @@ func TestIdleSaveInterruptedByCell(t *testing.T) {
 		c.Checkpoints.Timeout = 2 * time.Minute // the idle save is never cut short by its timeout
 	})
 	first := run(t, p, Request{Owner: "a", Code: slowReduceCell(30)})
+	lv := liveOf(p, "a")
+	// Close would save the slow kernel for 30 s, and a cell left waiting
+	// for the save would wait as long: a failed test kills it first.
+	t.Cleanup(func() { _ = lv.k.Kill() })
 	waitFor(t, "the idle save to start", func() bool { return idleSaveRunning(p, "a") })
+	// The cell interrupts the save as it enters the slot (under the
+	// pool's lock): once it is in, the save was told, not left to end.
+	var interrupted atomic.Bool
+	p.mu.Lock()
+	cancel := lv.idleCancel
+	lv.idleCancel = func() { interrupted.Store(true); cancel() }
+	p.mu.Unlock()
 	start := time.Now()
-	res := run(t, p, Request{Owner: "a", Code: "kept"})
+	resc := make(chan *Result, 1)
+	go func() {
+		res, err := p.Execute(context.Background(), Request{Owner: "a", Code: "kept"})
+		if err != nil {
+			t.Errorf("the cell after the idle save: %v", err)
+		}
+		resc <- res
+	}()
+	t.Cleanup(func() { // the kill ends a save the cell may wait for
+		_ = lv.k.Kill()
+		<-resc
+	})
+	waitFor(t, "the cell to enter its slot", func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return slotUsers(p, "a") > 0 || lv.idleCancel == nil
+	})
+	if !interrupted.Load() {
+		t.Fatal("a cell entered the slot and the idle save was not interrupted")
+	}
+	res := <-resc
+	resc <- res // for the cleanup
 	t.Logf("the cell that interrupted a 30 s idle save took %v", time.Since(start))
+	if res == nil {
+		t.FailNow()
+	}
 	if res.Output != "'v'\n" || res.Kernel.ID != first.Kernel.ID || !res.Kernel.Reused {
 		t.Fatalf("cell after the interrupted idle save: %+v", res)
 	}
@@ -87,7 +123,18 @@ func TestIdleSaveInterruptedByCell(t *testing.T) {
 		t.Fatalf("an interrupted idle save stored %+v", infos)
 	}
 	// Close would save the slow kernel for 30 s: it goes first.
-	_ = liveOf(p, "a").k.Kill()
+	_ = lv.k.Kill()
+}
+
+// slotUsers is the number of callers on owner's default slot (under
+// p.mu).
+func slotUsers(p *Pool, owner string) int {
+	for k, s := range p.slots {
+		if k.owner == owner {
+			return s.users
+		}
+	}
+	return 0
 }
 
 // TestIdleSaveKillDrops: a kill loses the kernel's state, as it did

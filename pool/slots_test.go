@@ -110,3 +110,17 @@ func TestLiftedCellQuotaForgetsBuckets(t *testing.T) {
 		}
 	}
 }
+
+// TestDiedKernelSlotGivenBack: under max_kernels 1, a kernel that died in
+// its cell gives its slot back when the cell returns, so another owner's
+// kernel then starts without evicting anything. A slot kept would be
+// evicted here; with warm spares it would keep the refill from starting
+// one (TestSparesExhaustedAndRefilledManyRounds, many rounds over).
+func TestDiedKernelSlotGivenBack(t *testing.T) {
+	p := newTestPool(t, func(c *Config) { c.MaxKernels = 1 })
+	wantStatus(t, run(t, p, Request{Owner: "a", Code: "import os; os._exit(3)"}), StatusError)
+	wantStatus(t, run(t, p, Request{Owner: "b", Code: "1"}), StatusSuccess)
+	if st := p.Stats(); st.Died != 1 || st.Evicted != 0 || st.KernelsLive != 1 {
+		t.Fatalf("after a death and another owner's cell: %d died, %d evicted, %d live; want 1, 0, 1", st.Died, st.Evicted, st.KernelsLive)
+	}
+}

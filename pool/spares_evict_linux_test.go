@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -88,7 +89,23 @@ func TestStartingSpareEvictedIsCancelled(t *testing.T) {
 		c.Warm = map[string]Warm{"slow": {Spares: 1, Preload: []string{"kp_spare_blocker"}}}
 	})
 	nextLine(t, lines, "started") // the spare is starting: the pool is full
+	// The eviction (under the pool's lock, before alice's kernel starts)
+	// cancels the start: seen at once once alice's cell is done, the
+	// kernel's end (EOF below) following.
+	var cancelled atomic.Bool
+	p.mu.Lock()
+	st := p.sp.starting
+	if st == nil || st.cancel == nil {
+		p.mu.Unlock()
+		t.Fatal("no spare start to cancel while its preload runs")
+	}
+	cancel := st.cancel
+	st.cancel = func() { cancelled.Store(true); cancel() }
+	p.mu.Unlock()
 	res := run(t, p, Request{Owner: "alice", Code: "40 + 2"})
+	if !cancelled.Load() {
+		t.Fatal("the evicted spare's start was not cancelled")
+	}
 	wantStatus(t, res, StatusSuccess)
 	if res.Output != "42\n" {
 		t.Fatalf("owner's cell printed %q", res.Output)

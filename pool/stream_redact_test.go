@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/kernpool/kernpool/envscrub"
@@ -40,32 +41,37 @@ func TestStreamerRedactsAcrossChunks(t *testing.T) {
 }
 
 // A partial line that gets no more bytes is sent after pool.StreamPartialAfter,
-// cleaned; an open private-key block is not.
+// cleaned; an open private-key block is not. In a bubble (testing/synctest)
+// the streamer's timers run on the bubble's clock: each fires as soon as
+// the test waits, so the key block's timer has surely fired after the
+// sleep, and the wait bound costs nothing when a line never comes.
 func TestStreamerSendsQuietPartialLine(t *testing.T) {
-	const secret = "sk-live-0123456789abcdefghij"
-	f := envscrub.NewPipeline(envscrub.OutputConfig{InlineCap: 20000}).ForKernel([]string{secret})
-	got := make(chan pool.Event, 4)
-	s := pool.NewStreamer(f, func(e pool.Event) { got <- e }, pool.StreamPartialAfter)
-	s.Add(kernel.Event{Kind: kernel.EventStdout, Data: []byte("50% " + secret)})
-	s.Add(kernel.Event{Kind: kernel.EventStderr, Data: []byte("-----BEGIN PRIVATE KEY-----\nMIIEvQ")})
-	select {
-	case e := <-got:
-		if e.Kind != pool.EventStdout || !strings.HasPrefix(e.Text, "50% ") || strings.Contains(e.Text, secret[:10]) {
-			t.Fatalf("partial line sent as %s %q", e.Kind, e.Text)
+	synctest.Test(t, func(t *testing.T) {
+		const secret = "sk-live-0123456789abcdefghij"
+		f := envscrub.NewPipeline(envscrub.OutputConfig{InlineCap: 20000}).ForKernel([]string{secret})
+		got := make(chan pool.Event, 4)
+		s := pool.NewStreamer(f, func(e pool.Event) { got <- e }, pool.StreamPartialAfter)
+		s.Add(kernel.Event{Kind: kernel.EventStdout, Data: []byte("50% " + secret)})
+		s.Add(kernel.Event{Kind: kernel.EventStderr, Data: []byte("-----BEGIN PRIVATE KEY-----\nMIIEvQ")})
+		select {
+		case e := <-got:
+			if e.Kind != pool.EventStdout || !strings.HasPrefix(e.Text, "50% ") || strings.Contains(e.Text, secret[:10]) {
+				t.Fatalf("partial line sent as %s %q", e.Kind, e.Text)
+			}
+		case <-time.After(testenv.Patience):
+			t.Fatal("the quiet partial line was never sent")
 		}
-	case <-time.After(testenv.Patience):
-		t.Fatal("the quiet partial line was never sent")
-	}
-	time.Sleep(2 * pool.StreamPartialAfter) // the key block's timer fired by now
-	select {
-	case e := <-got:
-		t.Fatalf("an open key block was sent: %s %q", e.Kind, e.Text)
-	default:
-	}
-	s.Finish()
-	if e := <-got; e.Kind != pool.EventStderr || strings.Contains(e.Text, "MIIEvQ") {
-		t.Fatalf("finish sent %s %q", e.Kind, e.Text)
-	}
+		time.Sleep(2 * pool.StreamPartialAfter) // the bubble's clock: the key block's timer fired
+		select {
+		case e := <-got:
+			t.Fatalf("an open key block was sent: %s %q", e.Kind, e.Text)
+		default:
+		}
+		s.Finish()
+		if e := <-got; e.Kind != pool.EventStderr || strings.Contains(e.Text, "MIIEvQ") {
+			t.Fatalf("finish sent %s %q", e.Kind, e.Text)
+		}
+	})
 }
 
 // scrubbedPool is a pool whose kernels get the daemon's secret from

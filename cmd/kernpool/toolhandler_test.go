@@ -64,6 +64,9 @@ wait`, dir)
 		if pid := readPid(dir + "/escaped"); pid > 0 {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
+		if pid := readPid(dir + "/child"); pid > 0 && t.Failed() {
+			_ = syscall.Kill(pid, syscall.SIGKILL) // one a broken cancel missed
+		}
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -83,6 +86,11 @@ wait`, dir)
 		}
 		if !procRunning(escaped) {
 			t.Fatal("the call returned only once the grandchild holding its pipe was gone: WaitDelay did not end the wait")
+		}
+		// The group's SIGKILL came before the call returned, and marks
+		// its targets at once: a child it missed is told now.
+		if !testenv.Doomed(child) {
+			t.Fatal("the handler's background child survives the canceled call: only its leader was killed")
 		}
 	case <-time.After(testenv.Patience):
 		t.Fatalf("canceled call still waiting for its grandchild's pipe after %v", testenv.Patience)

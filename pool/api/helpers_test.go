@@ -111,11 +111,19 @@ func startDaemon(tb testing.TB, o daemonOpts) *daemon {
 		// (Close then kills it, and the test says so instead of hanging).
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := p.Close(ctx); err != nil {
+		if tb.Failed() {
+			// Nothing of a failed test is worth draining: kill at once,
+			// so a cell a broken product left running (a mutant) does not
+			// hold the cleanup for the whole bound.
+			cancel()
+		}
+		if err := p.Close(ctx); err != nil && !tb.Failed() {
 			tb.Errorf("pool.Close: %v (a cell was still running)", err)
 		}
 		if err := srv.Shutdown(ctx); err != nil {
-			tb.Errorf("HTTP shutdown: %v (a handler did not return)", err)
+			if !tb.Failed() {
+				tb.Errorf("HTTP shutdown: %v (a handler did not return)", err)
+			}
 			_ = srv.Close()
 		}
 		recv(tb, "the HTTP server's Serve to return", served)

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -199,5 +201,42 @@ func TestKeeperCloseUnblocksStreamRead(t *testing.T) {
 	}
 	if n := closed.Load(); n != 1 || len(k.idle) != 0 {
 		t.Fatalf("after Close: server saw %d closed connections, %d idle kept", n, len(k.idle))
+	}
+}
+
+// A body closed before EOF closes its connection at once, never keeps it
+// idle (the rest of the answer would wait on it), also when nothing of
+// the answer is left in the connection's buffer.
+func TestKeeperBodyClosedEarlyNotKept(t *testing.T) {
+	big := strings.Repeat("s", 1<<20)
+	sock, accepted, closed := keeperServer(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(len(big)))
+		_, _ = io.WriteString(w, big)
+	})
+	k := newTransport(sock).(*connKeeper)
+	defer k.CloseIdleConnections()
+	req, err := http.NewRequest(http.MethodGet, "http://kernpool/v1/spill", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := k.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Read what the header's read buffered: the rest is on the socket.
+	kc := resp.Body.(*keptBody).kc
+	if _, err := io.ReadFull(resp.Body, make([]byte, kc.br.Buffered())); err != nil || kc.br.Buffered() != 0 {
+		t.Fatalf("reading the buffered part: %v, %d bytes still buffered", err, kc.br.Buffered())
+	}
+	_ = resp.Body.Close()
+	k.mu.Lock()
+	idle := len(k.idle)
+	k.mu.Unlock()
+	if idle != 0 {
+		t.Fatalf("a body closed before EOF left %d idle connections, want 0", idle)
+	}
+	testenv.WaitFor(t, "the connection to be closed", func() bool { return closed.Load() == 1 })
+	if n := accepted.Load(); n != 1 {
+		t.Fatalf("%d connections, want 1", n)
 	}
 }

@@ -37,7 +37,12 @@ func TestFleetNodeRegistration(t *testing.T) {
 	defer reg.Close()
 	n := startNetNode(t, cfg, ca)
 	want := fleet.Node{Name: "n1", URL: "https://127.0.0.1:8443", Max: 5, Free: 5}
-	waitNode(t, reg, func(got *fleet.Node) bool { return got != nil && *got == want }, "the node registered with 5 of 5 free")
+	waitNode(t, reg, func(got *fleet.Node) bool {
+		if got != nil && got.Draining { // told at its first registration
+			t.Fatalf("the ready node published itself as draining: %+v", *got)
+		}
+		return got != nil && *got == want
+	}, "the node registered with 5 of 5 free")
 
 	// A cell of alice holds Shutdown's pool close open (its tool call
 	// waits) while the test reads what the drain published.
