@@ -107,3 +107,35 @@ func TestLimitsErrorQuotesValueUpTo40Bytes(t *testing.T) {
 		}
 	}
 }
+
+// A live kernel keeps the limits and passthrough names it started with: a
+// later request naming none, or the same, runs on it; one naming other
+// limits or other names is refused with ErrConflict and leaves its state.
+func TestLiveKernelSettingsConflict(t *testing.T) {
+	p := newTestPool(t)
+	lim := Limits{PidsMax: 64}
+	first := run(t, p, Request{Owner: "a", Code: "x = 1", Limits: lim, Passthrough: []string{"KP_PASS_A"}})
+	wantStatus(t, first, StatusSuccess)
+	for _, tc := range []struct {
+		name     string
+		req      Request
+		conflict bool
+	}{
+		{"names none", Request{}, false},
+		{"the same", Request{Limits: lim, Passthrough: []string{"KP_PASS_A"}}, false},
+		{"other limits", Request{Limits: Limits{PidsMax: 65}}, true},
+		{"other passthrough", Request{Passthrough: []string{"KP_PASS_B"}}, true},
+	} {
+		tc.req.Owner, tc.req.Code = "a", "x"
+		res, err := p.Execute(t.Context(), tc.req)
+		switch {
+		case tc.conflict && !errors.Is(err, ErrConflict):
+			t.Errorf("%s: %+v, %v; want ErrConflict", tc.name, res, err)
+		case !tc.conflict && (err != nil || res.Status != StatusSuccess || res.Output != "1\n" || res.Kernel.ID != first.Kernel.ID):
+			t.Errorf("%s: %+v, %v; want x == 1 on kernel %s", tc.name, res, err, first.Kernel.ID)
+		}
+	}
+	if res := run(t, p, Request{Owner: "a", Code: "x"}); res.Output != "1\n" || res.Kernel.ID != first.Kernel.ID {
+		t.Fatalf("after the conflicts: %+v; want x == 1 on kernel %s", res, first.Kernel.ID)
+	}
+}
