@@ -163,3 +163,36 @@ func TestStoreLateSaveDropped(t *testing.T) {
 		t.Fatalf("restored: %+v", res)
 	}
 }
+
+// TestReapedSaveRunsOffTheReaper: a reaped kernel's save runs in the
+// background as an evicted one's does: it counts in KernelsSaving (and so
+// toward the bound on saves in flight) from the reap on, and the
+// reaper's step returns while the save (30 s of pickling) still runs.
+// The reaper's step is called here at a time past the idle timeout, so
+// nothing waits for a tick.
+func TestReapedSaveRunsOffTheReaper(t *testing.T) {
+	p := newPersistPool(t, func(c *Config) {
+		c.IdleTimeout = time.Hour // the reaper goroutine reaps nothing itself
+		c.Checkpoints.Timeout = 2 * time.Minute
+		c.Checkpoints.Idle = -1
+	})
+	wantStatus(t, run(t, p, Request{Owner: "a", Code: slowReduceCell(30)}), StatusSuccess)
+	lv := liveOf(p, "a")
+	p.mu.Lock()
+	gone := p.reapLocked(time.Now().Add(2 * time.Hour))
+	p.mu.Unlock()
+	if st := p.Stats(); st.Reaped != 1 || st.KernelsSaving != 1 {
+		t.Errorf("after the reap: %+v; want 1 reaped and its save counted in flight", st)
+		_ = lv.k.Kill() // lets a synchronous save end at once
+	}
+	p.teardownAll(gone)
+	if st := p.Stats(); st.KernelsSaving != 1 && !t.Failed() {
+		t.Errorf("the reaper's step returned with %d kernels saving; want the reaped kernel's save still in flight", st.KernelsSaving)
+	}
+	_ = lv.k.Kill() // ends the 30 s pickling: the save fails
+	waitSaved(t, p)
+	next := run(t, p, Request{Owner: "a", Code: "'kept' in globals()"})
+	if next.Output != "False\n" || !strings.Contains(next.Warning, "its state was not saved: saving it failed") {
+		t.Fatalf("a's next cell: %+v", next)
+	}
+}
