@@ -245,10 +245,12 @@ func TestPersistOwnCheckpointOnly(t *testing.T) {
 // checkpoint is never restored. The test picks the sweep's clock, so no
 // host is too slow for it.
 func TestPersistExpiredRemoved(t *testing.T) {
+	var logs testenv.SyncBuffer
 	p := newPersistPool(t, func(c *Config) {
 		c.MaxKernels = 1
 		c.Checkpoints.Retention = time.Hour
 		c.ReapInterval = time.Hour // the test sweeps, at the times it picks
+		c.Logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: &logs})
 	})
 	run(t, p, Request{Owner: "a", Code: "x = 1"})
 	run(t, p, Request{Owner: "b", Code: "pass"}) // evicts a
@@ -260,9 +262,16 @@ func TestPersistExpiredRemoved(t *testing.T) {
 	if len(p.Checkpoints()) != 1 {
 		t.Fatalf("a sweep within the retention removed %+v", ckptFiles(t, p))
 	}
+	// A sweep logs what it removed, and nothing when it removed none.
+	if got := logLines(&logs, "expired checkpoints removed"); len(got) != 0 {
+		t.Errorf("a sweep that removed nothing logged %q", got)
+	}
 	p.sweepCheckpoints(time.Now().Add(time.Hour + time.Minute))
 	if files := ckptFiles(t, p); len(files) != 0 {
 		t.Fatalf("after a sweep past the retention: %v", files)
+	}
+	if got := logLines(&logs, "expired checkpoints removed"); len(got) != 1 || got[0] != "expired checkpoints removed: count=1" {
+		t.Errorf("after a sweep removing a's checkpoint, log lines %q; want one with count=1", got)
 	}
 	if res := run(t, p, Request{Owner: "a", Code: "'x' in globals()"}); res.Output != "False\n" || res.Kernel.Restored {
 		t.Fatalf("after expiry: %+v", res)
