@@ -6,6 +6,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 // slowReduceCell defines an object whose pickling sleeps for secs
@@ -194,5 +198,55 @@ func TestReapedSaveRunsOffTheReaper(t *testing.T) {
 	next := run(t, p, Request{Owner: "a", Code: "'kept' in globals()"})
 	if next.Output != "False\n" || !strings.Contains(next.Warning, "its state was not saved: saving it failed") {
 		t.Fatalf("a's next cell: %+v", next)
+	}
+}
+
+// TestShutdownOwnerDropsItsSavedState: shutting an owner down removes its
+// checkpoints, and logs how many, without waiting for another owner's
+// save; a save of its own still in flight is waited for, so the state
+// does not come back once the shutdown has returned.
+func TestShutdownOwnerDropsItsSavedState(t *testing.T) {
+	var logs testenv.SyncBuffer
+	p := newPersistPool(t, func(c *Config) {
+		c.MaxKernels = 1
+		c.Checkpoints.Timeout = 2 * time.Minute
+		c.Checkpoints.Idle = -1
+		c.Logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: &logs})
+	})
+	run(t, p, Request{Owner: "a", Code: "x = 1"})
+	wantStatus(t, run(t, p, Request{Owner: "c", Code: slowReduceCell(30)}), StatusSuccess) // evicts a
+	waitSaved(t, p)
+	c := liveOf(p, "c")
+	run(t, p, Request{Owner: "d", Code: "pass"}) // evicts c: its save sleeps 30 s
+	owners := func() (out []string) {
+		for _, info := range p.Checkpoints() {
+			out = append(out, info.Owner)
+		}
+		return out
+	}
+	if n := p.ShutdownOwner("a"); n != 0 {
+		t.Errorf("ShutdownOwner(a) = %d, want 0 (a has no live kernel)", n)
+	}
+	if got, st := owners(), p.Stats(); len(got) != 0 || st.KernelsSaving != 1 {
+		t.Errorf("after shutting a down: checkpoints of %v, %d saving; want none, and c's save still in flight", got, st.KernelsSaving)
+	}
+	if got := logLines(&logs, "owner checkpoints removed"); len(got) != 1 || got[0] != "owner checkpoints removed: owner=a count=1" {
+		t.Errorf("log lines %q; want one for a's 1 checkpoint", got)
+	}
+	// c's own save is still running: its shutdown waits for it (the kill
+	// ends it: a note is stored) and then removes what it stored.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.ShutdownOwner("c")
+	}()
+	_ = c.k.Kill()
+	<-done
+	if got := owners(); len(got) != 0 {
+		t.Errorf("after shutting c down: checkpoints of %v; want none", got)
+	}
+	p.ShutdownOwner("nobody")
+	if got := logLines(&logs, "owner checkpoints removed"); len(got) != 2 || got[1] != "owner checkpoints removed: owner=c count=1" {
+		t.Errorf("log lines %q; want a's and c's, none for an owner without checkpoints", got)
 	}
 }
