@@ -6,6 +6,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 // slowReduceCell defines an object whose pickling sleeps for secs
@@ -201,5 +205,88 @@ func TestStoreLateSaveDropped(t *testing.T) {
 	}
 	if res := run(t, c, Request{Owner: "o", Code: "x"}); res.Output != "'from a'\n" || !res.Kernel.Restored {
 		t.Fatalf("restored: %+v", res)
+	}
+}
+
+// TestReapedSaveRunsOffTheReaper: a reaped kernel's save runs in the
+// background as an evicted one's does: it counts in KernelsSaving (and so
+// toward the bound on saves in flight) from the reap on, and the
+// reaper's step returns while the save (30 s of pickling) still runs.
+// The reaper's step is called here at a time past the idle timeout, so
+// nothing waits for a tick.
+func TestReapedSaveRunsOffTheReaper(t *testing.T) {
+	p := newPersistPool(t, func(c *Config) {
+		c.IdleTimeout = time.Hour // the reaper goroutine reaps nothing itself
+		c.Checkpoints.Timeout = 2 * time.Minute
+		c.Checkpoints.Idle = -1
+	})
+	wantStatus(t, run(t, p, Request{Owner: "a", Code: slowReduceCell(30)}), StatusSuccess)
+	lv := liveOf(p, "a")
+	p.mu.Lock()
+	gone := p.reapLocked(time.Now().Add(2 * time.Hour))
+	p.mu.Unlock()
+	if st := p.Stats(); st.Reaped != 1 || st.KernelsSaving != 1 {
+		t.Errorf("after the reap: %+v; want 1 reaped and its save counted in flight", st)
+		_ = lv.k.Kill() // lets a synchronous save end at once
+	}
+	p.teardownAll(gone)
+	if st := p.Stats(); st.KernelsSaving != 1 && !t.Failed() {
+		t.Errorf("the reaper's step returned with %d kernels saving; want the reaped kernel's save still in flight", st.KernelsSaving)
+	}
+	_ = lv.k.Kill() // ends the 30 s pickling: the save fails
+	waitSaved(t, p)
+	next := run(t, p, Request{Owner: "a", Code: "'kept' in globals()"})
+	if next.Output != "False\n" || !strings.Contains(next.Warning, "its state was not saved: saving it failed") {
+		t.Fatalf("a's next cell: %+v", next)
+	}
+}
+
+// TestShutdownOwnerDropsItsSavedState: shutting an owner down removes its
+// checkpoints, and logs how many, without waiting for another owner's
+// save; a save of its own still in flight is waited for, so the state
+// does not come back once the shutdown has returned.
+func TestShutdownOwnerDropsItsSavedState(t *testing.T) {
+	var logs testenv.SyncBuffer
+	p := newPersistPool(t, func(c *Config) {
+		c.MaxKernels = 1
+		c.Checkpoints.Timeout = 2 * time.Minute
+		c.Checkpoints.Idle = -1
+		c.Logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: &logs})
+	})
+	run(t, p, Request{Owner: "a", Code: "x = 1"})
+	wantStatus(t, run(t, p, Request{Owner: "c", Code: slowReduceCell(30)}), StatusSuccess) // evicts a
+	waitSaved(t, p)
+	c := liveOf(p, "c")
+	run(t, p, Request{Owner: "d", Code: "pass"}) // evicts c: its save sleeps 30 s
+	owners := func() (out []string) {
+		for _, info := range p.Checkpoints() {
+			out = append(out, info.Owner)
+		}
+		return out
+	}
+	if n := p.ShutdownOwner("a"); n != 0 {
+		t.Errorf("ShutdownOwner(a) = %d, want 0 (a has no live kernel)", n)
+	}
+	if got, st := owners(), p.Stats(); len(got) != 0 || st.KernelsSaving != 1 {
+		t.Errorf("after shutting a down: checkpoints of %v, %d saving; want none, and c's save still in flight", got, st.KernelsSaving)
+	}
+	if got := logLines(&logs, "owner checkpoints removed"); len(got) != 1 || got[0] != "owner checkpoints removed: owner=a count=1" {
+		t.Errorf("log lines %q; want one for a's 1 checkpoint", got)
+	}
+	// c's own save is still running: its shutdown waits for it (the kill
+	// ends it: a note is stored) and then removes what it stored.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.ShutdownOwner("c")
+	}()
+	_ = c.k.Kill()
+	<-done
+	if got := owners(); len(got) != 0 {
+		t.Errorf("after shutting c down: checkpoints of %v; want none", got)
+	}
+	p.ShutdownOwner("nobody")
+	if got := logLines(&logs, "owner checkpoints removed"); len(got) != 2 || got[1] != "owner checkpoints removed: owner=c count=1" {
+		t.Errorf("log lines %q; want a's and c's, none for an owner without checkpoints", got)
 	}
 }

@@ -186,3 +186,35 @@ func sharedStorePools(t *testing.T, idle time.Duration) func() *Pool {
 		})
 	}
 }
+
+// TestIdleSaveRefusedAtCommitLeavesUnsaved: a namespace whose pickle fits
+// the owner's cap but not with the checkpoint's header is refused when
+// the idle save commits. The kernel's state then still counts as unsaved
+// (a drain waits for it), so its eviction tries the save again and the
+// owner's next cell reports that one's refusal.
+func TestIdleSaveRefusedAtCommitLeavesUnsaved(t *testing.T) {
+	const capBytes = 1 << 20
+	p := newPersistPool(t, func(c *Config) {
+		c.MaxKernels = 1
+		c.Checkpoints.Idle = time.Hour // started by hand below
+		c.Checkpoints.MaxBytesPerOwner = capBytes
+	})
+	// A 1 MiB - 200 B blob pickles to about 100 B more, under the cap
+	// less the trailer; its header of some 200 B takes it over.
+	run(t, p, Request{Owner: "a", Code: "blob = bytes((1 << 20) - 200)"})
+	p.startIdleSaves(time.Now().Add(2 * time.Hour))
+	waitFor(t, "a's idle save to end", func() bool { return !idleSaveRunning(p, "a") })
+	infos := p.Checkpoints()
+	if len(infos) != 1 || infos[0].Reason != string(reasonIdleSave) || !strings.Contains(infos[0].Refused, "over the 1048576-byte cap") {
+		t.Fatalf("checkpoints after the idle save = %+v; want its refusal at commit", infos)
+	}
+	if !p.OwnerUnsaved("a") || p.PendingSaves() != 1 {
+		t.Fatalf("after a refused idle save: unsaved %v, pending saves %d; want a's kernel still unsaved", p.OwnerUnsaved("a"), p.PendingSaves())
+	}
+	run(t, p, Request{Owner: "b", Code: "pass"}) // evicts a, whose save is refused again
+	waitSaved(t, p)
+	next := run(t, p, Request{Owner: "a", Code: "'blob' in globals()"})
+	if next.Output != "False\n" || !strings.Contains(next.Warning, "stopped (evicted) and its state was not saved: the checkpoint (") {
+		t.Fatalf("a's next cell: %+v", next)
+	}
+}

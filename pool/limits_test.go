@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -62,5 +63,79 @@ func TestCeilingAtTheLimitAndOnePast(t *testing.T) {
 	// A zero ceiling bounds nothing.
 	if err := checkCeiling(Limits{MemoryMax: 1 << 40, PidsMax: 1 << 20, CPUMax: 64}, Limits{}); err != nil {
 		t.Errorf("no ceiling: %v", err)
+	}
+}
+
+// A request body's memory_max may be a size string as the config file
+// writes it; the string is JSON-decoded (escapes included) before it is
+// read as a size.
+func TestLimitsMemoryAsSizeString(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want int64
+	}{
+		{`{"limits":{"memory_max":"64MiB"}}`, 64 << 20},
+		{`{"limits":{"memory_max":"1GB"}}`, 1000000000},
+		{`{"limits":{"memory_max":"64\u004diB"}}`, 64 << 20},
+		{`{"limits":{"memory_max": 4096 }}`, 4096},
+	} {
+		var req Request
+		if err := json.Unmarshal([]byte(tc.body), &req); err != nil {
+			t.Errorf("%s: %v", tc.body, err)
+			continue
+		}
+		if req.Limits != (Limits{MemoryMax: tc.want}) {
+			t.Errorf("%s: limits %+v, want memory_max %d", tc.body, req.Limits, tc.want)
+		}
+	}
+}
+
+// A refused limit's value is quoted in the error up to 40 bytes; a longer
+// one is cut there and marked, so a huge body does not fill the error.
+func TestLimitsErrorQuotesValueUpTo40Bytes(t *testing.T) {
+	forty := `"` + strings.Repeat("x", 38) + `"`
+	for _, tc := range []struct {
+		name, value, got string
+	}{
+		{"40 bytes", forty, "got " + forty},
+		{"41 bytes", `"` + strings.Repeat("y", 39) + `"`, "got \"" + strings.Repeat("y", 39) + "..."},
+	} {
+		var l Limits
+		err := l.UnmarshalJSON([]byte(`{"pids_max":` + tc.value + `}`))
+		if err == nil || !errors.Is(err, ErrBadRequest) || !strings.HasSuffix(err.Error(), tc.got) {
+			t.Errorf("%s: error %v, want ErrBadRequest ending %q", tc.name, err, tc.got)
+		}
+	}
+}
+
+// A live kernel keeps the limits and passthrough names it started with: a
+// later request naming none, or the same, runs on it; one naming other
+// limits or other names is refused with ErrConflict and leaves its state.
+func TestLiveKernelSettingsConflict(t *testing.T) {
+	p := newTestPool(t)
+	lim := Limits{PidsMax: 64}
+	first := run(t, p, Request{Owner: "a", Code: "x = 1", Limits: lim, Passthrough: []string{"KP_PASS_A"}})
+	wantStatus(t, first, StatusSuccess)
+	for _, tc := range []struct {
+		name     string
+		req      Request
+		conflict bool
+	}{
+		{"names none", Request{}, false},
+		{"the same", Request{Limits: lim, Passthrough: []string{"KP_PASS_A"}}, false},
+		{"other limits", Request{Limits: Limits{PidsMax: 65}}, true},
+		{"other passthrough", Request{Passthrough: []string{"KP_PASS_B"}}, true},
+	} {
+		tc.req.Owner, tc.req.Code = "a", "x"
+		res, err := p.Execute(t.Context(), tc.req)
+		switch {
+		case tc.conflict && !errors.Is(err, ErrConflict):
+			t.Errorf("%s: %+v, %v; want ErrConflict", tc.name, res, err)
+		case !tc.conflict && (err != nil || res.Status != StatusSuccess || res.Output != "1\n" || res.Kernel.ID != first.Kernel.ID):
+			t.Errorf("%s: %+v, %v; want x == 1 on kernel %s", tc.name, res, err, first.Kernel.ID)
+		}
+	}
+	if res := run(t, p, Request{Owner: "a", Code: "x"}); res.Output != "1\n" || res.Kernel.ID != first.Kernel.ID {
+		t.Fatalf("after the conflicts: %+v; want x == 1 on kernel %s", res, first.Kernel.ID)
 	}
 }

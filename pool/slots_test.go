@@ -124,3 +124,36 @@ func TestDiedKernelSlotGivenBack(t *testing.T) {
 		t.Fatalf("after a death and another owner's cell: %d died, %d evicted, %d live; want 1, 0, 1", st.Died, st.Evicted, st.KernelsLive)
 	}
 }
+
+// TestBucketForgottenOnceFull: an owner's bucket is kept until a minute
+// after its last cell, when it holds the full limit again (the same as
+// none), and is forgotten from that instant; the owner then has its
+// whole minute's cells.
+func TestBucketForgottenOnceFull(t *testing.T) {
+	last := time.Unix(1_700_000_000, 0)
+	for _, tc := range []struct {
+		name  string
+		prune time.Time
+		kept  int
+	}{
+		{"a nanosecond before the minute", last.Add(time.Minute - time.Nanosecond), 1},
+		{"at the minute", last.Add(time.Minute), 0},
+	} {
+		p := &Pool{quotas: Quotas{MaxCellsPerMinutePerOwner: 3}, buckets: map[string]*bucket{}}
+		for i := range 3 {
+			if err := p.takeCellLocked("a", last); err != nil {
+				t.Fatalf("%s: cell %d: %v", tc.name, i, err)
+			}
+		}
+		p.pruneBucketsLocked(tc.prune)
+		if len(p.buckets) != tc.kept {
+			t.Errorf("%s: %d buckets kept, want %d", tc.name, len(p.buckets), tc.kept)
+		}
+	}
+	p := &Pool{quotas: Quotas{MaxCellsPerMinutePerOwner: 3}, buckets: map[string]*bucket{"a": {tokens: 0, at: last}}}
+	for i := range 3 {
+		if err := p.takeCellLocked("a", last.Add(time.Minute)); err != nil {
+			t.Fatalf("a minute after a spent bucket, cell %d: %v", i, err)
+		}
+	}
+}
