@@ -4,13 +4,15 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"os"
 	"testing"
 )
 
 // The observer's event of a cell counts its tool calls by name and by
 // outcome (an error of the handler is "error", a result "ok"), and says
 // -1 redactions when the pool's filter does not count them (no Output
-// factory: text passes unchanged).
+// factory: text passes unchanged); without a sandbox the cell ran as
+// the daemon's uid, which the event names.
 func TestCellEventCountsToolOutcomes(t *testing.T) {
 	rec := newRecorder()
 	tools := fakeToolFactory{rec: &toolRecorder{}}
@@ -32,7 +34,8 @@ func TestCellEventCountsToolOutcomes(t *testing.T) {
 		}
 	}
 	b.let(t)
-	wantStatus(t, b.wait(t), StatusSuccess)
+	res := b.wait(t)
+	wantStatus(t, res, StatusSuccess)
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	if len(rec.cells) != 1 {
@@ -43,5 +46,8 @@ func TestCellEventCountsToolOutcomes(t *testing.T) {
 		!maps.Equal(ev.ToolOutcomes, map[ToolOutcome]int{ToolOK: 2, ToolError: 1}) || ev.Redactions != -1 {
 		t.Fatalf("cell event: tool calls %v, outcomes %v, redactions %d; want good 2 bad 1, ok 2 error 1, -1",
 			ev.ToolCalls, ev.ToolOutcomes, ev.Redactions)
+	}
+	if ev.KernelID != res.Kernel.ID || ev.UID != os.Getuid() {
+		t.Fatalf("cell event: kernel %q uid %d, want %q and the daemon's uid %d", ev.KernelID, ev.UID, res.Kernel.ID, os.Getuid())
 	}
 }
