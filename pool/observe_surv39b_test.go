@@ -8,15 +8,16 @@ import (
 	"testing"
 )
 
-// The observer's event of a cell counts its tool calls by name and by
-// outcome (an error of the handler is "error", a result "ok"), and says
-// -1 redactions when the pool's filter does not count them (no Output
-// factory: text passes unchanged); without a sandbox the cell ran as
-// the daemon's uid, which the event names.
+// A cell's observer event counts its tool calls by name and by outcome
+// (a handler's error is "error", a result "ok"), its output (stdout and
+// stderr) and what its spill file holds; it says -1 redactions when the
+// pool's filter counts none, and names the uid the cell ran as (the
+// daemon's, without a sandbox).
 func TestCellEventCountsToolOutcomes(t *testing.T) {
 	rec := newRecorder()
 	tools := fakeToolFactory{rec: &toolRecorder{}}
-	p := newTestPool(t, func(c *Config) { c.Tools = tools; c.Observer = rec })
+	// maskFilter spills a stdout over 100 bytes and counts no redactions.
+	p := newTestPool(t, func(c *Config) { c.Tools = tools; c.Observer = rec; c.Output = maskFactory{&secretRecorder{}} })
 	handler := ToolHandlerFunc(func(_ context.Context, call ToolCall) (string, error) {
 		if call.Tool == "bad" {
 			return "", errors.New("refused")
@@ -36,10 +37,16 @@ func TestCellEventCountsToolOutcomes(t *testing.T) {
 	b.let(t)
 	res := b.wait(t)
 	wantStatus(t, res, StatusSuccess)
+	// A second cell on the kernel: 301 bytes of stdout (spilled whole),
+	// 3 of stderr.
+	wantStatus(t, run(t, p, Request{Tools: []string{"good", "bad"}, Code: "import sys; print('x' * 300); print('de', file=sys.stderr)"}), StatusSuccess)
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	if len(rec.cells) != 1 {
-		t.Fatalf("%d cell events, want 1", len(rec.cells))
+	if len(rec.cells) != 2 {
+		t.Fatalf("%d cell events, want 2", len(rec.cells))
+	}
+	if ev := rec.cells[1]; ev.OutputBytes != 304 || ev.SpillBytes != 301 {
+		t.Errorf("second cell's event: output %d bytes, spill %d; want 304, 301", ev.OutputBytes, ev.SpillBytes)
 	}
 	ev := rec.cells[0]
 	if !maps.Equal(ev.ToolCalls, map[string]int{"good": 2, "bad": 1}) ||
