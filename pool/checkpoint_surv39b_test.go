@@ -2,8 +2,9 @@ package pool
 
 import (
 	"bytes"
-	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -45,13 +46,6 @@ func TestCkptRoomLessTheOwnersOtherCheckpoints(t *testing.T) {
 	}
 }
 
-// listFails is a store whose List fails (an unreachable remote store).
-type listFails struct{ CheckpointStore }
-
-func (listFails) List(context.Context, string) ([]CheckpointEntry, error) {
-	return nil, errors.New("store unreachable")
-}
-
 // room warns that the store was not listed when, and only when, listing
 // it failed.
 func TestCkptRoomWarnsWhenListFails(t *testing.T) {
@@ -66,9 +60,9 @@ func TestCkptRoomWarnsWhenListFails(t *testing.T) {
 	if logs.Len() != 0 {
 		t.Fatalf("a listed store logged %q", logs.String())
 	}
-	c.st = listFails{c.st}
+	c.st = unlistable{c.st}
 	c.room(k)
-	if !strings.Contains(logs.String(), "checkpoint store not listed") || !strings.Contains(logs.String(), "store unreachable") {
+	if !strings.Contains(logs.String(), "checkpoint store not listed") || !strings.Contains(logs.String(), "list refused") {
 		t.Fatalf("an unlisted store logged %q, want the warning with its error", logs.String())
 	}
 }
@@ -113,24 +107,114 @@ func TestCkptCreateRetriesAfterASweep(t *testing.T) {
 	}
 }
 
+// storeFixed is storeBlob with a header of fixed length (a fixed time,
+// the key's session): two keys whose fields are as long make files of
+// one size.
+func storeFixed(t *testing.T, c *ckptStore, k key, n int) string {
+	t.Helper()
+	f, err := c.create(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(make([]byte, n)); err != nil {
+		t.Fatal(err)
+	}
+	h := &ckptHeader{Owner: k.owner, Mode: k.mode, Interpreter: k.interpreter, Cwd: k.cwd, Tools: k.tools, Session: k.session,
+		SavedAt: time.Unix(1_700_000_000, 0).UTC(), Size: int64(n), SavedTotal: 1}
+	note, err := c.commit(f, k, h, nextGen(t, c, k))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return note
+}
+
 // Two sessions of one owner with every other part of the key equal keep
 // two checkpoints: the second counts the first against the owner's cap
-// instead of replacing it.
+// instead of replacing it, and the refusal gives the figures.
 func TestCkptSessionsOfOneOwnerKeepTwoCheckpoints(t *testing.T) {
 	c := newStore(t, 1000)
 	s1 := key{owner: "a", mode: "default", interpreter: "/py", session: "s1"}
 	s2 := s1
 	s2.session = "s2"
-	if note := storeBlob(t, c, s1, 600); note != "" {
+	if note := storeFixed(t, c, s1, 600); note != "" {
 		t.Fatal(note)
 	}
-	if note := storeBlob(t, c, s2, 600); !strings.Contains(note, "over the 1000-byte cap") {
-		t.Fatalf("a second session's 600 bytes next to the first's: note %q, want the cap's refusal", note)
-	}
-	if _, err := os.Stat(c.localPath(s1, 1)); err != nil {
+	fi, err := os.Stat(c.localPath(s1, 1))
+	if err != nil {
 		t.Fatalf("the first session's checkpoint: %v", err)
+	}
+	n := fi.Size() // s2's file is as long: its header differs in one digit
+	want := fmt.Sprintf("the checkpoint (%d bytes) would take the owner's checkpoints to %d bytes, over the 1000-byte cap", n, 2*n)
+	if note := storeFixed(t, c, s2, 600); !strings.Contains(note, want) {
+		t.Fatalf("a second session's 600 bytes next to the first's: note %q, want %q", note, want)
 	}
 	if c.name(s1) == c.name(key{owner: "a", mode: "default", interpreter: "/py"}) {
 		t.Fatal("a session's checkpoint is named as the owner's implicit kernel's")
 	}
 }
+
+// A checkpoint that takes the owner's cap exactly is stored; one byte
+// over it is refused.
+func TestCkptCapIsInclusive(t *testing.T) {
+	k := key{owner: "a", mode: "default", interpreter: "/py"}
+	probe := newStore(t, 1<<20)
+	if note := storeFixed(t, probe, k, 500); note != "" {
+		t.Fatal(note)
+	}
+	fi, err := os.Stat(probe.localPath(k, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		capBytes int64
+		ok       bool
+	}{{fi.Size(), true}, {fi.Size() - 1, false}} {
+		if note := storeFixed(t, newStore(t, tc.capBytes), k, 500); (note == "") != tc.ok {
+			t.Errorf("a %d-byte checkpoint under a %d-byte cap: note %q, want stored %v", fi.Size(), tc.capBytes, note, tc.ok)
+		}
+	}
+}
+
+// The pool writes a header of up to 1 MiB, as it reads one, and loads an
+// object of up to the cap plus the largest header and the trailer.
+func TestCkptHeaderAndObjectBoundsInclusive(t *testing.T) {
+	base, err := json.Marshal(&ckptHeader{Owner: "o", Cwd: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		hdrLen int
+		ok     bool
+	}{{1 << 20, true}, {1<<20 + 1, false}} {
+		h := &ckptHeader{Owner: "o", Cwd: strings.Repeat("c", 1+tc.hdrLen-len(base))}
+		var buf bytes.Buffer
+		err := writeTrailer(&buf, h)
+		if tc.ok {
+			var got *ckptHeader
+			if err == nil {
+				got, err = readHeader(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+			}
+			if err != nil || got.Cwd != h.Cwd {
+				t.Errorf("header of %d bytes: %v", tc.hdrLen, err)
+			}
+		} else if err == nil {
+			t.Errorf("header of %d bytes written", tc.hdrLen)
+		}
+	}
+	const capBytes = 100
+	c := newStore(t, capBytes)
+	for _, tc := range []struct {
+		blob int
+		ok   bool
+	}{{capBytes, true}, {capBytes + 1, false}} {
+		b := ckptBlob(t, strings.Repeat("s", tc.blob), 1<<20)
+		h, err := c.header(nopObject{bytes.NewReader(b)}, CheckpointEntry{Name: "x", Size: int64(len(b))})
+		if (err == nil) != tc.ok || tc.ok && h.Size != int64(tc.blob) {
+			t.Errorf("object of a %d-byte blob and a 1 MiB header: %+v, %v; want ok %v", tc.blob, h, err, tc.ok)
+		}
+	}
+}
+
+type nopObject struct{ *bytes.Reader }
+
+func (nopObject) Close() error { return nil }
