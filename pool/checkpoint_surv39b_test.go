@@ -2,6 +2,7 @@ package pool
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -218,3 +219,28 @@ func TestCkptHeaderAndObjectBoundsInclusive(t *testing.T) {
 type nopObject struct{ *bytes.Reader }
 
 func (nopObject) Close() error { return nil }
+
+// trailer is a checkpoint trailer claiming a header of n bytes.
+func trailer(n uint32) []byte {
+	return append(binary.BigEndian.AppendUint32(nil, n), ckptMagic...)
+}
+
+// A file shorter than a trailer is no checkpoint; a trailer alone
+// claims an empty header, which is malformed; a trailer claiming more
+// header than the file holds before it is malformed itself.
+func TestCkptReadHeaderRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		want string
+	}{
+		{"11 bytes", trailer(0)[1:], "not a checkpoint file"},
+		{"a trailer alone", trailer(0), "malformed checkpoint header"},
+		{"a header of 8 bytes claimed as 9", append([]byte(`{"a":1} `), trailer(9)...), "malformed checkpoint trailer"},
+		{"a header of 8 bytes claimed as 20", append([]byte(`{"a":1} `), trailer(20)...), "malformed checkpoint trailer"},
+	} {
+		if _, err := readHeader(bytes.NewReader(tc.b), int64(len(tc.b))); err == nil || err.Error() != tc.want {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
