@@ -2,6 +2,7 @@ package pool
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -242,5 +243,47 @@ func TestCkptReadHeaderRefusals(t *testing.T) {
 		if _, err := readHeader(bytes.NewReader(tc.b), int64(len(tc.b))); err == nil || err.Error() != tc.want {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// deleteFails is a store whose Delete fails.
+type deleteFails struct{ CheckpointStore }
+
+func (deleteFails) Delete(context.Context, string, uint64) error { return errors.New("delete refused") }
+
+// Removing a key's checkpoints, or an owner's, warns only about what it
+// could not remove, and an owner's removal counts what went: the other
+// owner's checkpoints stay.
+func TestCkptRemoveCountsAndWarns(t *testing.T) {
+	var logs bytes.Buffer
+	c, err := openCkptStore(testTempDir(t), CheckpointConfig{MaxBytesPerOwner: 1 << 20, Retention: time.Hour},
+		hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a1 := key{owner: "a", mode: "default", interpreter: "/py"}
+	a2, a3, b1 := a1, a1, a1
+	a2.cwd, a3.cwd, b1.owner = "/w", "/x", "b"
+	for _, k := range []key{a1, a2, a3, b1} {
+		if note := storeFixed(t, c, k, 10); note != "" {
+			t.Fatal(note)
+		}
+	}
+	c.remove(a1, deleteAll)
+	if n := c.removeOwner("a"); n != 2 || logs.Len() != 0 {
+		t.Fatalf("removeOwner(a) after a1 went: %d, logs %q; want 2 (a2, a3), no warning", n, logs.String())
+	}
+	for k, want := range map[key]bool{a1: false, a2: false, a3: false, b1: true} {
+		if _, err := os.Stat(c.localPath(k, 1)); (err == nil) != want {
+			t.Errorf("%+v: stat %v, want it kept %v", k, err, want)
+		}
+	}
+	c.st = deleteFails{c.st}
+	c.remove(b1, deleteAll)
+	if !strings.Contains(logs.String(), "checkpoint not removed") {
+		t.Fatalf("a failed remove logged %q", logs.String())
+	}
+	if n := c.removeOwner("b"); n != 0 || !strings.Contains(logs.String(), "owner checkpoint not removed") {
+		t.Fatalf("removeOwner(b) with Delete failing: %d, logs %q; want 0 and a warning", n, logs.String())
 	}
 }
