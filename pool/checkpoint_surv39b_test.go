@@ -287,3 +287,46 @@ func TestCkptRemoveCountsAndWarns(t *testing.T) {
 		t.Fatalf("removeOwner(b) with Delete failing: %d, logs %q; want 0 and a warning", n, logs.String())
 	}
 }
+
+// The sweep removes a checkpoint stored more than the retention ago, not
+// one stored exactly that long ago.
+func TestCkptSweepKeepsOneExactlyRetentionOld(t *testing.T) {
+	c := newStore(t, 1<<20) // retention: an hour
+	k := key{owner: "a", mode: "default", interpreter: "/py"}
+	if note := storeFixed(t, c, k, 10); note != "" {
+		t.Fatal(note)
+	}
+	list, err := c.st.List(context.Background(), "")
+	if err != nil || len(list) != 1 {
+		t.Fatalf("list: %v, %v", list, err)
+	}
+	stored := list[0].Modified
+	if n := c.sweep(stored.Add(time.Hour)); n != 0 {
+		t.Fatalf("an hour after: %d removed, want 0", n)
+	}
+	if n := c.sweep(stored.Add(time.Hour + time.Nanosecond)); n != 1 {
+		t.Fatalf("an hour and 1ns after: %d removed, want 1", n)
+	}
+}
+
+// Listing the checkpoints warns when the store cannot be listed, and
+// only then.
+func TestCkptListWarnsOnlyWhenUnlisted(t *testing.T) {
+	var logs bytes.Buffer
+	c, err := openCkptStore(testTempDir(t), CheckpointConfig{MaxBytesPerOwner: 1 << 20, Retention: time.Hour},
+		hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := key{owner: "a", mode: "default", interpreter: "/py"}
+	if note := storeFixed(t, c, k, 10); note != "" {
+		t.Fatal(note)
+	}
+	if infos := c.list(); len(infos) != 1 || infos[0].Owner != "a" || logs.Len() != 0 {
+		t.Fatalf("list: %+v, logs %q; want a's checkpoint, no warning", infos, logs.String())
+	}
+	c.st = unlistable{c.st}
+	if infos := c.list(); len(infos) != 0 || !strings.Contains(logs.String(), "checkpoint store not listed") {
+		t.Fatalf("list of an unlistable store: %+v, logs %q; want none and the warning", infos, logs.String())
+	}
+}
