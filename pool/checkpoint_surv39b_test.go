@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -309,8 +310,8 @@ func TestCkptSweepKeepsOneExactlyRetentionOld(t *testing.T) {
 	}
 }
 
-// Listing the checkpoints warns when the store cannot be listed, and
-// only then.
+// Listing the checkpoints gives each one's tools (an empty list for
+// none) and warns when the store cannot be listed, and only then.
 func TestCkptListWarnsOnlyWhenUnlisted(t *testing.T) {
 	var logs bytes.Buffer
 	c, err := openCkptStore(testTempDir(t), CheckpointConfig{MaxBytesPerOwner: 1 << 20, Retention: time.Hour},
@@ -319,11 +320,19 @@ func TestCkptListWarnsOnlyWhenUnlisted(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := key{owner: "a", mode: "default", interpreter: "/py"}
-	if note := storeFixed(t, c, k, 10); note != "" {
-		t.Fatal(note)
+	kt := k
+	kt.cwd, kt.tools = "/w", "s,t"
+	for _, k := range []key{k, kt} {
+		if note := storeFixed(t, c, k, 10); note != "" {
+			t.Fatal(note)
+		}
 	}
-	if infos := c.list(); len(infos) != 1 || infos[0].Owner != "a" || logs.Len() != 0 {
-		t.Fatalf("list: %+v, logs %q; want a's checkpoint, no warning", infos, logs.String())
+	infos := c.list()
+	if len(infos) != 2 || logs.Len() != 0 {
+		t.Fatalf("list: %+v, logs %q; want a's 2 checkpoints, no warning", infos, logs.String())
+	}
+	if infos[0].Tools == nil || len(infos[0].Tools) != 0 || !slices.Equal(infos[1].Tools, []string{"s", "t"}) {
+		t.Fatalf("tools %q and %q, want none (an empty list) and [s t]", infos[0].Tools, infos[1].Tools)
 	}
 	c.st = unlistable{c.st}
 	if infos := c.list(); len(infos) != 0 || !strings.Contains(logs.String(), "checkpoint store not listed") {
