@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -87,5 +88,37 @@ func TestLocalStorePutRefusesABrokenBody(t *testing.T) {
 				t.Fatalf("Get after a failed Put: %v, want ErrCheckpointNotFound", err)
 			}
 		})
+	}
+}
+
+// List gives a name's newest generation by number (10 after 9, though
+// "10" sorts first) when an older one stayed behind, and of two files of
+// one generation the one Get opens (the canonical spelling, not a
+// leading zero's).
+func TestLocalStoreListNewestGeneration(t *testing.T) {
+	l, err := newLocalStore(testTempDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner, hash, _ := strings.Cut(localName, "/")
+	if err := os.Mkdir(filepath.Join(l.dir, owner), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for file, size := range map[string]int{hash + ".9.ckpt": 9, hash + ".10.ckpt": 10, hash + ".010.ckpt": 3} {
+		if err := os.WriteFile(filepath.Join(l.dir, owner, file), make([]byte, size), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, err := l.List(t.Context(), "")
+	if err != nil || len(list) != 1 || list[0].Generation != 10 || list[0].Size != 10 {
+		t.Fatalf("List: %+v, %v; want generation 10 of 10 bytes", list, err)
+	}
+	obj, e, err := l.Get(t.Context(), localName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = obj.Close()
+	if e.Generation != 10 || e.Size != 10 {
+		t.Fatalf("Get: %+v, want generation 10 of 10 bytes", e)
 	}
 }
