@@ -1,7 +1,9 @@
 package pool
 
 import (
+	"errors"
 	"io"
+	"os"
 	"strings"
 	"testing"
 )
@@ -27,5 +29,30 @@ func TestFilesWithoutASandbox(t *testing.T) {
 	}
 	if res := run(t, p, Request{Code: "print(open('in.txt').read())"}); res.Output != "to the cell\n" {
 		t.Fatalf("the cell read %q", res.Output)
+	}
+}
+
+// A files call on a kernel that ended after its root was opened answers
+// ErrNotFound and closes that root (a daemon leaks no fd per call).
+func TestFilesOnAnEndedKernelLeakNoFd(t *testing.T) {
+	ended := make(chan struct{})
+	close(ended)
+	// The test's own pid stands for the kernel: its /proc root opens.
+	a := fileArea{id: "k1", dir: "/", pid: os.Getpid(), uid: -1, mountNS: true, done: ended, unreaped: func() bool { return true }}
+	fds := func() int {
+		entries, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(entries)
+	}
+	before := fds()
+	for range 10 {
+		if err := a.inArea(func(int) error { return nil }); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("inArea of an ended kernel: %v, want ErrNotFound", err)
+		}
+	}
+	if after := fds(); after != before {
+		t.Fatalf("%d fds open after 10 calls, %d before", after, before)
 	}
 }
