@@ -4,8 +4,11 @@ import (
 	"errors"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // Without a sandbox (no mount namespace: the kernel sees the daemon's
@@ -54,5 +57,39 @@ func TestFilesOnAnEndedKernelLeakNoFd(t *testing.T) {
 	}
 	if after := fds(); after != before {
 		t.Fatalf("%d fds open after 10 calls, %d before", after, before)
+	}
+}
+
+// closesUpload closes the upload's file under the files API on its first
+// Read (as a network filesystem's close can fail: the data never landed)
+// and ends the body.
+type closesUpload struct{ t *testing.T }
+
+func (r closesUpload) Read([]byte) (int, error) {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	for _, e := range entries {
+		if target, _ := os.Readlink("/proc/self/fd/" + e.Name()); strings.Contains(target, ".kernpool-upload-") {
+			fd, _ := strconv.Atoi(e.Name())
+			_ = unix.Close(fd)
+			return 0, io.EOF
+		}
+	}
+	r.t.Fatal("no upload file open")
+	return 0, io.EOF
+}
+
+// An upload whose file fails to close is an error and leaves nothing:
+// neither the file nor its temporary.
+func TestFilesWriteFailsOnAFailedClose(t *testing.T) {
+	dir := testTempDir(t)
+	a := fileArea{id: "k1", dir: dir, uid: -1, maxBytes: 1 << 20, done: make(chan struct{}), unreaped: func() bool { return true }}
+	if n, err := a.write(t.Context(), "up.txt", closesUpload{t}); err == nil {
+		t.Fatalf("write: %d bytes, no error; want the close's", n)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("left %v in the working dir", entries)
 	}
 }
