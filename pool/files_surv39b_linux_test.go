@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -88,6 +89,21 @@ func TestFilesWriteFailsOnAFailedClose(t *testing.T) {
 	a := fileArea{id: "k1", dir: dir, uid: -1, maxBytes: 1 << 20, done: make(chan struct{}), unreaped: func() bool { return true }}
 	if n, err := a.write(t.Context(), "up.txt", closesUpload{t}); err == nil {
 		t.Fatalf("write: %d bytes, no error; want the close's", n)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("left %v in the working dir", entries)
+	}
+}
+
+// An upload whose request ended (its context canceled) while the body
+// was read is refused and leaves nothing, however whole the body came.
+func TestFilesWriteRefusedOnACanceledRequest(t *testing.T) {
+	dir := testTempDir(t)
+	a := fileArea{id: "k1", dir: dir, uid: -1, maxBytes: 1 << 20, done: make(chan struct{}), unreaped: func() bool { return true }}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if n, err := a.write(ctx, "up.txt", strings.NewReader("whole body")); !errors.Is(err, context.Canceled) {
+		t.Fatalf("write: %d bytes, %v; want context.Canceled", n, err)
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Fatalf("left %v in the working dir", entries)
