@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -107,5 +108,26 @@ func TestFilesWriteRefusedOnACanceledRequest(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Fatalf("left %v in the working dir", entries)
+	}
+}
+
+// A listing of a dir holding exactly as many entries as it may give is
+// whole; one more entry truncates it.
+func TestFilesListTruncatedOnlyPastTheBound(t *testing.T) {
+	for _, tc := range []struct {
+		files     int
+		truncated bool
+	}{{3, false}, {4, true}} {
+		dir := testTempDir(t)
+		for i := range tc.files {
+			if err := os.WriteFile(filepath.Join(dir, strconv.Itoa(i)), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		a := fileArea{id: "k1", dir: dir, uid: -1, done: make(chan struct{}), unreaped: func() bool { return true }}
+		l, err := a.list("", 3)
+		if err != nil || len(l.Entries) != 3 || l.Truncated != tc.truncated {
+			t.Fatalf("%d files listed 3 at most: %+v, %v; want 3 entries, truncated %v", tc.files, l, err, tc.truncated)
+		}
 	}
 }
