@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -128,6 +130,39 @@ func TestFilesListTruncatedOnlyPastTheBound(t *testing.T) {
 		l, err := a.list("", 3)
 		if err != nil || len(l.Entries) != 3 || l.Truncated != tc.truncated {
 			t.Fatalf("%d files listed 3 at most: %+v, %v; want 3 entries, truncated %v", tc.files, l, err, tc.truncated)
+		}
+	}
+}
+
+// The outputs walk goes 16 levels deep (MaxOutputsDepth: the dir walked
+// and 15 below it) and no deeper: a tree of 16 levels is listed whole, a
+// seventeenth level is left out and truncates the walk.
+func TestOutputsWalkDepthBound(t *testing.T) {
+	for _, tc := range []struct {
+		levels    int
+		truncated bool
+	}{{16, false}, {17, true}} {
+		dir := testTempDir(t)
+		cur := filepath.Join(dir, "out")
+		var want []string
+		for level := range tc.levels {
+			if err := os.MkdirAll(cur, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(cur, "f"), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if rel, _ := filepath.Rel(dir, filepath.Join(cur, "f")); level < 16 {
+				want = append(want, rel)
+			}
+			cur = filepath.Join(cur, "d")
+		}
+		a := fileArea{id: "k1", dir: dir, uid: -1, done: make(chan struct{}), unreaped: func() bool { return true }}
+		out, truncated, err := a.walk("out")
+		got := slices.Sorted(maps.Keys(out))
+		slices.Sort(want)
+		if err != nil || truncated != tc.truncated || !slices.Equal(got, want) {
+			t.Fatalf("%d levels: %d files %v, truncated %v, %v; want %d files, truncated %v", tc.levels, len(got), got, truncated, err, len(want), tc.truncated)
 		}
 	}
 }
