@@ -22,3 +22,14 @@ func TestIdlePeriodBounds(t *testing.T) {
 		}
 	}
 }
+
+// Killing a kernel drops its key's remembered masks and only those: another
+// key's checkpoint still restores values its masks must hide.
+func TestDropStoredStateForgetsOnlyItsKeysMasks(t *testing.T) {
+	a, b := key{owner: "a", mode: "m"}, key{owner: "b", mode: "m"}
+	p := &Pool{keyMasks: map[key]*maskEntry{a: {values: []string{"s1"}}, b: {values: []string{"s2"}}}}
+	p.dropStoredState(&live{key: a}) // nothing stored: no store call
+	if _, ok := p.keyMasks[a]; ok || p.keyMasks[b] == nil || len(p.keyMasks) != 1 {
+		t.Fatalf("masks after a's kill: %v, want only b's", p.keyMasks)
+	}
+}
