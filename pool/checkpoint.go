@@ -95,6 +95,9 @@ type ckptStore struct {
 	timeout   time.Duration
 	log       hclog.Logger
 	mu        sync.Mutex
+	// createTemp is os.CreateTemp; a test replaces it to remove the
+	// owner dir first, as a sweep may.
+	createTemp func(dir, pattern string) (*os.File, error)
 }
 
 // openCkptStore opens the checkpoint store: cfg.Store when set, else the
@@ -104,7 +107,7 @@ func openCkptStore(stateDir string, cfg CheckpointConfig, log hclog.Logger) (*ck
 	if err != nil {
 		return nil, err
 	}
-	c := &ckptStore{st: cfg.Store, dir: local.dir, maxBytes: cfg.MaxBytesPerOwner, retention: cfg.Retention, timeout: cfg.Timeout, log: log}
+	c := &ckptStore{st: cfg.Store, dir: local.dir, maxBytes: cfg.MaxBytesPerOwner, retention: cfg.Retention, timeout: cfg.Timeout, log: log, createTemp: os.CreateTemp}
 	if c.st == nil {
 		c.st = local
 	}
@@ -176,7 +179,7 @@ func (c *ckptStore) create(k key) (*os.File, error) {
 		if err := os.Mkdir(dir, ckptDirMode); err != nil && !errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("create owner dir: %w", err)
 		}
-		f, err := os.CreateTemp(dir, ".tmp-*") // 0600, O_EXCL
+		f, err := c.createTemp(dir, ".tmp-*") // 0600, O_EXCL
 		// A sweep or another save's cleanup may remove the dir while
 		// it is empty: make it again.
 		if errors.Is(err, fs.ErrNotExist) && try < 3 {

@@ -26,6 +26,9 @@ import (
 type localStore struct {
 	dir string
 	mu  sync.Mutex
+	// createTemp is os.CreateTemp; a test replaces it to remove the
+	// owner dir first, as a sweep may.
+	createTemp func(dir, pattern string) (*os.File, error)
 }
 
 // ckptFile matches a generation's file name. A file without a
@@ -60,7 +63,7 @@ func newLocalStore(dir string) (*localStore, error) {
 			}
 		}
 	}
-	return &localStore{dir: dir}, nil
+	return &localStore{dir: dir, createTemp: os.CreateTemp}, nil
 }
 
 func (l *localStore) Describe() string { return "local dir " + l.dir }
@@ -128,11 +131,11 @@ func (l *localStore) spool(dir string, body io.Reader, size int64) (string, erro
 			return f.Name(), nil
 		}
 	}
-	f, err := os.CreateTemp(dir, ".tmp-*") // 0600, O_EXCL
+	f, err := l.createTemp(dir, ".tmp-*") // 0600, O_EXCL
 	for try := 0; errors.Is(err, fs.ErrNotExist) && try < 3; try++ {
 		// No owner dir yet, or a sweep removed it while it was empty.
 		if err = os.Mkdir(dir, ckptDirMode); err == nil || errors.Is(err, fs.ErrExist) {
-			f, err = os.CreateTemp(dir, ".tmp-*")
+			f, err = l.createTemp(dir, ".tmp-*")
 		}
 	}
 	if err != nil {

@@ -3,6 +3,7 @@ package pool
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -182,11 +183,32 @@ func TestNameBoundsAreInclusive(t *testing.T) {
 // after the first character, up to 64 characters.
 func TestToolNameSpelling(t *testing.T) {
 	for name, ok := range map[string]bool{
-		"t0": true, "t9": true, "_": true, "Zz_09": true, strings.Repeat("a", 64): true,
+		"t0": true, "t9": true, "_": true, "Zz_09": true, strings.Repeat("a", 64): true, "A": true, "a": true, "z": true,
 		"": false, "0t": false, "9": false, "t-0": false, strings.Repeat("a", 65): false,
 	} {
 		if got := validToolName(name); got != ok {
 			t.Errorf("validToolName(%q) = %v, want %v", name, got, ok)
 		}
+	}
+}
+
+// A request may name 256 tools (docs/openapi.json maxItems), not one
+// more; the 256 make one key, sorted.
+func TestToolCountBoundIsInclusive(t *testing.T) {
+	p := newTestPool(t)
+	p.cfg.Tools = fakeToolFactory{} // only checked for nil here
+	names := func(n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("t%03d", n-1-i) // given in reverse order
+		}
+		return out
+	}
+	rq, err := p.normalize(Request{Tools: names(256)})
+	if err != nil || len(rq.tools) != 256 || rq.tools[0] != "t000" || rq.tools[255] != "t255" {
+		t.Fatalf("256 tools: %d tools (%v), want all 256 sorted", len(rq.tools), err)
+	}
+	if _, err := p.normalize(Request{Tools: names(257)}); !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "257 tools requested, the limit is 256") {
+		t.Fatalf("257 tools: %v, want ErrBadRequest naming the limit", err)
 	}
 }
