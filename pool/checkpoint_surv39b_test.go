@@ -115,20 +115,7 @@ func TestCkptCreateRetriesAfterASweep(t *testing.T) {
 // one size.
 func storeFixed(t *testing.T, c *ckptStore, k key, n int) string {
 	t.Helper()
-	f, err := c.create(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.Write(make([]byte, n)); err != nil {
-		t.Fatal(err)
-	}
-	h := &ckptHeader{Owner: k.owner, Mode: k.mode, Interpreter: k.interpreter, Cwd: k.cwd, Tools: k.tools, Session: k.session,
-		SavedAt: time.Unix(1_700_000_000, 0).UTC(), Size: int64(n), SavedTotal: 1}
-	note, err := c.commit(f, k, h, nextGen(t, c, k))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return note
+	return storeBlobAt(t, c, k, n, time.Unix(1_700_000_000, 0).UTC(), k.session)
 }
 
 // Two sessions of one owner with every other part of the key equal keep

@@ -26,6 +26,12 @@ func newStore(t *testing.T, maxBytes int64) *ckptStore {
 // storeBlob commits a blob of n bytes for k and returns the refusal note.
 func storeBlob(t *testing.T, c *ckptStore, k key, n int) string {
 	t.Helper()
+	return storeBlobAt(t, c, k, n, time.Now(), "")
+}
+
+// storeBlobAt is storeBlob with the header's save time and session given.
+func storeBlobAt(t *testing.T, c *ckptStore, k key, n int, at time.Time, session string) string {
+	t.Helper()
 	f, err := c.create(k)
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +39,7 @@ func storeBlob(t *testing.T, c *ckptStore, k key, n int) string {
 	if _, err := f.Write(make([]byte, n)); err != nil {
 		t.Fatal(err)
 	}
-	h := &ckptHeader{Owner: k.owner, Mode: k.mode, Interpreter: k.interpreter, Cwd: k.cwd, Tools: k.tools, SavedAt: time.Now(), Size: int64(n), SavedTotal: 1}
+	h := &ckptHeader{Owner: k.owner, Mode: k.mode, Interpreter: k.interpreter, Cwd: k.cwd, Tools: k.tools, Session: session, SavedAt: at, Size: int64(n), SavedTotal: 1}
 	note, err := c.commit(f, k, h, nextGen(t, c, k))
 	if err != nil {
 		t.Fatal(err)
