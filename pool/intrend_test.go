@@ -53,7 +53,7 @@ func TestInterruptKillEndReason(t *testing.T) {
 			// the loop ignores SIGINT from its first line on.
 			warm := run(t, p, pool.Request{Code: "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)"})
 			started := filepath.Join(testTempDir(t), "started")
-			req := pool.Request{Code: fmt.Sprintf("open(%q, 'w').close()\nwhile True: pass", started)}
+			req := pool.Request{Code: fmt.Sprintf("import os; os.write(1, b'before the kill\\n')\nopen(%q, 'w').close()\nwhile True: pass", started)}
 			if tc.stop == nil {
 				req.Timeout = time.Second
 			}
@@ -74,6 +74,13 @@ func TestInterruptKillEndReason(t *testing.T) {
 			res := <-resc
 			if res == nil || res.Status != tc.wantStatus || res.Kernel.StatePreserved {
 				t.Fatalf("cell ignoring SIGINT: %+v; want %s, the kernel killed", res, tc.wantStatus)
+			}
+			// A kill past an explicit interrupt's grace keeps what the
+			// cell printed before the marker.
+			if tc.name == "interrupt" || tc.name == "owner interrupt" {
+				if want := "before the kill\n\n[execution interrupted — the kernel was killed]"; res.Output != want {
+					t.Errorf("output %q, want %q", res.Output, want)
+				}
 			}
 			body := scrape(m)
 			for _, r := range pool.EndReasons() {
