@@ -22,11 +22,7 @@ import (
 func TestCkptRoomLessTheOwnersOtherCheckpoints(t *testing.T) {
 	const capBytes, trailer = 1000, 12 // trailer: 4-byte length and 8-byte magic
 	c := newStore(t, capBytes)
-	a1 := key{owner: "a", mode: "default", interpreter: "/py"}
-	a2 := a1
-	a2.cwd = "/w"
-	b1 := a1
-	b1.owner = "b"
+	a1, a2, b1 := capKeys()
 	if note := storeBlob(t, c, a1, 600); note != "" {
 		t.Fatal(note)
 	}

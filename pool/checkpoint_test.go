@@ -71,11 +71,7 @@ func (c *ckptStore) localPath(k key, gen uint64) string {
 // again when a checkpoint is committed; a refused one leaves only a note.
 func TestCkptStoreOwnerCap(t *testing.T) {
 	c := newStore(t, 1000)
-	a1 := key{owner: "a", mode: "default", interpreter: "/py"}
-	a2 := a1
-	a2.cwd = "/w"
-	b1 := a1
-	b1.owner = "b"
+	a1, a2, b1 := capKeys()
 	if note := storeBlob(t, c, a1, 600); note != "" {
 		t.Fatalf("first: %s", note)
 	}
@@ -149,4 +145,14 @@ func TestCkptStoreDefaultTimeout(t *testing.T) {
 	if err := ctx.Err(); err != nil || !ok || time.Until(deadline) <= 50*time.Second || time.Until(deadline) > time.Minute {
 		t.Fatalf("store operation context: err %v, deadline in %v; want a live one about 60s out", err, time.Until(deadline))
 	}
+}
+
+// capKeys are the owner-cap tests' keys: a1 and a2 of owner a (a2 in
+// another cwd), b1 of owner b.
+func capKeys() (a1, a2, b1 key) {
+	a1 = key{owner: "a", mode: "default", interpreter: "/py"}
+	a2, b1 = a1, a1
+	a2.cwd = "/w"
+	b1.owner = "b"
+	return a1, a2, b1
 }

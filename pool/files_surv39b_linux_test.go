@@ -89,7 +89,7 @@ func (r closesUpload) Read([]byte) (int, error) {
 // neither the file nor its temporary.
 func TestFilesWriteFailsOnAFailedClose(t *testing.T) {
 	dir := testTempDir(t)
-	a := fileArea{id: "k1", dir: dir, uid: -1, maxBytes: 1 << 20, done: make(chan struct{}), unreaped: func() bool { return true }}
+	a := hostArea(dir, 1<<20)
 	if n, err := a.write(t.Context(), "up.txt", closesUpload{t}); err == nil {
 		t.Fatalf("write: %d bytes, no error; want the close's", n)
 	}
@@ -102,7 +102,7 @@ func TestFilesWriteFailsOnAFailedClose(t *testing.T) {
 // was read is refused and leaves nothing, however whole the body came.
 func TestFilesWriteRefusedOnACanceledRequest(t *testing.T) {
 	dir := testTempDir(t)
-	a := fileArea{id: "k1", dir: dir, uid: -1, maxBytes: 1 << 20, done: make(chan struct{}), unreaped: func() bool { return true }}
+	a := hostArea(dir, 1<<20)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	if n, err := a.write(ctx, "up.txt", strings.NewReader("whole body")); !errors.Is(err, context.Canceled) {
@@ -126,7 +126,7 @@ func TestFilesListTruncatedOnlyPastTheBound(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		a := fileArea{id: "k1", dir: dir, uid: -1, done: make(chan struct{}), unreaped: func() bool { return true }}
+		a := hostArea(dir, 0)
 		l, err := a.list("", 3)
 		if err != nil || len(l.Entries) != 3 || l.Truncated != tc.truncated {
 			t.Fatalf("%d files listed 3 at most: %+v, %v; want 3 entries, truncated %v", tc.files, l, err, tc.truncated)
@@ -157,7 +157,7 @@ func TestOutputsWalkDepthBound(t *testing.T) {
 			}
 			cur = filepath.Join(cur, "d")
 		}
-		a := fileArea{id: "k1", dir: dir, uid: -1, done: make(chan struct{}), unreaped: func() bool { return true }}
+		a := hostArea(dir, 0)
 		out, truncated, err := a.walk("out")
 		got := slices.Sorted(maps.Keys(out))
 		slices.Sort(want)
@@ -165,4 +165,10 @@ func TestOutputsWalkDepthBound(t *testing.T) {
 			t.Fatalf("%d levels: %d files %v, truncated %v, %v; want %d files, truncated %v", tc.levels, len(got), got, truncated, err, len(want), tc.truncated)
 		}
 	}
+}
+
+// hostArea is a files area over dir as the test process (no kernel uid,
+// never ended), with maxBytes as its upload cap.
+func hostArea(dir string, maxBytes int64) fileArea {
+	return fileArea{id: "k1", dir: dir, uid: -1, maxBytes: maxBytes, done: make(chan struct{}), unreaped: func() bool { return true }}
 }

@@ -30,8 +30,11 @@ func Doomed(pid int) bool {
 	}
 	// After the command: state ppid pgrp session tty_nr tpgid flags ...
 	f := strings.Fields(string(stat[i+1:]))
-	if len(f) < 7 || f[0] == "Z" || f[0] == "X" {
-		return len(f) >= 7
+	if len(f) < 7 {
+		return false
+	}
+	if f[0] == "Z" || f[0] == "X" {
+		return true // a zombie, or dead
 	}
 	const pfExiting = 0x4 // PF_EXITING: do_exit has begun
 	if flags, err := strconv.ParseUint(f[6], 10, 64); err == nil && flags&pfExiting != 0 {
