@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -264,7 +265,26 @@ func TestShutdownOwnerDropsItsSavedState(t *testing.T) {
 		}
 		return out
 	}
-	if n := p.ShutdownOwner("a"); n != 0 {
+	// a's shutdown ends at once: waiting for c's save (30 s) is the bug,
+	// seen as soon as it parks on that save rather than after it.
+	doneA := make(chan int, 1)
+	go func() { doneA <- p.ShutdownOwner("a") }()
+	n, returned := 0, false
+	waitFor(t, "a's shutdown to end or to wait on a save", func() bool {
+		select {
+		case n = <-doneA:
+			returned = true
+			return true
+		default:
+			return parkedIn("(*Pool).dropOwnerCheckpoints", "chan receive")
+		}
+	})
+	if !returned {
+		_ = c.k.Kill()
+		<-doneA
+		t.Fatal("ShutdownOwner(a) waits for c's save in flight")
+	}
+	if n != 0 {
 		t.Errorf("ShutdownOwner(a) = %d, want 0 (a has no live kernel)", n)
 	}
 	if got, st := owners(), p.Stats(); len(got) != 0 || st.KernelsSaving != 1 {
@@ -289,4 +309,17 @@ func TestShutdownOwnerDropsItsSavedState(t *testing.T) {
 	if got := logLines(&logs, "owner checkpoints removed"); len(got) != 2 || got[1] != "owner checkpoints removed: owner=c count=1" {
 		t.Errorf("log lines %q; want a's and c's, none for an owner without checkpoints", got)
 	}
+}
+
+// parkedIn reports whether a goroutine is blocked in state (as its trace
+// header says: "chan receive") with fn on its stack.
+func parkedIn(fn, state string) bool {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "["+state) && strings.Contains(g, fn+"(") {
+			return true
+		}
+	}
+	return false
 }
