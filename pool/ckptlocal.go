@@ -29,6 +29,9 @@ type localStore struct {
 	// createTemp is os.CreateTemp; a test replaces it to remove the
 	// owner dir first, as a sweep may.
 	createTemp func(dir, pattern string) (*os.File, error)
+	// maxList is MaxCheckpointList; a test lowers it to list at and past
+	// the bound without writing 100,000 files.
+	maxList int
 }
 
 // ckptFile matches a generation's file name. A file without a
@@ -63,7 +66,7 @@ func newLocalStore(dir string) (*localStore, error) {
 			}
 		}
 	}
-	return &localStore{dir: dir, createTemp: os.CreateTemp}, nil
+	return &localStore{dir: dir, createTemp: os.CreateTemp, maxList: MaxCheckpointList}, nil
 }
 
 func (l *localStore) Describe() string { return "local dir " + l.dir }
@@ -234,7 +237,7 @@ func (l *localStore) List(_ context.Context, prefix string) ([]CheckpointEntry, 
 			if old, ok := newest[name]; ok && old.Generation > g {
 				continue
 			}
-			if len(newest) >= MaxCheckpointList {
+			if _, ok := newest[name]; !ok && len(newest) >= l.maxList {
 				return nil, fmt.Errorf("checkpoint list: %w", ErrCheckpointListLong)
 			}
 			newest[name] = CheckpointEntry{Name: name, Generation: g, Size: fi.Size(), Modified: fi.ModTime()}
