@@ -151,6 +151,12 @@ func TestKernelDeadBeforeItsCellIsRetriedOnce(t *testing.T) {
 	if res.Status != StatusError || !strings.Contains(res.Error, "failed before running the cell") || strings.Contains(res.Output, "ran") || starts != 2 {
 		t.Fatalf("cell on two kernels dead before it = %+v after %d kernel starts; want it failed after 2", res, starts)
 	}
+	// The error names why the kernel ended (it was killed), not only that
+	// Exec found it closed.
+	const want = "The session kernel failed before running the cell (killed: kernel ended); its state was lost. The next call starts a fresh kernel."
+	if res.Error != want {
+		t.Fatalf("error = %q, want %q", res.Error, want)
+	}
 }
 
 // Kill ends that kernel only and counts it once in PoolStats.Killed; a
