@@ -1,0 +1,21 @@
+package kernel
+
+import (
+	"runtime"
+	"strings"
+)
+
+// goroutineIn reports whether a goroutine that the test function creator
+// started (its trace's "created by" line) has fn on its stack: a test waits
+// for that, an event of both a right and a wrong path, then checks which
+// path was taken instead of waiting out an event that never comes.
+func goroutineIn(creator, fn string) bool {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, fn+"(") && strings.Contains(g, "created by github.com/kernpool/kernpool/kernel."+creator+" ") {
+			return true
+		}
+	}
+	return false
+}
