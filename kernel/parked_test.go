@@ -1,8 +1,9 @@
 package kernel
 
 import (
-	"runtime"
 	"strings"
+
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 // goroutineIn reports whether a goroutine that the test function creator
@@ -10,9 +11,7 @@ import (
 // for that, an event of both a right and a wrong path, then checks which
 // path was taken instead of waiting out an event that never comes.
 func goroutineIn(creator, fn string) bool {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	for _, g := range strings.Split(string(buf), "\n\n") {
+	for _, g := range testenv.Goroutines() {
 		if strings.Contains(g, fn+"(") && strings.Contains(g, "created by github.com/kernpool/kernpool/kernel."+creator+" ") {
 			return true
 		}

@@ -4,8 +4,9 @@ package main
 
 import (
 	"regexp"
-	"runtime"
 	"strings"
+
+	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 var goroutineHeader = regexp.MustCompile(`^goroutine (\d+) \[([^\]]*)\]`)
@@ -19,9 +20,7 @@ var goroutineHeader = regexp.MustCompile(`^goroutine (\d+) \[([^\]]*)\]`)
 // the wait is a bare receive too, but only once the pipes were closed,
 // which wakes every reader at once.
 func pipeWait(creator string) string {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	traces := strings.Split(string(buf), "\n\n")
+	traces := testenv.Goroutines()
 	for _, g := range traces {
 		m := goroutineHeader.FindStringSubmatch(g)
 		if m == nil || !strings.Contains(g, "os/exec.(*Cmd).awaitGoroutines(") ||
