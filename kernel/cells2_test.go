@@ -85,13 +85,21 @@ func TestStreamFirstChunkBeforeCellEnds(t *testing.T) {
 }
 
 // A partial line (no newline) in a streamed cell still arrives while the
-// cell runs: the runner flushes its live writers on a timer.
+// cell runs: the runner flushes its live writers on a timer. The cell
+// counts the flusher thread's naps (its time.sleep calls) and, two naps
+// after the print, so with a flush begun after it in between, writes "|"
+// past its buffer: "partial" must come first. The cell then waits for the
+// test to see it, so it arrives while the cell runs.
 func TestStreamPartialLineBeforeCellEnds(t *testing.T) {
 	k := startKernel(t, baseSpec(t), "")
 	gate := t.TempDir() + "/go"
 	log := newEventLog()
 	done := make(chan *Reply, 1)
-	code := "import os, time\nprint('partial', end='')\nwhile not os.path.exists(" + pyStr(gate) + "): time.sleep(0.01)\nprint(' rest')"
+	code := "import os, time, _thread\nmain, nap, naps = _thread.get_ident(), time.sleep, []\n" +
+		"def counted(s):\n    if _thread.get_ident() != main: naps.append(s)\n    nap(s)\n" +
+		"time.sleep = counted\ntry:\n    print('partial', end='')\n    n = len(naps)\n" +
+		"    while len(naps) < n + 2: nap(0.01)\nfinally:\n    time.sleep = nap\nos.write(1, b'|')\n" +
+		"while not os.path.exists(" + pyStr(gate) + "): time.sleep(0.01)\nprint(' rest')"
 	go func() {
 		rep, err := k.Exec(context.Background(), Cell{Code: code, Stream: log.add})
 		if err != nil {
@@ -101,13 +109,15 @@ func TestStreamPartialLineBeforeCellEnds(t *testing.T) {
 	}()
 	select {
 	case e := <-log.first:
-		if e.Kind != EventStdout || string(e.Data) != "partial" {
-			t.Fatalf("first event %s %q, want stdout \"partial\"", e.Kind, e.Data)
+		if e.Kind != EventStdout || !strings.HasPrefix(string(e.Data), "partial") {
+			mustWrite(t, gate, "")
+			<-done
+			t.Fatalf("first event %s %q, want stdout starting \"partial\": a flush sends it before the \"|\"", e.Kind, e.Data)
 		}
 	case <-time.After(testenv.Patience): // the cell waits for the gate forever
 		mustWrite(t, gate, "")
 		<-done
-		t.Fatal("the partial line did not arrive while the cell ran")
+		t.Fatal("nothing arrived while the cell ran")
 	}
 	select {
 	case <-done:
@@ -115,7 +125,7 @@ func TestStreamPartialLineBeforeCellEnds(t *testing.T) {
 	default:
 	}
 	mustWrite(t, gate, "")
-	if rep := <-done; rep.Stdout != "partial rest\n" || log.text(EventStdout) != "partial rest\n" {
+	if rep := <-done; rep.Stdout != "partial| rest\n" || log.text(EventStdout) != "partial| rest\n" {
 		t.Fatalf("reply stdout %q, streamed %q", rep.Stdout, log.text(EventStdout))
 	}
 }

@@ -162,7 +162,27 @@ func TestContextEndingAroundTheWriteInterrupts(t *testing.T) {
 	k := startKernel(t, baseSpec(t), "")
 	ctx := &endsOnAfterFunc{done: make(chan struct{})}
 	code := "#" + strings.Repeat("x", 1<<20) + "\nimport time\ntime.sleep(60)"
-	rep, err := k.Exec(ctx, Cell{Code: code, Grace: testenv.Patience})
+	type result struct {
+		rep *Reply
+		err error
+	}
+	res := make(chan result, 1)
+	go func() {
+		rep, err := k.Exec(ctx, Cell{Code: code, Grace: testenv.Patience})
+		res <- result{rep, err}
+	}()
+	// Once Exec waits for the cell its request is written: a newline now is
+	// a blank line the runner skips, but it ends a request whose rest was
+	// not written, and the runner's malformed-request reply fails Exec at
+	// once instead of the cell never beginning.
+	testenv.WaitFor(t, "Exec past its write", func() bool {
+		return len(res) == 1 || goroutineIn("TestContextEndingAroundTheWriteInterrupts", "kernel.(*Kernel).wait")
+	})
+	if _, err := k.stdin.Write([]byte("\n")); err != nil {
+		t.Fatal(err)
+	}
+	r := <-res
+	rep, err := r.rep, r.err
 	if err != nil || !errors.Is(rep.Interrupted, ErrCanceled) || !strings.Contains(rep.Traceback, "KeyboardInterrupt") {
 		t.Fatalf("reply %+v, error %v; want the cell interrupted and the kernel kept", rep, err)
 	}

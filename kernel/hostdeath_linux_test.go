@@ -298,6 +298,19 @@ func TestRequestPipeHangupMidCellKillsKernel(t *testing.T) {
 	if child == 0 || !alive(child) {
 		t.Fatalf("the cell's child never ran (pid %d)", child)
 	}
+	// The watcher thread, started before the cell, ends up asleep in
+	// poll(2) or (broken) gone: wait for either, then check which, instead
+	// of waiting out a hang-up nothing acts on.
+	if pollSyscalls == nil {
+		t.Skipf("poll(2)'s syscall number unknown on %s", runtime.GOARCH)
+	}
+	testenv.WaitFor(t, "the runner's helper threads asleep in poll(2) or gone", func() bool {
+		others, inPoll := threadsInPoll(cmd.Process.Pid)
+		return others == inPoll
+	})
+	if _, inPoll := threadsInPoll(cmd.Process.Pid); inPoll != 1 {
+		t.Fatalf("%d threads of the runner wait for the request pipe's hang-up mid-cell, want 1", inPoll)
+	}
 	// The rest of the output ends once the runner and the child, which
 	// share its pipe, are gone.
 	rest := make(chan string, 1)

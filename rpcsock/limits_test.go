@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"strings"
 	"syscall"
 	"testing"
@@ -37,15 +38,29 @@ func TestCloseUnblocksReadsAndHandlers(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-started
+	serverSide := trackedConns(t, s, 2)
 	closed := make(chan error, 1)
 	go func() { closed <- s.Close() }()
+	// Close closes the connections before it cancels its base context, so
+	// once that is canceled both server ends must be closed: checked at
+	// once instead of waiting out a Close that a parked read holds.
+	select {
+	case <-s.baseCtx.Done():
+	case <-time.After(testenv.Patience):
+		t.Fatal("Close did not cancel the server's context")
+	}
+	for i, c := range serverSide {
+		if err := c.SetReadDeadline(time.Time{}); !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("server end of connection %d still open after Close canceled the server's context (%v)", i, err)
+		}
+	}
 	select {
 	case err := <-closed:
 		if err != nil {
 			t.Fatal(err)
 		}
 	case <-time.After(testenv.Patience):
-		t.Fatal("Close still blocked after 10s: a parked read or handler holds it")
+		t.Fatal("Close still blocked: a parked read or handler holds it")
 	}
 	select {
 	case <-handlerDone:
@@ -103,6 +118,23 @@ func TestMemoryBudgetDropsConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(t, func() bool { return s.mem.held.Load() == 0 })
+}
+
+// trackedConns waits until s tracks n connections and returns their server
+// ends.
+func trackedConns(t *testing.T, s *Server, n int) []net.Conn {
+	t.Helper()
+	var conns []net.Conn
+	waitUntil(t, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		conns = conns[:0]
+		for c := range s.conns {
+			conns = append(conns, c)
+		}
+		return len(conns) == n
+	})
+	return conns
 }
 
 // waitUntil polls cond (tests only) for up to 10 s.

@@ -79,6 +79,20 @@ wait`, dir)
 	waitUntil(t, "the handler to start", func() bool { return readPid(dir+"/escaped") > 0 && readPid(dir+"/child") > 0 })
 	child, escaped := readPid(dir+"/child"), readPid(dir+"/escaped")
 	cancel()
+	// The group's kill ends the handler's shell at once; the call then waits
+	// for the pipes the grandchild holds, bounded by WaitDelay: checked by
+	// how it waits, not by waiting out a wait that nothing bounds.
+	how := ""
+	waitUntil(t, "the canceled call to wait for its pipes or return", func() bool {
+		if len(done) > 0 {
+			return true
+		}
+		how = pipeWait("TestShellToolHandlerCanceled")
+		return how != ""
+	})
+	if how == "unbounded" {
+		t.Fatal("the canceled call waits for its grandchild's pipe with nothing to end the wait: no WaitDelay")
+	}
 	select {
 	case err := <-done:
 		if err == nil {

@@ -186,6 +186,18 @@ func TestClientDisconnectInterrupts(t *testing.T) {
 		return len(ks) == 1 && ks[0].Busy
 	})
 	cancel()
+	// cancel starts the request's AfterFunc callback, which closes the
+	// connection: once it returned, the Execute must not still be parked
+	// reading (checked at once, not by waiting out a read nothing ends).
+	waitFor(t, "the canceled Execute to return or its callback to run", func() bool {
+		if len(errc) > 0 {
+			return true
+		}
+		if readingWithNoCallbackPending("TestClientDisconnectInterrupts") {
+			t.Fatal("the canceled Execute still reads its connection after the cancel's callback ran: the connection was kept")
+		}
+		return false
+	})
 	if err := recv(t, "the canceled Execute to return", errc); !errors.Is(err, context.Canceled) {
 		t.Fatalf("canceled Execute = %v, want context.Canceled", err)
 	}
