@@ -2,7 +2,6 @@ package pool
 
 import (
 	"context"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -314,9 +313,7 @@ func TestShutdownOwnerDropsItsSavedState(t *testing.T) {
 // parkedIn reports whether a goroutine is blocked in state (as its trace
 // header says: "chan receive") with fn on its stack.
 func parkedIn(fn, state string) bool {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	for _, g := range strings.Split(string(buf), "\n\n") {
+	for _, g := range testenv.Goroutines() {
 		if strings.Contains(g, "["+state) && strings.Contains(g, fn+"(") {
 			return true
 		}
