@@ -42,7 +42,7 @@ func (p *Pool) Fence(owner string, gen uint64) error {
 		return nil
 	}
 	if gen >= 1<<(64-fenceShift) {
-		return fmt.Errorf("%w: owner generation %d is over 2^%d", ErrBadRequest, gen, 64-fenceShift)
+		return fmt.Errorf("%w: owner generation %d is 2^%d or more", ErrBadRequest, gen, 64-fenceShift)
 	}
 	if owner == "" {
 		owner = defaultName

@@ -17,8 +17,8 @@ func TestFenceGenerationBound(t *testing.T) {
 		msg string // "" accepted
 	}{
 		{4294967295, ""},
-		{4294967296, "bad request: owner generation 4294967296 is over 2^32"},
-		{18446744073709551615, "bad request: owner generation 18446744073709551615 is over 2^32"},
+		{4294967296, "bad request: owner generation 4294967296 is 2^32 or more"},
+		{18446744073709551615, "bad request: owner generation 18446744073709551615 is 2^32 or more"},
 	} {
 		err := p.Fence("o", c.gen)
 		switch {
