@@ -23,7 +23,7 @@ func run() int {
 	baseline := flag.Bool("baseline", true, "first check the named tests pass on the unmutated tree")
 	verbose := flag.Bool("v", false, "print the test output of every run")
 	patience := flag.Duration("patience", 20*time.Second, "the tests' event waits in mutant runs (testenv.PatienceEnv; 0: the tests' own)")
-	jobs := flag.Int("j", 1, "mutants tested at once (each its own go test; baselines stay one at a time)")
+	jobs := flag.Int("j", 1, "mutants tested at once, and baseline packages (each its own go test)")
 	flag.Parse()
 
 	root, err := overlay.RepoRoot()
@@ -44,7 +44,7 @@ func run() int {
 	r := &runner{root: root, timeout: *timeout, verbose: *verbose, patience: *patience}
 	start := time.Now()
 	if *baseline {
-		if err := r.baseline(ms); err != nil {
+		if err := r.baseline(ms, *jobs); err != nil {
 			fmt.Fprintln(os.Stderr, "mutate: baseline:", err)
 			return 1
 		}

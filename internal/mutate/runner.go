@@ -108,8 +108,9 @@ func (r *runner) mutate(m Mutation) result {
 }
 
 // baseline runs, per package and tag set, the union of the named tests on
-// the unmutated tree: they must pass, or every mutation would look caught.
-func (r *runner) baseline(ms []Mutation) error {
+// the unmutated tree, jobs packages at a time: they must pass, or every
+// mutation would look caught. Results print in package order.
+func (r *runner) baseline(ms []Mutation, jobs int) error {
 	type key struct{ pkg, tags string }
 	runs := map[key][]string{}
 	for _, m := range ms {
@@ -123,15 +124,34 @@ func (r *runner) baseline(ms []Mutation) error {
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i].pkg+keys[i].tags < keys[j].pkg+keys[j].tags })
-	for _, k := range keys {
-		start := time.Now()
-		out, err := r.goTest("", k.tags, strings.Join(runs[k], "|"), []string{k.pkg}, 0, 0)
-		if err != nil {
-			return fmt.Errorf("tests of %s fail on the unmutated tree:\n%s", k.pkg, indent(tail(out, 20)))
-		}
-		fmt.Printf("baseline ok    %s (%s)\n", k.pkg, time.Since(start).Round(100*time.Millisecond))
+	type outcome struct {
+		out  string
+		err  error
+		took time.Duration
 	}
-	return nil
+	done := make([]chan outcome, len(keys))
+	sem := make(chan struct{}, max(1, jobs))
+	for i, k := range keys {
+		done[i] = make(chan outcome, 1)
+		go func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			start := time.Now()
+			out, err := r.goTest("", k.tags, strings.Join(runs[k], "|"), []string{k.pkg}, 0, 0)
+			done[i] <- outcome{out, err, time.Since(start)}
+		}()
+	}
+	var first error
+	for i, k := range keys {
+		o := <-done[i] // every run is waited for: none outlives the check
+		switch {
+		case o.err != nil && first == nil:
+			first = fmt.Errorf("tests of %s fail on the unmutated tree:\n%s", k.pkg, indent(tail(o.out, 20)))
+		case o.err == nil:
+			fmt.Printf("baseline ok    %s (%s)\n", k.pkg, o.took.Round(100*time.Millisecond))
+		}
+	}
+	return first
 }
 
 func (r *runner) goTest(overlay, tags, run string, pkgs []string, timeout, patience time.Duration) (string, error) {
