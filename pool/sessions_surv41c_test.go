@@ -28,7 +28,10 @@ func TestSessionInfoListsAreNeverNull(t *testing.T) {
 			[]string{"a", "b"}, []string{"X", "Y"}, `"tools":["a","b"],"env_names":["X","Y"]`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			created := mustSession(t, p, c.spec)
+			created, err := p.CreateSession(c.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
 			got, err := p.Session(created.ID)
 			if err != nil {
 				t.Fatal(err)
@@ -58,7 +61,10 @@ func TestSessionIdleTimeoutDefault(t *testing.T) {
 	if got := p.cfg.Sessions.IdleTimeout; got != 24*time.Hour {
 		t.Fatalf("default session idle timeout = %v, want 24h", got)
 	}
-	s := mustSession(t, p, SessionSpec{Owner: "idle"})
+	s, err := p.CreateSession(SessionSpec{Owner: "idle"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	p.mu.Lock()
 	used := p.sessions[s.ID].lastUsed
 	kept := p.expireSessionsLocked(used.Add(24 * time.Hour))
@@ -84,7 +90,10 @@ func TestSessionFieldsCompareClean(t *testing.T) {
 	p := newTestPool(t)
 	dir, other := testTempDir(t), testTempDir(t)
 	py := testenv.Python
-	s := mustSession(t, p, SessionSpec{Owner: "c", Interpreter: py, Cwd: dir})
+	s, err := p.CreateSession(SessionSpec{Owner: "c", Interpreter: py, Cwd: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
 	first := run(t, p, Request{Session: s.ID, Code: "x = 1"})
 	before := p.Stats().KernelsStarted
 	for _, c := range []struct {
