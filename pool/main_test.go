@@ -48,6 +48,7 @@ func newTestPool(t testing.TB, mods ...func(*Config)) *Pool {
 	for _, m := range mods {
 		m(&cfg)
 	}
+	testenv.SkipUnsandboxed(t, cfg.Sandboxes != nil)
 	p, err := New(cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)

@@ -2,6 +2,7 @@ package pool
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -39,7 +40,9 @@ time.sleep(3600)
 		t.Fatal(err)
 	}
 	lines := make(chan string, 4)
+	read := make(chan struct{})
 	go func() {
+		defer close(read)
 		defer close(lines)
 		f, err := os.Open(fifo) // blocks until the module opens it
 		if err != nil {
@@ -51,10 +54,23 @@ time.sleep(3600)
 		}
 	}()
 	t.Cleanup(func() {
-		// A module never imported leaves the reader blocked in its open.
-		if f, err := os.OpenFile(fifo, os.O_RDWR, 0); err == nil {
-			_ = f.Close()
-		}
+		// A module never imported leaves the reader blocked in its open:
+		// a writer's open and close ends it. That open fails (ENXIO)
+		// until the reader is in its own, which a test that ends early
+		// (a skip, a failure) can come before: so wait for one or the
+		// other.
+		testenv.WaitFor(t, "the FIFO's reader to open it or end", func() bool {
+			select {
+			case <-read:
+				return true
+			default:
+			}
+			f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+			if err == nil {
+				_ = f.Close()
+			}
+			return !errors.Is(err, syscall.ENXIO)
+		})
 		for range lines {
 		}
 	})

@@ -10,6 +10,17 @@
 // leaves nothing behind. Before mutating, the named tests run once on the
 // unmutated tree (a test that already fails would "catch" everything).
 //
+// A build per mutant spends most of its time compiling and linking, so
+// the mutants of package Go code run as mutant schemata (schema.go): each
+// named test package is built once with every mutant in it, each mutated
+// function a copy that the mutant's id, in a file beside the running test
+// binary, selects; the function itself keeps its name and lines. Each
+// schemata binary first runs its named tests with no mutant selected, and
+// a mutant its tests miss there is tried again in a build of its own, so
+// the rewrite decides no miss. Test files, Python files, isolate/kinit
+// and tagged (integration) mutants always get a build of their own, as
+// does everything with -schemata=false.
+//
 //	go run ./internal/mutate                 # every mutation
 //	go run ./internal/mutate -sample 12      # a fixed, evenly spread sample
 //	go run ./internal/mutate -only 'rpcsock' # mutations whose name matches

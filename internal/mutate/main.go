@@ -24,6 +24,7 @@ func run() int {
 	verbose := flag.Bool("v", false, "print the test output of every run")
 	patience := flag.Duration("patience", 20*time.Second, "the tests' event waits in mutant runs (testenv.PatienceEnv; 0: the tests' own)")
 	jobs := flag.Int("j", 1, "mutants tested at once, and baseline packages (each its own go test)")
+	schema := flag.Bool("schemata", true, "test the mutants of package Go code in one build per test package (mutant schemata); false: one build per mutant")
 	flag.Parse()
 
 	root, err := overlay.RepoRoot()
@@ -48,6 +49,15 @@ func run() int {
 			fmt.Fprintln(os.Stderr, "mutate: baseline:", err)
 			return 1
 		}
+	}
+	if *schema {
+		s, err := r.prepareSchemata(ms, *jobs)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "mutate: schemata:", err)
+			return 2
+		}
+		defer os.RemoveAll(s.dir)
+		r.schema = s
 	}
 	caught, missed, broken := 0, 0, 0
 	for i, v := range r.mutateAll(ms, *jobs) {

@@ -26,6 +26,9 @@ type result struct {
 	verdict string
 	detail  string
 	took    time.Duration
+	// schema says the schemata build decided it (a catch there); else a
+	// build of the mutant's own did.
+	schema bool
 }
 
 type runner struct {
@@ -37,6 +40,9 @@ type runner struct {
 	// that never comes would otherwise spend the full wait, minutes per
 	// mutation. Baseline runs keep the full wait.
 	patience time.Duration
+	// schema, when set, holds the schemata build the mutants placed in it
+	// run in (schemarun.go); the others get one build each.
+	schema *schemata
 }
 
 // mutateAll tests every mutation, jobs at a time, and yields the results
@@ -54,7 +60,7 @@ func (r *runner) mutateAll(ms []Mutation, jobs int) iter.Seq2[int, result] {
 		for range jobs {
 			go func() {
 				for i := range next {
-					done[i] <- r.mutate(ms[i])
+					done[i] <- r.mutateOne(ms, i)
 				}
 			}()
 		}
@@ -74,6 +80,15 @@ func (r *runner) mutateAll(ms []Mutation, jobs int) iter.Seq2[int, result] {
 			}
 		}
 	}
+}
+
+// mutateOne tests ms[i]: in the schemata build when it is placed there,
+// else with a build of its own.
+func (r *runner) mutateOne(ms []Mutation, i int) result {
+	if bins := r.schema.use(i, ms[i]); bins != nil {
+		return r.mutateSchema(ms[i], r.schema.id[i], bins, r.schema.dir)
+	}
+	return r.mutate(ms[i])
 }
 
 // mutate applies m through an overlay and runs its tests.

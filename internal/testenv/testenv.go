@@ -83,6 +83,21 @@ func patience() time.Duration {
 	return 2 * time.Minute
 }
 
+// SandboxedOnlyEnv, set to 1, skips the tests that start kernels with no
+// real sandbox (plain process groups). .ci/run's cgroup-v2 guest sets it:
+// such a kernel touches no cgroup, namespace or kernel uid, so the guest
+// would only repeat what the host's unit step runs, at TCG's speed.
+const SandboxedOnlyEnv = "KERNPOOL_TEST_SANDBOXED_ONLY"
+
+// SkipUnsandboxed skips tb when SandboxedOnlyEnv is 1 and its kernels run
+// with no real sandbox.
+func SkipUnsandboxed(tb testing.TB, sandboxed bool) {
+	tb.Helper()
+	if !sandboxed && os.Getenv(SandboxedOnlyEnv) == "1" {
+		tb.Skipf("starts kernels with no sandbox, which touch no cgroup: %s=1 runs only sandboxed ones (the host's unit step runs this)", SandboxedOnlyEnv)
+	}
+}
+
 // WaitFor polls cond until it holds, failing tb after Patience. Tests poll;
 // the product never does.
 func WaitFor(tb testing.TB, what string, cond func() bool) {
