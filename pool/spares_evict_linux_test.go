@@ -40,9 +40,7 @@ time.sleep(3600)
 		t.Fatal(err)
 	}
 	lines := make(chan string, 4)
-	read := make(chan struct{})
 	go func() {
-		defer close(read)
 		defer close(lines)
 		f, err := os.Open(fifo) // blocks until the module opens it
 		if err != nil {
@@ -61,8 +59,10 @@ time.sleep(3600)
 		// other.
 		testenv.WaitFor(t, "the FIFO's reader to open it or end", func() bool {
 			select {
-			case <-read:
-				return true
+			case _, more := <-lines: // drained below anyway
+				if !more {
+					return true
+				}
 			default:
 			}
 			f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0)

@@ -86,7 +86,7 @@ func (r *runner) mutateAll(ms []Mutation, jobs int) iter.Seq2[int, result] {
 // else with a build of its own.
 func (r *runner) mutateOne(ms []Mutation, i int) result {
 	if bins := r.schema.use(i, ms[i]); bins != nil {
-		return r.mutateSchema(ms[i], r.schema.id[i], bins, r.schema.dir)
+		return r.mutateSchema(ms[i], mutantID(i), bins, r.schema.dir)
 	}
 	return r.mutate(ms[i])
 }

@@ -13,10 +13,10 @@ import (
 )
 
 // Mutant schemata: every mutant of a function is compiled into one build,
-// each as a copy of the function, behind a dispatcher with the function's
-// own name that calls the copy the running binary selects (0: the
-// original). A test binary is then built once for all its mutants instead
-// of once per mutant: the compile and link were most of a mutant's cost.
+// each as a copy of the function that the function's first line calls
+// when the running binary selects it (0: none). A test binary is then
+// built once for all its mutants instead of once per mutant: the compile
+// and link were most of a mutant's cost.
 //
 // The running binary selects its mutant by a file beside it, not by the
 // environment: tests start children from their own executable (the CLI
@@ -67,7 +67,7 @@ func schematize(path string, src []byte, muts []schemaMutant) (out []byte, done 
 		}
 		fd := enclosingFunc(f, off, at, at+len(m.find))
 		why := unplaceable(fd)
-		if why == "" && !sameSignature(src[off(fd.Pos()):off(fd.End())], m) {
+		if why == "" && !keepsSignature(src, fd, off, m) {
 			why = "the mutant changes the function's signature"
 		}
 		if why != "" {
@@ -114,28 +114,23 @@ func enclosingFunc(f *ast.File, off func(token.Pos) int, from, to int) *ast.Func
 	return nil
 }
 
-// sameSignature says whether fn (one function's source) with m applied is
-// still one function of the same name and signature: the dispatcher keeps
-// the original's.
-func sameSignature(fn []byte, m schemaMutant) bool {
-	sig := func(text []byte) (string, bool) {
-		fset := token.NewFileSet()
-		f, err := parser.ParseFile(fset, "", append([]byte("package p\n\n"), text...), parser.SkipObjectResolution)
-		if err != nil || len(f.Decls) != 1 {
-			return "", false
-		}
-		fd, ok := f.Decls[0].(*ast.FuncDecl)
-		if !ok || fd.Body == nil {
-			return "", false
-		}
-		base := fset.File(f.Pos()).Base()
-		return string(append([]byte("package p\n\n"), text...)[int(fd.Pos())-base : int(fd.Body.Lbrace)-base]), true
+// keepsSignature says whether fd (in src) with m applied is still one
+// function of the same name and signature: the switch calling its copy
+// sits in the original.
+func keepsSignature(src []byte, fd *ast.FuncDecl, off func(token.Pos) int, m schemaMutant) bool {
+	fn := src[off(fd.Pos()):off(fd.End())]
+	text := append([]byte("package p\n\n"), bytes.Replace(fn, []byte(m.find), []byte(m.repl), 1)...)
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "", text, parser.SkipObjectResolution)
+	if err != nil || len(f.Decls) != 1 {
+		return false
 	}
-	at := bytes.Index(fn, []byte(m.find))
-	mutant := append(append(append([]byte{}, fn[:at]...), m.repl...), fn[at+len(m.find):]...)
-	a, ok1 := sig(fn)
-	b, ok2 := sig(mutant)
-	return ok1 && ok2 && a == b
+	mfd, ok := f.Decls[0].(*ast.FuncDecl)
+	if !ok || mfd.Body == nil {
+		return false
+	}
+	base := fset.File(f.Pos()).Base()
+	return string(text[int(mfd.Pos())-base:int(mfd.Body.Lbrace)-base]) == string(src[off(fd.Pos()):off(fd.Body.Lbrace)])
 }
 
 // unplaceable says why a mutant in fd cannot get a copy, or "".
@@ -174,8 +169,7 @@ func dispatch(path string, fset *token.FileSet, src []byte, fd *ast.FuncDecl, of
 	b.WriteString(sig)
 	b.WriteString(" { switch kpmActive {")
 	for _, m := range muts {
-		at := bytes.Index(orig, []byte(m.find))
-		mutant := append(append(append([]byte{}, orig[:at]...), m.repl...), orig[at+len(m.find):]...)
+		mutant := bytes.Replace(orig, []byte(m.find), []byte(m.repl), 1)
 		var c bytes.Buffer
 		fmt.Fprintf(&c, "//line %s:%d\n", path, fset.Position(fd.Pos()).Line)
 		c.Write(mutant[:nameAt])

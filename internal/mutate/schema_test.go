@@ -12,7 +12,7 @@ import (
 )
 
 // lib is the package the schemata tests mutate: one function of each
-// shape the dispatcher must forward (methods with named and unnamed
+// shape the switch must forward (methods with named and unnamed
 // receivers, blank and unnamed parameters, variadic, generic, named
 // results, no results).
 const lib = `package lib

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -14,16 +13,21 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kernpool/kernpool/internal/mutate/overlay"
 	"github.com/kernpool/kernpool/internal/testenv"
 )
 
 // schemata is a schemata build: one test binary per package for all the
 // mutants placed in it (schema.go).
 type schemata struct {
-	dir  string
-	id   map[int]int // list index -> mutant id
-	bins map[string]*schemaBin
+	dir    string
+	placed map[int]bool // list indexes of the mutants placed (their ids: mutantID)
+	bins   map[string]*schemaBin
 }
+
+// mutantID is the id that selects the mutant at list index i (0 selects
+// none).
+func mutantID(i int) int { return i + 1 }
 
 // schemaBin is one package's test binary in a schemata build.
 type schemaBin struct {
@@ -34,7 +38,7 @@ type schemaBin struct {
 // use returns the binaries m runs in the schemata build, or nil when it
 // runs one build of its own.
 func (s *schemata) use(i int, m Mutation) []*schemaBin {
-	if s == nil || s.id[i] == 0 {
+	if s == nil || !s.placed[i] {
 		return nil
 	}
 	var bins []*schemaBin
@@ -59,7 +63,7 @@ func (r *runner) prepareSchemata(ms []Mutation, jobs int) (*schemata, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &schemata{dir: dir, id: map[int]int{}, bins: map[string]*schemaBin{}}
+	s := &schemata{dir: dir, placed: map[int]bool{}, bins: map[string]*schemaBin{}}
 	ov, err := r.writeSchemata(s, ms)
 	if err != nil {
 		os.RemoveAll(dir)
@@ -67,7 +71,7 @@ func (r *runner) prepareSchemata(ms []Mutation, jobs int) (*schemata, error) {
 	}
 	runs := map[string][]string{}
 	for i, m := range ms {
-		if s.id[i] == 0 {
+		if !s.placed[i] {
 			continue
 		}
 		for _, p := range m.Pkgs {
@@ -107,12 +111,12 @@ func (r *runner) prepareSchemata(ms []Mutation, jobs int) (*schemata, error) {
 }
 
 // writeSchemata writes the rewritten files and the selector files, and the
-// overlay naming them; it fills s.id with the mutants placed.
+// overlay naming them; it fills s.placed.
 func (r *runner) writeSchemata(s *schemata, ms []Mutation) (string, error) {
 	byFile := map[string][]schemaMutant{}
 	for i, m := range ms {
 		if schemaEligible(m) == "" {
-			byFile[m.File] = append(byFile[m.File], schemaMutant{id: i + 1, find: m.Find, repl: m.Repl})
+			byFile[m.File] = append(byFile[m.File], schemaMutant{id: mutantID(i), find: m.Find, repl: m.Repl})
 		}
 	}
 	replace := map[string]string{}
@@ -150,15 +154,10 @@ func (r *runner) writeSchemata(s *schemata, ms []Mutation) (string, error) {
 			}
 		}
 		for _, id := range done {
-			s.id[id-1] = id
+			s.placed[id-1] = true
 		}
 	}
-	b, err := json.Marshal(map[string]map[string]string{"Replace": replace})
-	if err != nil {
-		return "", err
-	}
-	ov := filepath.Join(s.dir, "overlay.json")
-	return ov, os.WriteFile(ov, b, 0o600)
+	return overlay.WriteJSON(s.dir, replace)
 }
 
 // buildSchemaBin builds b with the overlay and runs the named tests (run)

@@ -17,7 +17,13 @@ func Write(dir, file string, mutant []byte) (string, error) {
 	if err := os.WriteFile(repl, mutant, 0o600); err != nil {
 		return "", err
 	}
-	b, err := json.Marshal(map[string]map[string]string{"Replace": {file: repl}})
+	return WriteJSON(dir, map[string]string{file: repl})
+}
+
+// WriteJSON writes dir/overlay.json, the -overlay file that replaces each
+// key of replace (an absolute path) with its value; it returns its path.
+func WriteJSON(dir string, replace map[string]string) (string, error) {
+	b, err := json.Marshal(map[string]map[string]string{"Replace": replace})
 	if err != nil {
 		return "", err
 	}
